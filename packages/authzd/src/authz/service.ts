@@ -1,0 +1,328 @@
+import type { AuditLog, HashedRow } from "../audit/log.ts";
+import type { RowFields, SpendDecidedFields, SpendSettledFields } from "../audit/rows.ts";
+import { type VerifyReport, verifyAuditFile } from "../audit/verify.ts";
+import { type Config, normalizeFact } from "../internal/config.ts";
+import { errors } from "../internal/errors.ts";
+import { mintToken, newDecisionId, newReceiptId, tokenSha256 } from "../internal/tokens.ts";
+import { type AuthzState, CAPABILITIES, type Capability, type Identity, isCapability } from "./state.ts";
+import {
+  type AuthorizeRequest,
+  atomicGreater,
+  parseAuthorizeRequest,
+  parseSettleRequest,
+} from "./validate.ts";
+
+/** Response of `POST /spend/authorize` (spec 2.10); `reason` only on denial. */
+export interface AuthorizeResult {
+  kind: "spend_authorized";
+  approved: boolean;
+  decision_id: string;
+  reason?: string;
+}
+
+/** Response of `POST /spend/settle`; a repeat for the same decision returns the same receipt. */
+export interface SettleResult {
+  kind: "spend_settled";
+  receipt_id: string;
+  decision_id: string;
+}
+
+/** A payer's budget at one instant, as `GET /budgets/:name` shows it. */
+export interface BudgetView {
+  payer: string;
+  budget_credits: number;
+  reserved_credits: number;
+  settled_credits: number;
+  available_credits: number;
+  window_seconds: number;
+  reservation_ttl_seconds: number;
+}
+
+/** One capability grant, as listed. */
+export interface GrantView {
+  identity: string;
+  capability: Capability;
+  expires_at: string | null;
+  active: boolean;
+}
+
+const IDENTITY_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+const SETTLED_FACTS = ["provider", "network", "asset", "amount", "credits"] as const;
+
+/**
+ * The daemon's decisions. Every change is one audit row: the row is chained (synchronously, so
+ * check-and-reserve cannot interleave with another request), applied to the state through the same
+ * `apply` that replays the log on start, and the answer is given only once the row is durable.
+ */
+export class AuthzService {
+  /** Settlements whose row is not yet durable; a concurrent repeat waits for the same write. */
+  private readonly pendingSettles = new Map<string, Promise<void>>();
+
+  constructor(
+    private readonly config: Config,
+    private readonly state: AuthzState,
+    private readonly log: AuditLog,
+    private readonly auditFile: string,
+    private readonly onAuditFailure: (error: Error) => void,
+  ) {}
+
+  /** The identity whose token hashes to `sha256`, if any. */
+  identityForTokenSha256(sha256: string): Identity | undefined {
+    return this.state.identityByToken(sha256);
+  }
+
+  /** Throws unless spend authorization is enabled and `caller` holds `capability` now. */
+  assertSpendAllowed(caller: Identity, capability: Capability): void {
+    if (!this.config.spendAuthzEnabled) throw errors.spendAuthzDisabled();
+    if (!this.state.holds(caller, capability, Date.now())) throw errors.missingCapability(capability);
+  }
+
+  /** Whether `caller` may read the audit log (the operator always may). */
+  canReadAudit(caller: Identity): boolean {
+    return this.state.holds(caller, "audit.read", Date.now());
+  }
+
+  /**
+   * Decides one spend for `caller` (the payer). Denies when the amount is over the per-call cap, when
+   * an allow-list rejects a fact, or when the payer's budget would be exceeded; approval reserves the
+   * credits. Both verdicts are audited and returned with HTTP 200.
+   */
+  async authorize(caller: Identity, body: unknown): Promise<AuthorizeResult> {
+    this.assertSpendAllowed(caller, "wallet.spend.authorize");
+    const parsed = parseAuthorizeRequest(body);
+    if (!parsed.ok) throw errors.invalidBody(parsed.error);
+    const request = parsed.value;
+    const now = Date.now();
+    const reason = this.denialReason(caller, request, now);
+    const decisionId = newDecisionId();
+    const fields: SpendDecidedFields = {
+      kind: "spend_authorization_decided",
+      provider: request.provider,
+      network: request.network,
+      asset: request.asset,
+      amount: request.amount,
+      per_call_cap: request.per_call_cap,
+      credits: request.credits,
+      destination: request.destination,
+      approved: reason === null,
+      reason,
+      decision_id: decisionId,
+      payer: caller.name,
+    };
+    await this.record(fields, now);
+    return reason === null
+      ? { kind: "spend_authorized", approved: true, decision_id: decisionId }
+      : { kind: "spend_authorized", approved: false, decision_id: decisionId, reason };
+  }
+
+  /**
+   * Settles an approved decision of `caller`: the facts must equal the authorized ones, and the
+   * reservation must still be held. A repeat returns the first receipt and commits nothing.
+   */
+  async settle(caller: Identity, body: unknown): Promise<SettleResult> {
+    this.assertSpendAllowed(caller, "wallet.spend.settle");
+    const parsed = parseSettleRequest(body);
+    if (!parsed.ok) throw errors.invalidBody(parsed.error);
+    const request = parsed.value;
+    const decision = this.state.decision(request.decision_id);
+    if (decision === undefined || decision.row.payer !== caller.name) throw errors.decisionNotFound();
+    const differing = SETTLED_FACTS.filter((fact) => decision.row[fact] !== request[fact]);
+    if (differing.length > 0) throw errors.settleMismatch(differing);
+    if (decision.settlement !== null) {
+      await this.pendingSettles.get(request.decision_id);
+      return {
+        kind: "spend_settled",
+        receipt_id: decision.settlement.receipt_id,
+        decision_id: request.decision_id,
+      };
+    }
+    const now = Date.now();
+    if (!this.state.reservationHeld(caller.name, request.decision_id, now)) throw errors.reservationExpired();
+    const fields: SpendSettledFields = {
+      kind: "spend_settled",
+      decision_id: request.decision_id,
+      receipt_id: newReceiptId(),
+      payer: caller.name,
+      provider: request.provider,
+      network: request.network,
+      asset: request.asset,
+      amount: request.amount,
+      credits: request.credits,
+      tx_sig: request.tx_sig ?? null,
+    };
+    const durable = this.record(fields, now);
+    this.pendingSettles.set(request.decision_id, durable);
+    try {
+      await durable;
+    } finally {
+      this.pendingSettles.delete(request.decision_id);
+    }
+    return { kind: "spend_settled", receipt_id: fields.receipt_id, decision_id: request.decision_id };
+  }
+
+  /** Creates an identity and returns its token; the token is shown once and stored only hashed. */
+  async createIdentity(
+    name: string,
+    budgetCredits: number | null,
+  ): Promise<{ kind: "identity_created"; name: string; token: string; budget_credits: number | null }> {
+    if (!IDENTITY_NAME.test(name)) {
+      throw errors.invalidBody("name must be 1-64 characters of letters, digits, '.', '_' or '-'");
+    }
+    if (this.state.identities.has(name)) throw errors.identityExists(name);
+    const token = mintToken("azd");
+    await this.record(
+      { kind: "identity_created", name, token_sha256: tokenSha256(token), budget_credits: budgetCredits },
+      Date.now(),
+    );
+    return { kind: "identity_created", name, token, budget_credits: budgetCredits };
+  }
+
+  /** All identities with their grants (never their tokens). */
+  listIdentities(): {
+    name: string;
+    created_at: string;
+    budget_credits: number | null;
+    capabilities: GrantView[];
+  }[] {
+    return [...this.state.identities.values()].map((identity) => ({
+      name: identity.name,
+      created_at: identity.createdAt,
+      budget_credits: identity.budgetCredits,
+      capabilities: this.grantsOf(identity),
+    }));
+  }
+
+  /** Grants `capability` to an identity, optionally until `expiresAt` (ISO 8601). */
+  async grant(identityName: string, capability: string, expiresAt: string | null): Promise<GrantView> {
+    if (!isCapability(capability)) {
+      throw errors.invalidBody(`unknown capability ${capability}; known: ${CAPABILITIES.join(", ")}`);
+    }
+    let expiry: string | null = null;
+    if (expiresAt !== null) {
+      const ms = Date.parse(expiresAt);
+      if (Number.isNaN(ms)) throw errors.invalidBody("expires_at must be an ISO 8601 timestamp");
+      if (ms <= Date.now()) throw errors.invalidBody("expires_at must be in the future");
+      expiry = new Date(ms).toISOString();
+    }
+    if (!this.state.identities.has(identityName)) throw errors.identityNotFound(identityName);
+    await this.record(
+      { kind: "capability_granted", identity: identityName, capability, expires_at: expiry },
+      Date.now(),
+    );
+    return { identity: identityName, capability, expires_at: expiry, active: true };
+  }
+
+  /** Revokes a capability; takes effect for the next request. */
+  async revoke(identityName: string, capability: string): Promise<void> {
+    const identity = this.state.identities.get(identityName);
+    if (identity === undefined) throw errors.identityNotFound(identityName);
+    if (!isCapability(capability) || !identity.grants.has(capability)) {
+      throw errors.grantNotFound(identityName, capability);
+    }
+    await this.record({ kind: "capability_revoked", identity: identityName, capability }, Date.now());
+  }
+
+  /** Grants of one identity, or of all when `identityName` is undefined. */
+  listGrants(identityName: string | undefined): GrantView[] {
+    if (identityName === undefined) {
+      return [...this.state.identities.values()].flatMap((identity) => this.grantsOf(identity));
+    }
+    const identity = this.state.identities.get(identityName);
+    if (identity === undefined) throw errors.identityNotFound(identityName);
+    return this.grantsOf(identity);
+  }
+
+  /** The budget of `payer` now. */
+  budget(payer: string): BudgetView {
+    const identity = this.state.identities.get(payer);
+    if (identity === undefined) throw errors.identityNotFound(payer);
+    const usage = this.state.usage(payer, Date.now());
+    const budget = identity.budgetCredits ?? this.config.defaultBudgetCredits;
+    return {
+      payer,
+      budget_credits: budget,
+      reserved_credits: usage.reserved,
+      settled_credits: usage.settled,
+      available_credits: Math.max(0, budget - usage.reserved - usage.settled),
+      window_seconds: this.config.budgetWindowMs / 1000,
+      reservation_ttl_seconds: this.config.reservationTtlMs / 1000,
+    };
+  }
+
+  /** The newest durable audit rows, oldest first. */
+  recentAudit(limit: number): HashedRow[] {
+    return this.log.recent(limit);
+  }
+
+  /**
+   * Verifies the log file up to what this daemon has made durable, and that no durable row is
+   * missing from its end (a cut at a row boundary leaves a chain that is valid on its own).
+   */
+  async verifyAudit(): Promise<VerifyReport> {
+    const expectedRows = this.log.durableRows;
+    const report = await verifyAuditFile(this.auditFile, { limitBytes: this.log.durableBytes });
+    if (report.valid && report.rows < expectedRows) {
+      return {
+        ...report,
+        valid: false,
+        firstBadIndex: report.rows,
+        problem: `the log ends after ${report.rows} rows but ${expectedRows} were written`,
+      };
+    }
+    return report;
+  }
+
+  private denialReason(caller: Identity, request: AuthorizeRequest, now: number): string | null {
+    if (atomicGreater(request.amount, request.per_call_cap)) {
+      return `amount ${request.amount} exceeds per_call_cap ${request.per_call_cap}`;
+    }
+    const { allow } = this.config;
+    const facts = [
+      ["provider", request.provider, allow.providers],
+      ["network", request.network, allow.networks],
+      ["asset", request.asset, allow.assets],
+      ["destination", request.destination, allow.destinations],
+    ] as const;
+    for (const [fact, value, allowed] of facts) {
+      if (allowed !== null && !allowed.has(normalizeFact(value))) {
+        return `${fact} ${value} is not on the allow-list`;
+      }
+    }
+    const budget = caller.budgetCredits ?? this.config.defaultBudgetCredits;
+    const { reserved, settled } = this.state.usage(caller.name, now);
+    const used = reserved + settled;
+    if (used + request.credits > budget) {
+      return `budget exceeded: ${used} of ${budget} credits already reserved or settled in the current window, this spend needs ${request.credits}`;
+    }
+    return null;
+  }
+
+  /** Chains, applies and persists one row; resolves once it is durable. */
+  private async record(fields: RowFields, now: number): Promise<void> {
+    let durable: Promise<void>;
+    try {
+      const appended = this.log.append(fields, new Date(now));
+      this.state.apply(appended.row);
+      durable = appended.durable;
+    } catch (error) {
+      this.onAuditFailure(error as Error);
+      throw errors.auditUnavailable();
+    }
+    try {
+      await durable;
+    } catch (error) {
+      this.onAuditFailure(error as Error);
+      throw errors.auditUnavailable();
+    }
+  }
+
+  private grantsOf(identity: Identity): GrantView[] {
+    const now = Date.now();
+    return [...identity.grants.entries()].map(([capability, expiry]) => ({
+      identity: identity.name,
+      capability,
+      expires_at: expiry === null ? null : new Date(expiry).toISOString(),
+      active: expiry === null || expiry > now,
+    }));
+  }
+}

@@ -1,0 +1,160 @@
+import { parseArgs } from "node:util";
+import { scanAuditFileSync } from "./audit/verify.ts";
+import { CliError, operatorRequest } from "./cli/client.ts";
+import { startDaemon } from "./daemon.ts";
+import { ConfigError, loadConfig } from "./internal/config.ts";
+import { homePaths } from "./internal/home.ts";
+
+const USAGE = `usage: authzd <command>
+
+  serve                                            start the daemon
+  identities create NAME [--budget CREDITS]        create an identity; prints its token once
+  identities list
+  capabilities grant CAP --to NAME [--expires-in SECONDS | --expires-at ISO]
+  capabilities revoke CAP --from NAME
+  capabilities list [--for NAME]
+  budgets show NAME                                reserved, settled and available credits
+  audit verify [--file PATH]                       verify the hash chain (reads the file directly)
+  audit recent [--limit N]
+
+Capabilities: wallet.spend.authorize, wallet.spend.settle, audit.read.
+Environment: AUTHZD_HOME (default ./.authzd), AUTHZD_HOST, AUTHZD_PORT, AUTHZD_URL, SPEND_AUTHZ_ENABLED=1,
+AUTHZD_BUDGET_CREDITS, AUTHZD_BUDGET_WINDOW_SECONDS, AUTHZD_RESERVATION_TTL_SECONDS,
+AUTHZD_ALLOW_PROVIDERS, AUTHZD_ALLOW_NETWORKS, AUTHZD_ALLOW_ASSETS, AUTHZD_ALLOW_DESTINATIONS (comma lists).`;
+
+function print(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+async function serve(): Promise<void> {
+  const config = loadConfig();
+  const daemon = await startDaemon(config, {
+    onFatal: () => {
+      // The log may end in a partial line; exiting lets a restart scan, repair and rebuild.
+      setTimeout(() => process.exit(1), 100);
+    },
+  });
+  process.stdout.write(
+    `authzd listening on ${daemon.url} (home ${config.home}, spend authorization ${config.spendAuthzEnabled ? "enabled" : "disabled: set SPEND_AUTHZ_ENABLED=1"})\n`,
+  );
+  let closing = false;
+  const stop = (): void => {
+    if (closing) return;
+    closing = true;
+    daemon.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        process.stderr.write(`authzd: error while stopping: ${(error as Error).message}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGINT", stop);
+  process.on("SIGTERM", stop);
+}
+
+async function run(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      budget: { type: "string" },
+      to: { type: "string" },
+      from: { type: "string" },
+      for: { type: "string" },
+      "expires-in": { type: "string" },
+      "expires-at": { type: "string" },
+      file: { type: "string" },
+      limit: { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  const [group, action, arg] = positionals;
+  if (values.help || group === undefined || group === "help") {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  if (group === "serve") {
+    await serve();
+    return -1;
+  }
+  const config = loadConfig();
+  const paths = homePaths(config.home);
+  const need = (value: string | undefined, what: string): string => {
+    if (value === undefined || value === "") throw new CliError(`missing ${what}\n\n${USAGE}`);
+    return value;
+  };
+  const command = `${group} ${action ?? ""}`;
+  switch (command) {
+    case "identities create": {
+      const budget = values.budget === undefined ? undefined : Number(values.budget);
+      if (budget !== undefined && (!Number.isSafeInteger(budget) || budget < 0)) {
+        throw new CliError("--budget must be a non-negative integer");
+      }
+      print(
+        await operatorRequest(config, paths, "POST", "/identities", {
+          name: need(arg, "NAME"),
+          ...(budget === undefined ? {} : { budget_credits: budget }),
+        }),
+      );
+      return 0;
+    }
+    case "identities list":
+      print(await operatorRequest(config, paths, "GET", "/identities"));
+      return 0;
+    case "capabilities grant": {
+      let expiresAt: string | undefined = values["expires-at"];
+      if (values["expires-in"] !== undefined) {
+        const seconds = Number(values["expires-in"]);
+        if (!(seconds > 0)) throw new CliError("--expires-in must be a positive number of seconds");
+        expiresAt = new Date(Date.now() + seconds * 1000).toISOString();
+      }
+      print(
+        await operatorRequest(config, paths, "POST", "/capabilities/grant", {
+          identity: need(values.to, "--to NAME"),
+          capability: need(arg, "CAP"),
+          ...(expiresAt === undefined ? {} : { expires_at: expiresAt }),
+        }),
+      );
+      return 0;
+    }
+    case "capabilities revoke":
+      print(
+        await operatorRequest(config, paths, "POST", "/capabilities/revoke", {
+          identity: need(values.from ?? values.to, "--from NAME"),
+          capability: need(arg, "CAP"),
+        }),
+      );
+      return 0;
+    case "capabilities list": {
+      const query = values.for === undefined ? "" : `?identity=${encodeURIComponent(values.for)}`;
+      print(await operatorRequest(config, paths, "GET", `/capabilities${query}`));
+      return 0;
+    }
+    case "budgets show":
+      print(await operatorRequest(config, paths, "GET", `/budgets/${encodeURIComponent(need(arg, "NAME"))}`));
+      return 0;
+    case "audit verify": {
+      const { report } = scanAuditFileSync(values.file ?? paths.auditLog);
+      print(report);
+      return report.valid ? 0 : 1;
+    }
+    case "audit recent":
+      print(await operatorRequest(config, paths, "GET", `/audit/recent?limit=${values.limit ?? "50"}`));
+      return 0;
+    default:
+      throw new CliError(`unknown command: ${command.trim()}\n\n${USAGE}`);
+  }
+}
+
+try {
+  const code = await run(process.argv.slice(2));
+  if (code >= 0) process.exitCode = code;
+} catch (error) {
+  if (error instanceof CliError || error instanceof ConfigError) {
+    process.stderr.write(`${error.message}\n`);
+  } else {
+    process.stderr.write(`authzd: ${(error as Error).message}\n`);
+  }
+  process.exitCode = 2;
+}

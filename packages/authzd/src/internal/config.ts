@@ -1,0 +1,108 @@
+import path from "node:path";
+
+/** Allow-lists for the facts of a spend; `null` admits any value. */
+export interface AllowLists {
+  providers: ReadonlySet<string> | null;
+  networks: ReadonlySet<string> | null;
+  assets: ReadonlySet<string> | null;
+  destinations: ReadonlySet<string> | null;
+}
+
+/** Daemon configuration, parsed once from the environment at start-up. */
+export interface Config {
+  host: string;
+  /** 0 asks the OS for a free port; the bound port is printed and written to `daemon.json`. */
+  port: number;
+  home: string;
+  spendAuthzEnabled: boolean;
+  /** Budget of every payer that has no budget of its own, in credits per window. */
+  defaultBudgetCredits: number;
+  budgetWindowMs: number;
+  reservationTtlMs: number;
+  allow: AllowLists;
+}
+
+/** Thrown when one or more variables are invalid; the message has one line per bad variable. */
+export class ConfigError extends Error {
+  override readonly name = "ConfigError";
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/**
+ * Parses the daemon's environment variables. This is the only place that reads `process.env`.
+ *
+ * @example
+ * const config = loadConfig({ AUTHZD_PORT: "0", SPEND_AUTHZ_ENABLED: "1" });
+ * config.port; // 0
+ */
+export function loadConfig(env: Env = process.env): Config {
+  const problems: string[] = [];
+  const int = (name: string, fallback: number, min: number, max: number): number => {
+    const raw = env[name];
+    if (raw === undefined || raw === "") return fallback;
+    const value = Number(raw);
+    if (!/^\d+$/.test(raw) || !Number.isSafeInteger(value) || value < min || value > max) {
+      problems.push(`${name}: expected an integer between ${min} and ${max}, got "${raw}"`);
+      return fallback;
+    }
+    return value;
+  };
+  const seconds = (name: string, fallback: number): number => {
+    const raw = env[name];
+    if (raw === undefined || raw === "") return fallback * 1000;
+    const value = Number(raw);
+    if (!/^\d+(\.\d+)?$/.test(raw) || !(value > 0)) {
+      problems.push(`${name}: expected a positive number of seconds, got "${raw}"`);
+      return fallback * 1000;
+    }
+    return Math.round(value * 1000);
+  };
+  const list = (name: string): ReadonlySet<string> | null => {
+    const raw = env[name];
+    if (raw === undefined || raw.trim() === "") return null;
+    return new Set(
+      raw
+        .split(",")
+        .map((item) => normalizeFact(item.trim()))
+        .filter((item) => item !== ""),
+    );
+  };
+  const enabledRaw = env.SPEND_AUTHZ_ENABLED;
+  if (enabledRaw !== undefined && !["", "0", "1"].includes(enabledRaw)) {
+    problems.push(`SPEND_AUTHZ_ENABLED: expected 1 or 0, got "${enabledRaw}"`);
+  }
+  const config: Config = {
+    host: env.AUTHZD_HOST || "127.0.0.1",
+    port: int("AUTHZD_PORT", 8421, 0, 65535),
+    home: path.resolve(env.AUTHZD_HOME || ".authzd"),
+    spendAuthzEnabled: enabledRaw === "1",
+    defaultBudgetCredits: int("AUTHZD_BUDGET_CREDITS", 1000, 0, Number.MAX_SAFE_INTEGER),
+    budgetWindowMs: seconds("AUTHZD_BUDGET_WINDOW_SECONDS", 86_400),
+    reservationTtlMs: seconds("AUTHZD_RESERVATION_TTL_SECONDS", 600),
+    allow: {
+      providers: list("AUTHZD_ALLOW_PROVIDERS"),
+      networks: list("AUTHZD_ALLOW_NETWORKS"),
+      assets: list("AUTHZD_ALLOW_ASSETS"),
+      destinations: list("AUTHZD_ALLOW_DESTINATIONS"),
+    },
+  };
+  if (problems.length > 0) throw new ConfigError(problems.join("\n"));
+  return config;
+}
+
+/** Explicit daemon URL for the CLI (`AUTHZD_URL`), if set. */
+export function cliDaemonUrl(env: Env = process.env): string | undefined {
+  return env.AUTHZD_URL || undefined;
+}
+
+/**
+ * Normalises a spend fact for allow-list comparison: EVM-style hex addresses are case-insensitive
+ * (checksummed and lower-case spellings name the same account), everything else compares exactly.
+ *
+ * @example
+ * normalizeFact("0xAbC"); // "0xabc"
+ */
+export function normalizeFact(value: string): string {
+  return /^0x[0-9a-fA-F]+$/.test(value) ? value.toLowerCase() : value;
+}

@@ -1,0 +1,72 @@
+/**
+ * An error with an HTTP status, rendered by the one error handler as `{ error, code }`.
+ * Messages are written for the client and never contain tokens.
+ */
+export class HttpError extends Error {
+  override readonly name = "HttpError";
+
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * The daemon's error list. Domain and HTTP code throw these; nothing builds an error body by hand.
+ *
+ * @example
+ * throw errors.missingCapability("wallet.spend.settle");
+ */
+export const errors = {
+  unauthorized: () => new HttpError(401, "unauthorized", "missing or invalid bearer token"),
+  operatorRequired: () => new HttpError(403, "operator_required", "this endpoint needs the operator token"),
+  forbidden: (what: string) => new HttpError(403, "forbidden", what),
+  missingCapability: (capability: string) =>
+    new HttpError(403, "missing_capability", `the caller does not hold the capability ${capability}`),
+  spendAuthzDisabled: () =>
+    new HttpError(
+      503,
+      "spend_authz_disabled",
+      "spend authorization is not enabled: start the daemon with SPEND_AUTHZ_ENABLED=1",
+    ),
+  invalidJson: (detail: string) =>
+    new HttpError(400, "invalid_json", `request body is not valid JSON: ${detail}`),
+  invalidBody: (detail: string) => new HttpError(400, "invalid_body", detail),
+  invalidQuery: (detail: string) => new HttpError(400, "invalid_query", detail),
+  bodyTooLarge: (limit: number) =>
+    new HttpError(413, "body_too_large", `request body is larger than ${limit} bytes`),
+  unsupportedMediaType: () =>
+    new HttpError(
+      415,
+      "unsupported_media_type",
+      "request body must be sent as Content-Type: application/json",
+    ),
+  routeNotFound: (method: string, path: string) =>
+    new HttpError(404, "route_not_found", `no route for ${method} ${path}`),
+  methodNotAllowed: (method: string, path: string) =>
+    new HttpError(405, "method_not_allowed", `${method} is not allowed on ${path}`),
+  decisionNotFound: () =>
+    new HttpError(404, "decision_not_found", "no approved decision with this decision_id for this payer"),
+  settleMismatch: (fields: string[]) =>
+    new HttpError(
+      409,
+      "settle_mismatch",
+      `settlement does not match the authorized decision: ${fields.join(", ")} differ${fields.length === 1 ? "s" : ""}`,
+    ),
+  reservationExpired: () =>
+    new HttpError(
+      409,
+      "reservation_expired",
+      "the reservation of this decision expired before settlement; its credits were released",
+    ),
+  identityExists: (name: string) => new HttpError(409, "identity_exists", `identity ${name} already exists`),
+  identityNotFound: (name: string) => new HttpError(404, "identity_not_found", `no identity named ${name}`),
+  grantNotFound: (name: string, capability: string) =>
+    new HttpError(404, "grant_not_found", `identity ${name} does not hold ${capability}`),
+  auditUnavailable: () =>
+    new HttpError(503, "audit_unavailable", "the audit log could not be written; no verdict was recorded"),
+  internal: () => new HttpError(500, "internal", "internal error"),
+};
