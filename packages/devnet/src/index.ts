@@ -13,4 +13,16 @@ export {
 export { MULTICALL3_ADDRESS } from "./evm/multicall3.ts";
 export { USDC_DECIMALS, USDC_EIP712, usdcAbi } from "./evm/usdc.ts";
 export { devnetInfoToJson } from "./json.ts";
-export { DEVNET_EVM_CHAIN_ID, EVM_TREASURY_ADDRESS, EVM_TREASURY_PRIVATE_KEY } from "./keys.ts";
+export {
+  DEVNET_EVM_CHAIN_ID,
+  EVM_TREASURY_ADDRESS,
+  EVM_TREASURY_PRIVATE_KEY,
+} from "./keys.ts";
+export { SOLANA_USDC_DECIMALS } from "./solana/chain.ts";
+export {
+  fundSolana,
+  type SolanaFundingAmounts,
+  type SolanaFundingReceipt,
+  type SolanaFundingSource,
+  waitForConfirmation,
+} from "./solana/fund.ts";

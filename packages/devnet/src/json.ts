@@ -11,8 +11,9 @@ import type { DevnetInfo } from "./devnet.ts";
  */
 export function devnetInfoToJson(devnet: DevnetInfo): Record<string, unknown> {
   return JSON.parse(
-    JSON.stringify({ evm: devnet.evm, treasury: devnet.treasury }, (_key, value: unknown) =>
-      value instanceof Uint8Array ? Array.from(value) : value,
+    JSON.stringify(
+      { evm: devnet.evm, solana: devnet.solana, treasury: devnet.treasury },
+      (_key, value: unknown) => (value instanceof Uint8Array ? Array.from(value) : value),
     ),
   ) as Record<string, unknown>;
 }

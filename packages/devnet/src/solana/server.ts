@@ -1,0 +1,144 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { METHODS, type MethodContext } from "./methods.ts";
+import { RPC_ERROR, RpcError } from "./rpc-error.ts";
+
+const BIGINT_MARK = "__svc_devnet_bigint__";
+const BIGINT_PATTERN = new RegExp(`"${BIGINT_MARK}(-?\\d+)"`, "g");
+const MAX_BODY_BYTES = 2 * 1024 * 1024;
+
+/**
+ * JSON with u64 values as bare JSON numbers, the way a cluster writes them (JSON.stringify cannot write a
+ * bigint, and a Number would lose precision above 2^53).
+ */
+export function stringifyRpc(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    typeof v === "bigint" ? `${BIGINT_MARK}${v}` : v,
+  ).replace(BIGINT_PATTERN, "$1");
+}
+
+type JsonRpcId = string | number | null;
+
+interface JsonRpcReply {
+  jsonrpc: "2.0";
+  id: JsonRpcId;
+  result?: unknown;
+  error?: { code: number; message: string; data?: unknown };
+}
+
+function errorReply(id: JsonRpcId, err: unknown): JsonRpcReply {
+  if (err instanceof RpcError) {
+    const error: JsonRpcReply["error"] = { code: err.code, message: err.message };
+    if (err.data !== undefined) error.data = err.data;
+    return { jsonrpc: "2.0", error, id };
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  return {
+    jsonrpc: "2.0",
+    error: { code: RPC_ERROR.internalError, message: `Internal error: ${message}` },
+    id,
+  };
+}
+
+async function handleOne(request: unknown, ctx: MethodContext): Promise<JsonRpcReply> {
+  if (typeof request !== "object" || request === null || Array.isArray(request)) {
+    return errorReply(null, new RpcError(RPC_ERROR.invalidRequest, "Invalid request"));
+  }
+  const { jsonrpc, method, params, id: rawId } = request as Record<string, unknown>;
+  const id: JsonRpcId =
+    typeof rawId === "string" || typeof rawId === "number" || rawId === null ? rawId : null;
+  if (jsonrpc !== "2.0" || typeof method !== "string") {
+    return errorReply(id, new RpcError(RPC_ERROR.invalidRequest, "Invalid request"));
+  }
+  const handler = Object.hasOwn(METHODS, method) ? METHODS[method] : undefined;
+  if (handler === undefined)
+    return errorReply(id, new RpcError(RPC_ERROR.methodNotFound, "Method not found"));
+  if (params !== undefined && params !== null && !Array.isArray(params)) {
+    return errorReply(id, new RpcError(RPC_ERROR.invalidParams, "Invalid params: expected an array"));
+  }
+  try {
+    const result = await handler((params ?? []) as readonly unknown[], ctx);
+    return { jsonrpc: "2.0", result, id };
+  } catch (err) {
+    return errorReply(id, err);
+  }
+}
+
+async function readBody(req: IncomingMessage): Promise<string | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    const buf = chunk as Buffer;
+    size += buf.length;
+    if (size > MAX_BODY_BYTES) return undefined;
+    chunks.push(buf);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+async function handleHttp(req: IncomingMessage, res: ServerResponse, ctx: MethodContext): Promise<void> {
+  const send = (status: number, body: string): void => {
+    res.writeHead(status, { "content-type": "application/json" });
+    res.end(body);
+  };
+  if (req.method !== "POST") {
+    res.writeHead(405, { allow: "POST", "content-type": "text/plain" });
+    res.end("Used HTTP Method is not allowed. POST or OPTIONS is required");
+    return;
+  }
+  const body = await readBody(req);
+  if (body === undefined) {
+    send(413, stringifyRpc(errorReply(null, new RpcError(RPC_ERROR.invalidRequest, "Request too large"))));
+    return;
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    send(200, stringifyRpc(errorReply(null, new RpcError(RPC_ERROR.parseError, "Parse error"))));
+    return;
+  }
+  if (Array.isArray(parsed)) {
+    if (parsed.length === 0) {
+      send(200, stringifyRpc(errorReply(null, new RpcError(RPC_ERROR.invalidRequest, "Invalid request"))));
+      return;
+    }
+    const replies = [];
+    for (const request of parsed) replies.push(await handleOne(request, ctx));
+    send(200, stringifyRpc(replies));
+    return;
+  }
+  send(200, stringifyRpc(await handleOne(parsed, ctx)));
+}
+
+/** A listening JSON-RPC endpoint. */
+export interface RpcServer {
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+/** Serves the Solana JSON-RPC methods on 127.0.0.1 (port 0: a free one). */
+export async function startRpcServer(ctx: MethodContext, port = 0): Promise<RpcServer> {
+  const server: Server = createServer((req, res) => {
+    handleHttp(req, res, ctx).catch((err: unknown) => {
+      if (!res.headersSent) {
+        res.writeHead(500, { "content-type": "application/json" });
+        res.end(stringifyRpc(errorReply(null, err)));
+      }
+    });
+  });
+  server.keepAliveTimeout = 5_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, "127.0.0.1", () => resolve());
+  });
+  const { port: actual } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${actual}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
