@@ -1,0 +1,49 @@
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+
+const BIN = fileURLToPath(new URL("../bin/svc-devnet.mjs", import.meta.url));
+
+async function post(url: string, method: string): Promise<unknown> {
+  const res = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params: [] }),
+  });
+  return ((await res.json()) as { result: unknown }).result;
+}
+
+describe("svc-devnet", () => {
+  it("prints the devnet's facts as JSON, serves both chains, and stops everything on SIGTERM", async () => {
+    const child = spawn(process.execPath, [BIN], { stdio: ["ignore", "pipe", "inherit"] });
+    const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+    let out = "";
+    const facts = await new Promise<{
+      evm: { rpcUrl: string; chainId: number; usdc: string };
+      solana: { rpcUrl: string; usdcMint: string };
+      treasury: { evm: { privateKey: string }; solana: { secretKey: number[] } };
+    }>((resolve, reject) => {
+      child.stdout.on("data", (chunk: Buffer) => {
+        out += chunk.toString("utf8");
+        try {
+          resolve(JSON.parse(out));
+        } catch {
+          // not complete yet
+        }
+      });
+      child.once("exit", (code) => reject(new Error(`svc-devnet exited early (${code}): ${out}`)));
+    });
+
+    expect(facts.evm.chainId).toBe(31337);
+    expect(facts.evm.usdc).toMatch(/^0x[0-9a-fA-F]{40}$/);
+    expect(facts.treasury.evm.privateKey).toMatch(/^0x[0-9a-f]{64}$/);
+    expect(facts.treasury.solana.secretKey).toHaveLength(64);
+    expect(await post(facts.evm.rpcUrl, "eth_chainId")).toBe("0x7a69");
+    expect(await post(facts.solana.rpcUrl, "getHealth")).toBe("ok");
+
+    child.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    await expect(post(facts.evm.rpcUrl, "eth_chainId")).rejects.toThrow();
+    await expect(post(facts.solana.rpcUrl, "getHealth")).rejects.toThrow();
+  });
+});
