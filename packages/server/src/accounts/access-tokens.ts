@@ -1,0 +1,47 @@
+import { errors as joseErrors, jwtVerify, SignJWT } from "jose";
+import { randomBase62 } from "../internal/crypto.ts";
+import { errors } from "../internal/errors.ts";
+
+/** Lifetime of a login access token, in seconds (spec 2.2). */
+export const ACCESS_TOKEN_TTL_SECONDS = 3600;
+
+const ISSUER = "svc";
+const AUDIENCE = "svc-api";
+
+/** Signs and verifies the HS256 access tokens that login hands out. */
+export class AccessTokens {
+  readonly #key: Uint8Array;
+
+  constructor(secret: string) {
+    this.#key = new TextEncoder().encode(secret);
+  }
+
+  /** @example const token = await tokens.issue("usr_…"); */
+  issue(accountId: string): Promise<string> {
+    return new SignJWT({})
+      .setProtectedHeader({ alg: "HS256", typ: "JWT" })
+      .setSubject(accountId)
+      .setIssuer(ISSUER)
+      .setAudience(AUDIENCE)
+      .setIssuedAt()
+      .setJti(randomBase62(16))
+      .setExpirationTime(`${ACCESS_TOKEN_TTL_SECONDS}s`)
+      .sign(this.#key);
+  }
+
+  /** Returns the account id the token acts for, or throws Unauthorized (`token_expired` when it expired). */
+  async verify(token: string): Promise<string> {
+    try {
+      const { payload } = await jwtVerify(token, this.#key, {
+        algorithms: ["HS256"],
+        issuer: ISSUER,
+        audience: AUDIENCE,
+      });
+      if (typeof payload.sub !== "string") throw errors.invalidCredentials();
+      return payload.sub;
+    } catch (error) {
+      if (error instanceof joseErrors.JWTExpired) throw errors.tokenExpired();
+      throw errors.invalidCredentials();
+    }
+  }
+}

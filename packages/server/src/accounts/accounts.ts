@@ -1,0 +1,61 @@
+import { hash, verify } from "@node-rs/argon2";
+import { eq } from "drizzle-orm";
+import { newId } from "../internal/crypto.ts";
+import { isUniqueViolation, type Db } from "../internal/db/store.ts";
+import { accounts } from "../internal/db/schema.ts";
+import { errors } from "../internal/errors.ts";
+
+/** argon2id, 64 MiB, 3 passes: OWASP's first recommended setting. */
+// `algorithm: 2` is Argon2id (a const enum in the package that verbatimModuleSyntax cannot import).
+const ARGON2_OPTIONS = { algorithm: 2, memoryCost: 65536, timeCost: 3, parallelism: 1 } as const;
+
+/** Verified against when the email is unknown, so both failures cost the same time. */
+const dummyHash = hash("svc-login-timing-equaliser", ARGON2_OPTIONS);
+
+export interface Account {
+  id: string;
+  email: string;
+  name: string | null;
+  createdAt: Date;
+}
+
+/** Emails compare case-insensitively: one mailbox, one account. */
+export function normaliseEmail(email: string): string {
+  return email.trim().toLowerCase();
+}
+
+/**
+ * Creates an account; a second account for the same email fails with `email_taken`, however many race.
+ * @example await registerAccount(db, { email: "a@example.com", password: "correct horse battery" });
+ */
+export async function registerAccount(
+  db: Db,
+  input: { email: string; password: string; name?: string | undefined },
+): Promise<Account> {
+  const email = normaliseEmail(input.email);
+  const passwordHash = await hash(input.password, ARGON2_OPTIONS);
+  try {
+    const [row] = await db
+      .insert(accounts)
+      .values({ id: newId("usr"), email, name: input.name ?? null, passwordHash })
+      .returning();
+    if (!row) throw errors.internal(new Error("insert returned no row"));
+    return { id: row.id, email: row.email, name: row.name, createdAt: row.createdAt };
+  } catch (error) {
+    // The unique index decides the race between simultaneous registrations.
+    if (isUniqueViolation(error)) throw errors.emailTaken();
+    throw error;
+  }
+}
+
+/** Returns the account id for a correct email and password; otherwise one indistinguishable failure. */
+export async function verifyLogin(db: Db, emailInput: string, password: string): Promise<string> {
+  const email = normaliseEmail(emailInput);
+  const [row] = await db
+    .select({ id: accounts.id, passwordHash: accounts.passwordHash })
+    .from(accounts)
+    .where(eq(accounts.email, email));
+  const ok = await verify(row?.passwordHash ?? (await dummyHash), password).catch(() => false);
+  if (!row || !ok) throw errors.loginFailed();
+  return row.id;
+}

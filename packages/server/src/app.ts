@@ -1,0 +1,61 @@
+import Fastify, { type FastifyBaseLogger, LogController } from "fastify";
+import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from "fastify-type-provider-zod";
+import { newId } from "./internal/crypto.ts";
+import { BODY_LIMIT_BYTES, installErrorHandling } from "./http/error-handler.ts";
+import { installGuards } from "./http/guards.ts";
+import { installOpenApi, registerDocsRoutes } from "./http/openapi.ts";
+import { registerRoutes } from "./http/routes/index.ts";
+import type { App, Services } from "./http/types.ts";
+
+/** Log fields that may hold a secret; pino writes `[Redacted]` in their place. */
+export const REDACTED_LOG_PATHS = [
+  "req.headers.authorization",
+  "req.headers.cookie",
+  "headers.authorization",
+  "*.authorization",
+  "password",
+  "*.password",
+  "key",
+  "*.key",
+  "accessToken",
+  "*.accessToken",
+  "privateKey",
+  "*.privateKey",
+];
+
+/**
+ * Builds the HTTP application over already-opened services. Nothing listens until the caller says so.
+ * @example
+ * const app = await createApp(services, { logger: pino() });
+ * await app.listen({ port: 8080 });
+ */
+export async function createApp(
+  services: Services,
+  options: { logger?: FastifyBaseLogger } = {},
+): Promise<App> {
+  const app = Fastify({
+    ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
+    bodyLimit: BODY_LIMIT_BYTES,
+    genReqId: () => newId("req"),
+    logController: new LogController({ requestIdLogLabel: "requestId" }),
+    trustProxy: services.config.trustProxy,
+    return503OnClosing: true,
+    routerOptions: { maxParamLength: 200 },
+  }).withTypeProvider<ZodTypeProvider>();
+
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  app.addHook("onRequest", async (request, reply) => {
+    reply.header("x-request-id", request.id);
+  });
+  app.addHook("onRoute", (route) => {
+    // Public routes carry no security requirement in the OpenAPI document.
+    if (route.config?.auth === "public") route.schema = { ...route.schema, security: [] };
+  });
+  installErrorHandling(app);
+  installGuards(app, services);
+  await installOpenApi(app);
+  registerRoutes(app, services);
+  registerDocsRoutes(app);
+  return app;
+}

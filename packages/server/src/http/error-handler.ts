@@ -1,0 +1,85 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
+import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
+import { AppError, errors } from "../internal/errors.ts";
+import type { App } from "./types.ts";
+
+/** The JSON shape of every error response. */
+export interface ErrorBody {
+  error: {
+    code: string;
+    message: string;
+    requestId: string;
+    reason?: string;
+    details?: Record<string, unknown>;
+  };
+}
+
+function render(request: FastifyRequest, reply: FastifyReply, error: AppError): FastifyReply {
+  const body: ErrorBody = {
+    error: {
+      code: error.code,
+      message: error.message,
+      requestId: request.id,
+      ...(error.reason ? { reason: error.reason } : {}),
+      ...(error.details ? { details: error.details } : {}),
+    },
+  };
+  if (error.status === 429) {
+    const seconds = Number(error.details?.retryAfterSeconds ?? 1);
+    reply.header("retry-after", String(seconds));
+  }
+  return reply.status(error.status).type("application/json; charset=utf-8").send(body);
+}
+
+const LOCATION_REASON = { body: errors.invalidBody, querystring: errors.invalidQuery, params: errors.invalidParams, headers: errors.invalidHeader } as const;
+
+/** Turns whatever was thrown into one of the errors on the list. */
+function toAppError(error: unknown): AppError {
+  if (error instanceof AppError) return error;
+  if (hasZodFastifySchemaValidationErrors(error)) {
+    const context = (error as FastifyError).validationContext ?? "body";
+    const issues = error.validation.map((issue) => ({
+      path: issue.instancePath.replace(/^\//, "").replaceAll("/", ".") || "(root)",
+      message: issue.message ?? "invalid",
+    }));
+    const first = issues[0];
+    const where = context === "querystring" ? "query" : context;
+    const message = first ? `Invalid ${where}: ${first.path}: ${first.message}` : `Invalid ${where}`;
+    const factory = LOCATION_REASON[context as keyof typeof LOCATION_REASON] ?? errors.invalidBody;
+    return factory === errors.invalidHeader ? errors.invalidHeader(message) : factory(message, { issues });
+  }
+  const fastifyError = error as Partial<FastifyError>;
+  switch (fastifyError.code) {
+    case "FST_ERR_CTP_INVALID_JSON_BODY":
+    case "FST_ERR_CTP_EMPTY_JSON_BODY":
+    case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
+      return errors.invalidBody(`Malformed request body: ${fastifyError.message ?? "not valid JSON"}`);
+    case "FST_ERR_CTP_BODY_TOO_LARGE":
+      return errors.bodyTooLarge(BODY_LIMIT_BYTES);
+    case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
+    case "FST_ERR_CTP_INVALID_TYPE":
+      return errors.unsupportedMediaType(String(fastifyError.message ?? ""));
+    case "FST_ERR_VALIDATION":
+      return errors.invalidBody(fastifyError.message ?? "Invalid request");
+  }
+  // Body parser errors for malformed JSON arrive as SyntaxError with a 400 status.
+  if (error instanceof SyntaxError || fastifyError.statusCode === 400) {
+    return errors.invalidBody(`Malformed request: ${fastifyError.message ?? "bad request"}`);
+  }
+  return errors.internal(error);
+}
+
+/** Largest request body accepted, in bytes. */
+export const BODY_LIMIT_BYTES = 64 * 1024;
+
+/** Installs the one error handler and the unknown-route handler. */
+export function installErrorHandling(app: App): void {
+  app.setErrorHandler((error, request, reply) => {
+    const appError = toAppError(error);
+    if (appError.status >= 500) {
+      request.log.error({ err: appError.cause ?? error, requestId: request.id }, "request failed");
+    }
+    return render(request, reply, appError);
+  });
+  app.setNotFoundHandler((request, reply) => render(request, reply, errors.routeNotFound(request.method, request.url)));
+}

@@ -1,0 +1,29 @@
+import { z } from "zod";
+import { ACCESS_TOKEN_TTL_SECONDS } from "../../../accounts/access-tokens.ts";
+import { normaliseEmail, verifyLogin } from "../../../accounts/accounts.ts";
+import { enforceRateLimit } from "../../guards.ts";
+import { errorResponses } from "../../schemas.ts";
+import type { App, Services } from "../../types.ts";
+
+/** POST /v1/auth/login: exchange email and password for an access token. */
+export function registerLogin(app: App, services: Services): void {
+  app.route({
+    method: "POST",
+    url: "/v1/auth/login",
+    config: { auth: "public" },
+    schema: {
+      tags: ["auth"],
+      summary: "Log in and receive an access token (valid 3600 s)",
+      body: z.strictObject({ email: z.string().min(1).max(254), password: z.string().min(1).max(1024) }),
+      response: { 200: z.object({ accessToken: z.string(), expiresIn: z.number().int() }), ...errorResponses() },
+    },
+    handler: async (request) => {
+      const limit = services.config.rateLimits.loginAttempts;
+      // Both limits count every attempt: guessing one account's password and spraying many accounts.
+      await enforceRateLimit(services, request, `login:email:${normaliseEmail(request.body.email)}`, limit);
+      await enforceRateLimit(services, request, `login:addr:${request.ip}`, limit * 3);
+      const accountId = await verifyLogin(services.store.db, request.body.email, request.body.password);
+      return { accessToken: await services.accessTokens.issue(accountId), expiresIn: ACCESS_TOKEN_TTL_SECONDS };
+    },
+  });
+}

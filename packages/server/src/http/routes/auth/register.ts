@@ -1,0 +1,35 @@
+import { z } from "zod";
+import { registerAccount } from "../../../accounts/accounts.ts";
+import { displayName, errorResponses, timestamp } from "../../schemas.ts";
+import type { App, Services } from "../../types.ts";
+
+/** POST /v1/auth/register: create an account. */
+export function registerRegister(app: App, services: Services): void {
+  app.route({
+    method: "POST",
+    url: "/v1/auth/register",
+    config: { auth: "public" },
+    schema: {
+      tags: ["auth"],
+      summary: "Create an account",
+      body: z.strictObject({
+        email: z.email().max(254),
+        password: z.string().min(12, "must be at least 12 characters").max(1024),
+        name: displayName.optional(),
+      }),
+      response: {
+        201: z.object({ userId: z.string(), email: z.string(), name: z.string().nullable(), createdAt: timestamp }),
+        ...errorResponses(409),
+      },
+    },
+    handler: async (request, reply) => {
+      const account = await registerAccount(services.store.db, request.body);
+      return reply.status(201).send({
+        userId: account.id,
+        email: account.email,
+        name: account.name,
+        createdAt: account.createdAt.toISOString(),
+      });
+    },
+  });
+}

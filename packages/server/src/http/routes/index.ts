@@ -1,0 +1,27 @@
+import type { App, Services } from "../types.ts";
+import { registerCreateApiKey } from "./api-keys/create.ts";
+import { registerListApiKeys } from "./api-keys/list.ts";
+import { registerRevokeApiKey } from "./api-keys/revoke.ts";
+import { registerLogin } from "./auth/login.ts";
+import { registerRegister } from "./auth/register.ts";
+import { registerHealthz } from "./health/healthz.ts";
+import { registerListTransactions } from "./transactions/list.ts";
+import { registerArchiveWallet } from "./wallets/archive.ts";
+import { registerCreateWallet } from "./wallets/create.ts";
+import { registerGetWallet } from "./wallets/get.ts";
+import { registerListWallets } from "./wallets/list.ts";
+
+/** Every operation of the API, one file each under `routes/<resource>/<operation>.ts`. */
+export function registerRoutes(app: App, services: Services): void {
+  registerHealthz(app, services);
+  registerRegister(app, services);
+  registerLogin(app, services);
+  registerCreateApiKey(app, services);
+  registerListApiKeys(app, services);
+  registerRevokeApiKey(app, services);
+  registerCreateWallet(app, services);
+  registerListWallets(app, services);
+  registerGetWallet(app, services);
+  registerArchiveWallet(app, services);
+  registerListTransactions(app, services);
+}

@@ -1,0 +1,38 @@
+import { z } from "zod";
+import { policyInputSchema } from "../../../policy/policy.ts";
+import { createWallet, toWalletView } from "../../../wallets/wallets.ts";
+import { displayName, errorResponses, walletView } from "../../schemas.ts";
+import { type App, principalOf, type Services } from "../../types.ts";
+
+const MAX_METADATA_BYTES = 8 * 1024;
+
+const metadataSchema = z
+  .record(z.string().min(1).max(64), z.unknown())
+  .refine((value) => Object.keys(value).length <= 50, "at most 50 keys")
+  .refine((value) => JSON.stringify(value).length <= MAX_METADATA_BYTES, `at most ${MAX_METADATA_BYTES} bytes as JSON`);
+
+/** POST /v1/wallets: create a wallet with service-generated keys. */
+export function registerCreateWallet(app: App, services: Services): void {
+  app.route({
+    method: "POST",
+    url: "/v1/wallets",
+    config: { auth: "account" },
+    schema: {
+      tags: ["wallets"],
+      summary: "Create a wallet; the service generates and keeps its keys",
+      body: z.strictObject({
+        name: displayName,
+        chains: z.array(z.string().min(1).max(64)).min(1).max(16),
+        metadata: metadataSchema.optional(),
+        policy: policyInputSchema.optional(),
+      }),
+      response: { 201: walletView, ...errorResponses() },
+    },
+    handler: async (request, reply) => {
+      const wallet = await createWallet(
+        { db: services.store.db, keyring: services.keyring, chains: services.chains },
+        principalOf(request).accountId, request.body);
+      return reply.status(201).send(toWalletView(wallet));
+    },
+  });
+}

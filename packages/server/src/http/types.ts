@@ -1,0 +1,49 @@
+import type { FastifyBaseLogger, FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import type { AccessTokens } from "../accounts/access-tokens.ts";
+import type { ChainRegistry } from "../chains/registry.ts";
+import type { Config } from "../internal/config.ts";
+import type { Store } from "../internal/db/store.ts";
+import type { RateLimiter } from "../internal/rate-limit.ts";
+import type { Keyring } from "../wallets/keyring.ts";
+
+/** The fastify instance every route registers on, with zod schemas as its type provider. */
+export type App = FastifyInstance<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  FastifyBaseLogger,
+  ZodTypeProvider
+>;
+
+/** What the routes are handed by the composition root. */
+export interface Services {
+  config: Config;
+  store: Store;
+  keyring: Keyring;
+  accessTokens: AccessTokens;
+  chains: ChainRegistry;
+  rateLimiter: RateLimiter;
+}
+
+/** Who a request acts for, set by authentication on every route that needs it. */
+export interface Principal {
+  accountId: string;
+  credential: { kind: "api_key"; keyId: string } | { kind: "access_token" };
+}
+
+declare module "fastify" {
+  interface FastifyRequest {
+    principal: Principal | null;
+  }
+  interface FastifyContextConfig {
+    /** `public` routes need no credential; every other route needs one. */
+    auth?: "public" | "account";
+  }
+}
+
+/** The principal of an authenticated route; routes marked `account` always have one. */
+export function principalOf(request: { principal: Principal | null }): Principal {
+  if (!request.principal) throw new Error("route reached without authentication");
+  return request.principal;
+}

@@ -1,0 +1,96 @@
+import { bigint, customType, integer, jsonb, numeric, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
+
+const bytea = customType<{ data: Buffer; driverData: Buffer | Uint8Array }>({
+  dataType: () => "bytea",
+  fromDriver: (value) => Buffer.from(value),
+});
+
+const createdAt = () => timestamp("created_at", { withTimezone: true, mode: "date" }).notNull().defaultNow();
+
+/** Table definitions matching `migrations/*.sql`; the SQL files are the source of truth. */
+export const serviceKeys = pgTable("service_keys", {
+  name: text("name").primaryKey(),
+  canary: bytea("canary").notNull(),
+  createdAt: createdAt(),
+});
+
+export const accounts = pgTable("accounts", {
+  id: text("id").primaryKey(),
+  email: text("email").notNull(),
+  name: text("name"),
+  passwordHash: text("password_hash").notNull(),
+  createdAt: createdAt(),
+});
+
+export const apiKeys = pgTable("api_keys", {
+  id: text("id").primaryKey(),
+  accountId: text("account_id").notNull(),
+  name: text("name").notNull(),
+  keyHash: text("key_hash").notNull(),
+  createdAt: createdAt(),
+  lastUsedAt: timestamp("last_used_at", { withTimezone: true, mode: "date" }),
+  revokedAt: timestamp("revoked_at", { withTimezone: true, mode: "date" }),
+});
+
+export const wallets = pgTable("wallets", {
+  id: text("id").primaryKey(),
+  accountId: text("account_id").notNull(),
+  name: text("name").notNull(),
+  chains: jsonb("chains").$type<string[]>().notNull(),
+  metadata: jsonb("metadata").$type<Record<string, unknown>>().notNull(),
+  evmAddress: text("evm_address"),
+  solanaAddress: text("solana_address"),
+  status: text("status", { enum: ["active", "archived"] }).notNull(),
+  wrappedDataKey: bytea("wrapped_data_key").notNull(),
+  createdAt: createdAt(),
+  archivedAt: timestamp("archived_at", { withTimezone: true, mode: "date" }),
+});
+
+export const walletKeys = pgTable(
+  "wallet_keys",
+  {
+    walletId: text("wallet_id").notNull(),
+    chainKind: text("chain_kind", { enum: ["evm", "solana"] }).notNull(),
+    encryptedPrivateKey: bytea("encrypted_private_key").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.walletId, t.chainKind] })],
+);
+
+export const walletPolicies = pgTable("wallet_policies", {
+  walletId: text("wallet_id").primaryKey(),
+  maxPerTxMicros: numeric("max_per_tx_micros", { mode: "bigint" }),
+  dailyLimitMicros: numeric("daily_limit_micros", { mode: "bigint" }),
+  alertAboveMicros: numeric("alert_above_micros", { mode: "bigint" }),
+  whitelist: jsonb("whitelist").$type<string[]>().notNull(),
+  status: text("status", { enum: ["active", "paused"] }).notNull(),
+  updatedAt: timestamp("updated_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+});
+
+export const transactions = pgTable("transactions", {
+  id: text("id").primaryKey(),
+  walletId: text("wallet_id").notNull(),
+  type: text("type", { enum: ["send", "receive", "x402"] }).notNull(),
+  chain: text("chain").notNull(),
+  token: text("token").notNull(),
+  amountAtomic: numeric("amount_atomic", { mode: "bigint" }).notNull(),
+  decimals: integer("decimals").notNull(),
+  fromAddress: text("from_address").notNull(),
+  toAddress: text("to_address").notNull(),
+  txHash: text("tx_hash"),
+  status: text("status", { enum: ["pending", "confirmed", "failed"] }).notNull(),
+  failureReason: text("failure_reason"),
+  spendDecisionId: text("spend_decision_id"),
+  createdAt: createdAt(),
+  confirmedAt: timestamp("confirmed_at", { withTimezone: true, mode: "date" }),
+});
+
+export const transactionCounts = pgTable(
+  "transaction_counts",
+  {
+    walletId: text("wallet_id").notNull(),
+    chain: text("chain").notNull(),
+    type: text("type").notNull(),
+    count: bigint("count", { mode: "number" }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.walletId, t.chain, t.type] })],
+);

@@ -1,0 +1,92 @@
+/**
+ * The service's one list of errors. Domain code throws these through the factories below; the single
+ * HTTP error handler renders them as `{ error: { code, message, requestId, reason?, details? } }`.
+ */
+
+/** The spec's error codes (section 7) plus the one for faults of our own. */
+export type ErrorCode =
+  | "Unauthorized"
+  | "NotFound"
+  | "PolicyViolation"
+  | "InsufficientFunds"
+  | "ValidationError"
+  | "RateLimitExceeded"
+  | "InternalError";
+
+/** An error the service means to show its caller. */
+export class AppError extends Error {
+  override name = "AppError";
+  constructor(
+    readonly status: number,
+    readonly code: ErrorCode,
+    message: string,
+    readonly reason?: string,
+    readonly details?: Record<string, unknown>,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/** Error factories: one per situation in api.md's error table. */
+export const errors = {
+  invalidBody: (message: string, details?: Record<string, unknown>) =>
+    new AppError(400, "ValidationError", message, "invalid_body", details),
+  invalidQuery: (message: string, details?: Record<string, unknown>) =>
+    new AppError(400, "ValidationError", message, "invalid_query", details),
+  invalidParams: (message: string, details?: Record<string, unknown>) =>
+    new AppError(400, "ValidationError", message, "invalid_params", details),
+  invalidHeader: (message: string) => new AppError(400, "ValidationError", message, "invalid_header"),
+  unsupportedMediaType: (contentType: string) =>
+    new AppError(
+      415,
+      "ValidationError",
+      `Unsupported Content-Type ${JSON.stringify(contentType.slice(0, 100))}; send application/json`,
+      "unsupported_media_type",
+    ),
+  bodyTooLarge: (limitBytes: number) =>
+    new AppError(413, "ValidationError", `Request body exceeds ${limitBytes} bytes`, "body_too_large"),
+  emailTaken: () =>
+    new AppError(409, "ValidationError", "An account with this email already exists", "email_taken"),
+  walletArchived: (walletId: string) =>
+    new AppError(409, "ValidationError", `Wallet ${walletId} is archived`, "wallet_archived"),
+  unknownChain: (chain: string, served: readonly string[]) =>
+    new AppError(
+      400,
+      "ValidationError",
+      `Unknown chain ${JSON.stringify(chain)}; this deployment serves ${served.join(", ")}`,
+      "unknown_chain",
+      { chain, served },
+    ),
+
+  missingCredentials: () =>
+    new AppError(
+      401,
+      "Unauthorized",
+      "Missing credentials: send Authorization: Bearer <API key or access token>",
+      "missing_credentials",
+    ),
+  invalidCredentials: () => new AppError(401, "Unauthorized", "Invalid credentials", "invalid_credentials"),
+  keyRevoked: () => new AppError(401, "Unauthorized", "This API key has been revoked", "key_revoked"),
+  tokenExpired: () => new AppError(401, "Unauthorized", "The access token has expired", "token_expired"),
+  /** Same status and message for an unknown email and a wrong password. */
+  loginFailed: () => new AppError(401, "Unauthorized", "Invalid email or password", "invalid_credentials"),
+
+  walletNotFound: (walletId: string) => new AppError(404, "NotFound", `Wallet ${walletId} not found`),
+  apiKeyNotFound: (keyId: string) => new AppError(404, "NotFound", `API key ${keyId} not found`),
+  transactionNotFound: (txId: string) => new AppError(404, "NotFound", `Transaction ${txId} not found`),
+  routeNotFound: (method: string, url: string) =>
+    new AppError(404, "NotFound", `No route ${method} ${url.split("?")[0]}`, "route_not_found"),
+
+  rateLimited: (retryAfterSeconds: number) =>
+    new AppError(429, "RateLimitExceeded", `Too many requests; retry after ${retryAfterSeconds}s`, undefined, {
+      retryAfterSeconds,
+    }),
+
+  internal: (cause?: unknown) =>
+    new AppError(500, "InternalError", "Internal error; the request id locates it in the log", undefined, undefined, {
+      cause,
+    }),
+  storeUnavailable: (cause?: unknown) =>
+    new AppError(503, "InternalError", "The store is not answering", "store_unavailable", undefined, { cause }),
+} as const;

@@ -1,0 +1,30 @@
+import { ConfigError, loadConfig } from "./internal/config.ts";
+import { startService } from "./service.ts";
+import { MasterKeyMismatchError } from "./wallets/keyring.ts";
+
+/** `npm start`: the service on its embedded defaults, or on whatever the environment configures. */
+async function main(): Promise<void> {
+  const config = loadConfig(process.env);
+  const service = await startService(config);
+  service.app.log.info({ url: service.url, store: service.store.kind }, `Svc listening on ${service.url}`);
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    service.app.log.info({ signal }, "shutting down");
+    await service.close();
+    process.exit(0);
+  };
+  process.on("SIGINT", () => void stop("SIGINT"));
+  process.on("SIGTERM", () => void stop("SIGTERM"));
+}
+
+main().catch((error: unknown) => {
+  // One clear line for the failures an operator can fix; the stack for anything else.
+  if (error instanceof ConfigError || error instanceof MasterKeyMismatchError) {
+    console.error(`svc: ${error.message}`);
+  } else {
+    console.error("svc: failed to start:", error);
+  }
+  process.exit(1);
+});

@@ -1,0 +1,71 @@
+import { eq } from "drizzle-orm";
+import { z } from "zod";
+import { walletPolicies } from "../internal/db/schema.ts";
+import type { Db } from "../internal/db/store.ts";
+import { formatUnits, parseUnitsStrict, USD_DECIMALS } from "../internal/money.ts";
+
+/**
+ * A USD amount on the wire: a decimal string or a JSON number, at most 6 decimals, parsed exactly into
+ * micro-dollars. `null` means "no bound".
+ */
+export const usdAmountSchema = z
+  .union([z.string(), z.number()])
+  .transform((value, ctx) => {
+    const text = typeof value === "number" ? String(value) : value;
+    const micros = parseUnitsStrict(text, USD_DECIMALS);
+    if (micros === undefined) {
+      ctx.addIssue({ code: "custom", message: "must be a non-negative USD amount with at most 6 decimals" });
+      return z.NEVER;
+    }
+    return micros;
+  })
+  .meta({ type: "string", description: "USD amount as a decimal string, e.g. \"50.00\"", example: "50.00" });
+
+/** The policy fields a client may set, at wallet creation or by PATCH. */
+export const policyInputSchema = z.strictObject({
+  maxPerTx: usdAmountSchema.nullable().optional(),
+  dailyLimit: usdAmountSchema.nullable().optional(),
+  alertAbove: usdAmountSchema.nullable().optional(),
+  whitelist: z.array(z.string().min(1).max(255)).max(1000).optional(),
+});
+export type PolicyInput = z.infer<typeof policyInputSchema>;
+
+/** The policy resource as api.md shows it. */
+export interface PolicyView {
+  walletId: string;
+  maxPerTx: string | null;
+  dailyLimit: string | null;
+  whitelist: string[];
+  alertAbove: string | null;
+  status: "active" | "paused";
+  updatedAt: string;
+}
+
+const usd = (micros: bigint | null) => (micros === null ? null : formatUnits(micros, USD_DECIMALS));
+
+/** The row a new wallet's policy starts from. */
+export function initialPolicyRow(walletId: string, input: PolicyInput | undefined) {
+  return {
+    walletId,
+    maxPerTxMicros: input?.maxPerTx ?? null,
+    dailyLimitMicros: input?.dailyLimit ?? null,
+    alertAboveMicros: input?.alertAbove ?? null,
+    whitelist: input?.whitelist ?? [],
+    status: "active" as const,
+  };
+}
+
+/** Reads a wallet's policy (the caller has already checked the wallet belongs to the account). */
+export async function getPolicy(db: Db, walletId: string): Promise<PolicyView | undefined> {
+  const [row] = await db.select().from(walletPolicies).where(eq(walletPolicies.walletId, walletId));
+  if (!row) return undefined;
+  return {
+    walletId: row.walletId,
+    maxPerTx: usd(row.maxPerTxMicros),
+    dailyLimit: usd(row.dailyLimitMicros),
+    whitelist: row.whitelist,
+    alertAbove: usd(row.alertAboveMicros),
+    status: row.status,
+    updatedAt: row.updatedAt.toISOString(),
+  };
+}

@@ -1,0 +1,104 @@
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import pino, { type Logger } from "pino";
+import { AccessTokens } from "./accounts/access-tokens.ts";
+import { createApp, REDACTED_LOG_PATHS } from "./app.ts";
+import { ChainRegistry, DEFAULT_CHAINS } from "./chains/registry.ts";
+import type { App } from "./http/types.ts";
+import type { Config } from "./internal/config.ts";
+import { newKey, randomBase62 } from "./internal/crypto.ts";
+import { openStore, type Store, type StoreLocation } from "./internal/db/store.ts";
+import { MemoryRateLimiter, type RateLimiter, RedisRateLimiter } from "./internal/rate-limit.ts";
+import { Keyring } from "./wallets/keyring.ts";
+
+/** A running service: its address, its parts for tests, and how to stop it. */
+export interface RunningService {
+  app: App;
+  url: string;
+  store: Store;
+  keyring: Keyring;
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  /** Overrides where the store lives (tests use PGlite in memory). */
+  store?: StoreLocation;
+  /** Where log lines go; default stdout. */
+  logDestination?: pino.DestinationStream;
+}
+
+/**
+ * The composition root: opens the store, checks the master key, builds the limiter, chains and routes, and
+ * listens.
+ * @example
+ * const service = await startService(loadConfig());
+ * console.log(service.url);
+ */
+export async function startService(config: Config, options: StartOptions = {}): Promise<RunningService> {
+  const logger = pino(
+    { level: config.logLevel, redact: { paths: REDACTED_LOG_PATHS, censor: "[Redacted]" } },
+    options.logDestination ?? pino.destination(1),
+  );
+  const secrets = resolveSecrets(config, logger);
+  const location: StoreLocation =
+    options.store ??
+    (config.databaseUrl ? { databaseUrl: config.databaseUrl } : { pgliteDir: join(resolve(config.dataDir), "pg") });
+  const store = await openStore(location);
+  let rateLimiter: RateLimiter | undefined;
+  try {
+    const keyring = new Keyring(secrets.masterKey);
+    await keyring.checkAgainst(store.db);
+    rateLimiter = config.redisUrl ? new RedisRateLimiter(config.redisUrl) : new MemoryRateLimiter();
+    const app = await createApp(
+      {
+        config,
+        store,
+        keyring,
+        accessTokens: new AccessTokens(secrets.jwtSecret),
+        chains: new ChainRegistry(DEFAULT_CHAINS),
+        rateLimiter,
+      },
+      { logger },
+    );
+    const url = await app.listen({ port: config.port, host: config.host });
+    const limiter = rateLimiter;
+    return {
+      app,
+      url,
+      store,
+      keyring,
+      close: async () => {
+        await app.close();
+        await limiter.close();
+        await store.close();
+      },
+    };
+  } catch (error) {
+    await rateLimiter?.close();
+    await store.close();
+    throw error;
+  }
+}
+
+/**
+ * The master key and JWT secret: from the configuration, or for the embedded default generated once into
+ * the data directory (mode 0600) with a warning that this is for local use only.
+ */
+function resolveSecrets(config: Config, logger: Logger): { masterKey: Buffer; jwtSecret: string } {
+  const dir = resolve(config.dataDir);
+  const fromFile = (name: string, generate: () => string): string => {
+    const path = join(dir, name);
+    if (!existsSync(path)) {
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      writeFileSync(path, generate(), { mode: 0o600, flag: "wx" });
+      logger.warn({ path }, `generated ${name} for local use; set it explicitly in production`);
+    }
+    chmodSync(path, 0o600);
+    return readFileSync(path, "utf8").trim();
+  };
+  const masterKey =
+    config.masterKey ?? Buffer.from(fromFile("master.key", () => newKey().toString("base64")), "base64");
+  if (masterKey.length !== 32) throw new Error(`${join(dir, "master.key")} does not hold a 32-byte base64 key`);
+  const jwtSecret = config.jwtSecret ?? fromFile("jwt.secret", () => randomBase62(48));
+  return { masterKey, jwtSecret };
+}

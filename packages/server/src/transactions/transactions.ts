@@ -1,0 +1,109 @@
+import { and, desc, eq, type SQL, sql } from "drizzle-orm";
+import { newId } from "../internal/crypto.ts";
+import { transactionCounts, transactions } from "../internal/db/schema.ts";
+import type { Db } from "../internal/db/store.ts";
+import { formatUnits } from "../internal/money.ts";
+
+export type TransactionRow = typeof transactions.$inferSelect;
+export type TransactionType = TransactionRow["type"];
+export const TRANSACTION_TYPES = ["send", "receive", "x402"] as const satisfies readonly TransactionType[];
+
+/** The Transaction of spec 2.4 with api.md's additions. */
+export interface TransactionView {
+  id: string;
+  walletId: string;
+  type: TransactionType;
+  amount: string;
+  token: string;
+  chain: string;
+  to: string;
+  from: string;
+  txHash?: string;
+  timestamp: string;
+  status: TransactionRow["status"];
+  confirmedAt?: string;
+  failureReason?: string;
+  spendDecisionId?: string;
+}
+
+export function toTransactionView(row: TransactionRow): TransactionView {
+  return {
+    id: row.id,
+    walletId: row.walletId,
+    type: row.type,
+    amount: formatUnits(row.amountAtomic, row.decimals),
+    token: row.token,
+    chain: row.chain,
+    to: row.toAddress,
+    from: row.fromAddress,
+    ...(row.txHash ? { txHash: row.txHash } : {}),
+    timestamp: row.createdAt.toISOString(),
+    status: row.status,
+    ...(row.confirmedAt ? { confirmedAt: row.confirmedAt.toISOString() } : {}),
+    ...(row.failureReason ? { failureReason: row.failureReason } : {}),
+    ...(row.spendDecisionId ? { spendDecisionId: row.spendDecisionId } : {}),
+  };
+}
+
+export type NewTransaction = Omit<typeof transactions.$inferInsert, "id"> & { id?: string };
+
+/**
+ * Records a transaction and counts it, in one database transaction, so `total` is always exact.
+ * Pass a transaction handle as `db` to make the record part of a larger atomic step.
+ */
+export async function recordTransaction(db: Db, input: NewTransaction): Promise<TransactionRow> {
+  const write = async (tx: Db) => {
+    const [row] = await tx
+      .insert(transactions)
+      .values({ ...input, id: input.id ?? newId("tx") })
+      .returning();
+    await tx
+      .insert(transactionCounts)
+      .values({ walletId: input.walletId, chain: input.chain, type: input.type, count: 1 })
+      .onConflictDoUpdate({
+        target: [transactionCounts.walletId, transactionCounts.chain, transactionCounts.type],
+        set: { count: sql`${transactionCounts.count} + 1` },
+      });
+    if (!row) throw new Error("insert returned no row");
+    return row;
+  };
+  return db.transaction((tx) => write(tx as unknown as Db));
+}
+
+export interface TransactionFilter {
+  chain?: string | undefined;
+  type?: TransactionType | undefined;
+}
+
+/** One page of a wallet's history, newest first, and the exact number of matching rows. */
+export async function listTransactions(
+  db: Db,
+  walletId: string,
+  filter: TransactionFilter,
+  page: { limit: number; offset: number },
+): Promise<{ rows: TransactionRow[]; total: number }> {
+  const rowConditions: SQL[] = [eq(transactions.walletId, walletId)];
+  const countConditions: SQL[] = [eq(transactionCounts.walletId, walletId)];
+  if (filter.chain !== undefined) {
+    rowConditions.push(eq(transactions.chain, filter.chain));
+    countConditions.push(eq(transactionCounts.chain, filter.chain));
+  }
+  if (filter.type !== undefined) {
+    rowConditions.push(eq(transactions.type, filter.type));
+    countConditions.push(eq(transactionCounts.type, filter.type));
+  }
+  const [rows, counts] = await Promise.all([
+    db
+      .select()
+      .from(transactions)
+      .where(and(...rowConditions))
+      .orderBy(desc(transactions.createdAt), desc(transactions.id))
+      .limit(page.limit)
+      .offset(page.offset),
+    db
+      .select({ total: sql<string>`coalesce(sum(${transactionCounts.count}), 0)` })
+      .from(transactionCounts)
+      .where(and(...countConditions)),
+  ]);
+  return { rows, total: Number(counts[0]?.total ?? 0) };
+}

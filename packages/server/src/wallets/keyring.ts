@@ -1,0 +1,101 @@
+import { generateKeyPairSync } from "node:crypto";
+import { getBase58Decoder } from "@solana/kit";
+import { eq } from "drizzle-orm";
+import { privateKeyToAddress } from "viem/accounts";
+import type { ChainKind } from "../chains/registry.ts";
+import { newKey, open, seal } from "../internal/crypto.ts";
+import { serviceKeys } from "../internal/db/schema.ts";
+import type { Db } from "../internal/db/store.ts";
+
+/** A freshly generated key pair, its private half already sealed. */
+export interface SealedKey {
+  kind: ChainKind;
+  address: string;
+  encryptedPrivateKey: Buffer;
+}
+
+/** Thrown at start-up when the master key cannot open what the store holds. */
+export class MasterKeyMismatchError extends Error {
+  override name = "MasterKeyMismatchError";
+}
+
+const CANARY_PLAINTEXT = Buffer.from("svc master key canary v1");
+const CANARY_AD = "service_keys:master";
+
+/**
+ * Envelope encryption of wallet keys: each wallet has a random data key, sealed under the master key with
+ * the wallet id as associated data; each private key is sealed under the data key with `walletId:kind`.
+ * A row copied to another wallet or chain therefore fails to open instead of signing for the wrong owner.
+ */
+export class Keyring {
+  readonly #masterKey: Buffer;
+
+  constructor(masterKey: Buffer) {
+    this.#masterKey = masterKey;
+  }
+
+  /**
+   * Confirms the master key is the one this store was created with (recording it on first use), so a wrong
+   * key stops start-up with a clear error rather than failing later on every signature.
+   */
+  async checkAgainst(db: Db): Promise<void> {
+    await db
+      .insert(serviceKeys)
+      .values({ name: "master", canary: seal(this.#masterKey, CANARY_PLAINTEXT, CANARY_AD) })
+      .onConflictDoNothing();
+    const [row] = await db.select().from(serviceKeys).where(eq(serviceKeys.name, "master"));
+    try {
+      if (!row || !open(this.#masterKey, row.canary, CANARY_AD).equals(CANARY_PLAINTEXT)) throw new Error();
+    } catch {
+      throw new MasterKeyMismatchError(
+        "SVC_MASTER_KEY does not match the key this database was created with; wallet keys cannot be opened",
+      );
+    }
+  }
+
+  /** Generates the wallet's data key and one key pair per chain kind, all sealed. */
+  generateWalletKeys(walletId: string, kinds: readonly ChainKind[]): { wrappedDataKey: Buffer; keys: SealedKey[] } {
+    const dataKey = newKey();
+    try {
+      const keys = kinds.map((kind) => {
+        const { privateKey, address } = kind === "evm" ? generateEvmKey() : generateSolanaKey();
+        const sealed = seal(dataKey, privateKey, `${walletId}:${kind}`);
+        privateKey.fill(0);
+        return { kind, address, encryptedPrivateKey: sealed };
+      });
+      return { wrappedDataKey: seal(this.#masterKey, dataKey, walletId), keys };
+    } finally {
+      dataKey.fill(0);
+    }
+  }
+
+  /**
+   * Opens a wallet's private key for signing. The caller zeroes the buffer when done.
+   * For EVM it is the 32-byte secp256k1 secret; for Solana the 32-byte ed25519 seed.
+   */
+  openPrivateKey(walletId: string, kind: ChainKind, wrappedDataKey: Buffer, encryptedPrivateKey: Buffer): Buffer {
+    const dataKey = open(this.#masterKey, wrappedDataKey, walletId);
+    try {
+      return open(dataKey, encryptedPrivateKey, `${walletId}:${kind}`);
+    } finally {
+      dataKey.fill(0);
+    }
+  }
+}
+
+function generateEvmKey(): { privateKey: Buffer; address: string } {
+  // secp256k1 from Node's CSPRNG-backed generator; viem derives the EIP-55 checksummed address.
+  const { privateKey } = generateKeyPairSync("ec", { namedCurve: "secp256k1" });
+  const d = privateKey.export({ format: "jwk" }).d;
+  if (!d) throw new Error("secp256k1 key without a private scalar");
+  const secret = Buffer.from(d, "base64url");
+  return { privateKey: secret, address: privateKeyToAddress(`0x${secret.toString("hex")}`) };
+}
+
+function generateSolanaKey(): { privateKey: Buffer; address: string } {
+  const { privateKey, publicKey } = generateKeyPairSync("ed25519");
+  const seed = Buffer.from(privateKey.export({ format: "jwk" }).d ?? "", "base64url");
+  const rawPublic = Buffer.from(publicKey.export({ format: "jwk" }).x ?? "", "base64url");
+  if (seed.length !== 32 || rawPublic.length !== 32) throw new Error("ed25519 key of unexpected size");
+  return { privateKey: seed, address: getBase58Decoder().decode(rawPublic) };
+}

@@ -1,0 +1,113 @@
+import { and, desc, eq } from "drizzle-orm";
+import type { ChainKind, ChainRegistry } from "../chains/registry.ts";
+import { newId } from "../internal/crypto.ts";
+import { walletKeys, walletPolicies, wallets } from "../internal/db/schema.ts";
+import type { Db } from "../internal/db/store.ts";
+import { errors } from "../internal/errors.ts";
+import { initialPolicyRow, type PolicyInput } from "../policy/policy.ts";
+import type { Keyring } from "./keyring.ts";
+
+export type WalletRow = typeof wallets.$inferSelect;
+
+/** The WalletRecord of spec 2.3 with api.md's additions. */
+export interface WalletView {
+  id: string;
+  name: string;
+  chains: string[];
+  evm?: { address: string };
+  solana?: { address: string };
+  metadata: Record<string, unknown>;
+  status: "active" | "archived";
+  createdAt: string;
+}
+
+export function toWalletView(row: WalletRow): WalletView {
+  return {
+    id: row.id,
+    name: row.name,
+    chains: row.chains,
+    ...(row.evmAddress ? { evm: { address: row.evmAddress } } : {}),
+    ...(row.solanaAddress ? { solana: { address: row.solanaAddress } } : {}),
+    metadata: row.metadata,
+    status: row.status,
+    createdAt: row.createdAt.toISOString(),
+  };
+}
+
+export interface CreateWalletInput {
+  name: string;
+  chains: string[];
+  metadata?: Record<string, unknown> | undefined;
+  policy?: PolicyInput | undefined;
+}
+
+/**
+ * Creates a wallet with freshly generated keys for each kind of chain it asks for, and its policy.
+ * @example await createWallet({ db, keyring, chains }, accountId, { name: "agent", chains: ["base", "solana"] });
+ */
+export async function createWallet(
+  deps: { db: Db; keyring: Keyring; chains: ChainRegistry },
+  accountId: string,
+  input: CreateWalletInput,
+): Promise<WalletRow> {
+  const kinds = new Set<ChainKind>();
+  for (const name of input.chains) {
+    const chain = deps.chains.get(name);
+    if (!chain) throw errors.unknownChain(name, deps.chains.names());
+    kinds.add(chain.kind);
+  }
+  const id = newId("wal");
+  const { wrappedDataKey, keys } = deps.keyring.generateWalletKeys(id, [...kinds]);
+  const addressOf = (kind: ChainKind) => keys.find((key) => key.kind === kind)?.address ?? null;
+  return deps.db.transaction(async (tx) => {
+    const [row] = await tx
+      .insert(wallets)
+      .values({
+        id,
+        accountId,
+        name: input.name,
+        chains: [...new Set(input.chains)],
+        metadata: input.metadata ?? {},
+        evmAddress: addressOf("evm"),
+        solanaAddress: addressOf("solana"),
+        status: "active",
+        wrappedDataKey,
+      })
+      .returning();
+    await tx.insert(walletKeys).values(
+      keys.map((key) => ({ walletId: id, chainKind: key.kind, encryptedPrivateKey: key.encryptedPrivateKey })),
+    );
+    await tx.insert(walletPolicies).values(initialPolicyRow(id, input.policy));
+    if (!row) throw errors.internal(new Error("insert returned no row"));
+    return row;
+  });
+}
+
+/** The account's wallets, newest first, archived ones included. */
+export function listWallets(db: Db, accountId: string): Promise<WalletRow[]> {
+  return db
+    .select()
+    .from(wallets)
+    .where(eq(wallets.accountId, accountId))
+    .orderBy(desc(wallets.createdAt), desc(wallets.id));
+}
+
+/** The wallet if it exists and belongs to the account; NotFound otherwise, never revealing which. */
+export async function findWalletForAccount(db: Db, accountId: string, walletId: string): Promise<WalletRow> {
+  const [row] = await db
+    .select()
+    .from(wallets)
+    .where(and(eq(wallets.id, walletId), eq(wallets.accountId, accountId)));
+  if (!row) throw errors.walletNotFound(walletId);
+  return row;
+}
+
+/** Archives a wallet: it can no longer spend, and its history stays. Archiving twice is harmless. */
+export async function archiveWallet(db: Db, accountId: string, walletId: string): Promise<void> {
+  const wallet = await findWalletForAccount(db, accountId, walletId);
+  if (wallet.status === "archived") return;
+  await db
+    .update(wallets)
+    .set({ status: "archived", archivedAt: new Date() })
+    .where(and(eq(wallets.id, walletId), eq(wallets.accountId, accountId)));
+}
