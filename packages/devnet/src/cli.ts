@@ -1,12 +1,53 @@
-import { startDevnet } from "./devnet.ts";
+import { parseArgs } from "node:util";
+import { type DevnetOptions, startDevnet } from "./devnet.ts";
 import { devnetInfoToJson } from "./json.ts";
+
+const USAGE = `Usage: svc-devnet [--evm-port N] [--solana-port N] [--solana-slot-ms N]
+
+Starts anvil (with USDC) and a Solana JSON-RPC endpoint (LiteSVM, with USDC) on 127.0.0.1, prints their
+facts as JSON on stdout and stays up until Ctrl-C. Ports default to free ones. Keys printed are local dev
+keys, never valid on a public chain.`;
+
+function port(value: string | undefined, flag: string): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new Error(`${flag}: not a port: ${value}`);
+  return n;
+}
+
+function options(argv: string[]): DevnetOptions | undefined {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      "evm-port": { type: "string" },
+      "solana-port": { type: "string" },
+      "solana-slot-ms": { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  if (values.help === true) return undefined;
+  const evmPort = port(values["evm-port"], "--evm-port");
+  const solanaPort = port(values["solana-port"], "--solana-port");
+  const slotMs = values["solana-slot-ms"] === undefined ? undefined : Number(values["solana-slot-ms"]);
+  if (slotMs !== undefined && !(slotMs > 0)) throw new Error("--solana-slot-ms: must be a positive number");
+  return {
+    ...(evmPort === undefined ? {} : { evmPort }),
+    ...(solanaPort === undefined ? {} : { solanaPort }),
+    ...(slotMs === undefined ? {} : { solanaSlotMs: slotMs }),
+  };
+}
 
 /**
  * `svc-devnet`: starts the local chains, prints their facts as one JSON document on stdout and stays up until
  * SIGINT/SIGTERM.
  */
 async function main(): Promise<void> {
-  const devnet = await startDevnet();
+  const opts = options(process.argv.slice(2));
+  if (opts === undefined) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  const devnet = await startDevnet(opts);
   process.stdout.write(`${JSON.stringify(devnetInfoToJson(devnet), null, 2)}\n`);
   const shutdown = (): void => {
     devnet.stop().then(

@@ -13,26 +13,49 @@ async function post(url: string, method: string): Promise<unknown> {
   return ((await res.json()) as { result: unknown }).result;
 }
 
+type Facts = {
+  evm: { rpcUrl: string; chainId: number; usdc: string };
+  solana: { rpcUrl: string; usdcMint: string };
+  treasury: { evm: { privateKey: string }; solana: { secretKey: number[] } };
+};
+
+/** Starts the CLI and resolves with its process and the JSON it printed. */
+function startCli() {
+  const child = spawn(process.execPath, [BIN], { stdio: ["ignore", "pipe", "inherit"] });
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  let out = "";
+  const facts = new Promise<Facts>((resolve, reject) => {
+    child.stdout.on("data", (chunk: Buffer) => {
+      out += chunk.toString("utf8");
+      try {
+        resolve(JSON.parse(out) as Facts);
+      } catch {
+        // not complete yet
+      }
+    });
+    child.once("exit", (code) => reject(new Error(`svc-devnet exited early (${code}): ${out}`)));
+  });
+  return { child, exited, facts };
+}
+
+/** Whether anything still answers at `url`, asking up to `attempts` times while it does. */
+async function stillAnswers(url: string, attempts: number): Promise<boolean> {
+  for (let i = 0; i < attempts; i++) {
+    try {
+      await post(url, "eth_chainId");
+    } catch {
+      return false;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return true;
+}
+
 describe("svc-devnet", () => {
   it("prints the devnet's facts as JSON, serves both chains, and stops everything on SIGTERM", async () => {
-    const child = spawn(process.execPath, [BIN], { stdio: ["ignore", "pipe", "inherit"] });
-    const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-    let out = "";
-    const facts = await new Promise<{
-      evm: { rpcUrl: string; chainId: number; usdc: string };
-      solana: { rpcUrl: string; usdcMint: string };
-      treasury: { evm: { privateKey: string }; solana: { secretKey: number[] } };
-    }>((resolve, reject) => {
-      child.stdout.on("data", (chunk: Buffer) => {
-        out += chunk.toString("utf8");
-        try {
-          resolve(JSON.parse(out));
-        } catch {
-          // not complete yet
-        }
-      });
-      child.once("exit", (code) => reject(new Error(`svc-devnet exited early (${code}): ${out}`)));
-    });
+    const cli = startCli();
+    const facts = await cli.facts;
+    const { child, exited } = cli;
 
     expect(facts.evm.chainId).toBe(31337);
     expect(facts.evm.usdc).toMatch(/^0x[0-9a-fA-F]{40}$/);
@@ -45,5 +68,14 @@ describe("svc-devnet", () => {
     expect(await exited).toBe(0);
     await expect(post(facts.evm.rpcUrl, "eth_chainId")).rejects.toThrow();
     await expect(post(facts.solana.rpcUrl, "getHealth")).rejects.toThrow();
+  });
+
+  it("leaves no anvil behind when the process that started it is killed outright", async () => {
+    const { child, exited, facts } = startCli();
+    const { rpcUrl } = (await facts).evm;
+    expect(await post(rpcUrl, "eth_chainId")).toBe("0x7a69");
+    child.kill("SIGKILL");
+    await exited;
+    expect(await stillAnswers(rpcUrl, 100)).toBe(false);
   });
 });

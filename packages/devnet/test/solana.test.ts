@@ -293,6 +293,28 @@ describe("Solana failures match a cluster's error classes", () => {
     ).toBe(true);
   });
 
+  it("rejects a USDC transfer above the balance with the token program's InsufficientFunds (custom 1)", async () => {
+    const sender = await fundedWallet(1_000n);
+    const recipient = await fundedWallet(1n);
+    const err = await rejectionOf(
+      send(
+        rpc,
+        await signedBase64(rpc, sender, [
+          transferChecked(
+            sender,
+            await usdcAta(devnet, sender.address),
+            await usdcAta(devnet, recipient.address),
+            1_001n,
+            6,
+          ),
+        ]),
+      ),
+    );
+    const cause = preflightCause(err);
+    expect(isSolanaError(cause, SOLANA_ERROR__INSTRUCTION_ERROR__CUSTOM)).toBe(true);
+    expect(cause.context).toMatchObject({ code: 1, index: 0 });
+  });
+
   it("rejects a transfer that leaves a new account below rent exemption with InsufficientFundsForRent", async () => {
     const recipient = await generateKeyPairSigner();
     const err = await rejectionOf(
@@ -461,6 +483,14 @@ describe("Solana simulation and JSON-RPC surface", () => {
       error: { code: -32602 },
       id: 2,
     });
+    expect(
+      await rawRpc(url, {
+        jsonrpc: "2.0",
+        id: 7,
+        method: "getSignatureStatuses",
+        params: [["not-a-signature"]],
+      }),
+    ).toMatchObject({ error: { code: -32602, message: "Invalid param: Invalid" }, id: 7 });
     expect(await rawRpc(url, { id: 3, method: "getHealth" })).toMatchObject({ error: { code: -32600 } });
     expect(
       await rawRpc(url, [

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { getBase58Decoder, getBase58Encoder, isAddress } from "@solana/kit";
+import { getBase58Decoder, getBase58Encoder, isAddress, type ReadonlyUint8Array } from "@solana/kit";
 import type { AccountSnapshot, Commitment, LandedTransaction, SolanaLedger } from "./ledger.ts";
 import {
   jsonInnerInstructions,
@@ -87,6 +87,18 @@ function stringParam(params: readonly unknown[], index: number, what: string): s
 function addressParam(params: readonly unknown[], index: number): string {
   const value = stringParam(params, index, "pubkey");
   if (!isAddress(value)) throw invalidParams("Invalid param: Invalid");
+  return value;
+}
+
+function signatureParam(params: readonly unknown[], index: number): string {
+  const value = stringParam(params, index, "signature");
+  let bytes: ReadonlyUint8Array | undefined;
+  try {
+    bytes = base58Encoder.encode(value);
+  } catch {
+    bytes = undefined;
+  }
+  if (bytes?.length !== 64) throw invalidParams("Invalid param: Invalid");
   return value;
 }
 
@@ -368,7 +380,7 @@ export const METHODS: Record<string, Method> = {
     if (!Array.isArray(list)) throw invalidParams("Invalid params: invalid type: expected a sequence.");
     if (list.length > 256) throw invalidParams("Too many inputs provided; max 256");
     const value = list.map((_, i) => {
-      const signature = stringParam(list, i, "signature");
+      const signature = signatureParam(list, i);
       const landed = ctx.ledger.transaction(signature, "processed");
       return landed === undefined ? null : statusOf(ctx, landed);
     });
@@ -381,6 +393,8 @@ export const METHODS: Record<string, Method> = {
     const limit = cfg.limit === undefined ? 1000 : Number(cfg.limit);
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw invalidParams("Invalid limit; max 1000");
     let list = ctx.ledger.transactionsFor(address, c);
+    if (cfg.before !== undefined) signatureParam([cfg.before], 0);
+    if (cfg.until !== undefined) signatureParam([cfg.until], 0);
     if (typeof cfg.before === "string") {
       const at = list.findIndex((t) => t.signature === cfg.before);
       list = at === -1 ? [] : list.slice(at + 1);
@@ -399,7 +413,7 @@ export const METHODS: Record<string, Method> = {
     }));
   },
   getTransaction: (params, ctx) => {
-    const signature = stringParam(params, 0, "signature");
+    const signature = signatureParam(params, 0);
     const raw = params[1];
     // Older clients pass the encoding as a bare string.
     const cfg: Config = typeof raw === "string" ? { encoding: raw } : config(params, 1);
