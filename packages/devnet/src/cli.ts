@@ -48,7 +48,12 @@ async function main(): Promise<void> {
     return;
   }
   const devnet = await startDevnet(opts);
-  process.stdout.write(`${JSON.stringify(devnetInfoToJson(devnet), null, 2)}\n`);
+  // Pretty-printed, but byte arrays (the Solana secret key) on one line.
+  const json = JSON.stringify(devnetInfoToJson(devnet), null, 2).replace(
+    /\[\s+([\d,\s]+?)\s+\]/g,
+    (_match, inner: string) => `[${inner.split(/\s*,\s*/).join(",")}]`,
+  );
+  process.stdout.write(`${json}\n`);
   const shutdown = (): void => {
     devnet.stop().then(
       () => process.exit(0),
