@@ -1,0 +1,78 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestServer, expectErrorShape, seedAccount, STORE_KIND, type TestServer } from "./support/test-server.ts";
+
+let server: TestServer;
+beforeAll(async () => {
+  server = await createTestServer();
+});
+afterAll(() => server.close());
+
+describe("API keys", () => {
+  it("creates a key shown once as svc_ followed by at least 32 base62 characters", async () => {
+    const { accessToken } = await seedAccount(server.api);
+    const created = await server.api.post("/v1/api-keys", { name: "deploy bot" }, accessToken);
+    expect(created.status).toBe(201);
+    expect(created.body.key).toMatch(/^svc_[0-9A-Za-z]{32,}$/);
+    expect(created.body).toMatchObject({ name: "deploy bot", lastUsed: null });
+    expect(created.body.id).toMatch(/^key_/);
+
+    const listed = await server.api.get("/v1/api-keys", accessToken);
+    expect(listed.status).toBe(200);
+    const record = listed.body.find((k: { id: string }) => k.id === created.body.id);
+    expect(record).toEqual({ id: created.body.id, name: "deploy bot", createdAt: created.body.createdAt, lastUsed: null });
+    expect(listed.text).not.toContain(created.body.key);
+    expect(listed.text).not.toContain(created.body.key.slice(4));
+  });
+
+  it("authenticates with the key and maintains lastUsed", async () => {
+    const { apiKey, apiKeyId } = await seedAccount(server.api);
+    const before = Date.now();
+    expect((await server.api.get("/v1/wallets", apiKey)).status).toBe(200);
+    const listed = await server.api.get("/v1/api-keys", apiKey);
+    const record = listed.body.find((k: { id: string }) => k.id === apiKeyId);
+    expect(record.lastUsed).not.toBeNull();
+    expect(new Date(record.lastUsed).getTime()).toBeGreaterThanOrEqual(before - 1000);
+  });
+
+  it("revokes a key immediately and irreversibly", async () => {
+    const { apiKey, apiKeyId, accessToken } = await seedAccount(server.api);
+    expect((await server.api.get("/v1/wallets", apiKey)).status).toBe(200);
+    const revoked = await server.api.delete(`/v1/api-keys/${apiKeyId}`, accessToken);
+    expect(revoked.status).toBe(204);
+    expect(revoked.text).toBe("");
+    const after = await server.api.get("/v1/wallets", apiKey);
+    expect(after.status).toBe(401);
+    expect(expectErrorShape(after)).toMatchObject({ code: "Unauthorized", reason: "key_revoked" });
+    const again = await server.api.delete(`/v1/api-keys/${apiKeyId}`, accessToken);
+    expect(again.status).toBe(404);
+    expect((await server.api.get("/v1/api-keys", accessToken)).body.map((k: { id: string }) => k.id)).not.toContain(apiKeyId);
+  });
+
+  it("rejects an unknown key, a key of the right shape that was never issued, and a bad name", async () => {
+    const { accessToken } = await seedAccount(server.api);
+    const unknown = await server.api.get("/v1/wallets", `svc_${"A".repeat(40)}`);
+    expect(expectErrorShape(unknown)).toMatchObject({ code: "Unauthorized", reason: "invalid_credentials" });
+    for (const body of [{}, { name: "" }, { name: "x".repeat(101) }, { name: 3 }]) {
+      const response = await server.api.post("/v1/api-keys", body, accessToken);
+      expect(response.status, JSON.stringify(body)).toBe(400);
+    }
+    const badId = await server.api.delete("/v1/api-keys/not-a-key-id", accessToken);
+    expect(badId.status).toBe(400);
+  });
+});
+
+describe.runIf(STORE_KIND === "postgres")("revocation across instances on one PostgreSQL", () => {
+  it("a key revoked on one instance fails at once on another", async () => {
+    const second = await createTestServer({ store: server.storeLocation });
+    try {
+      const { apiKey, apiKeyId, accessToken } = await seedAccount(server.api);
+      expect((await second.api.get("/v1/wallets", apiKey)).status).toBe(200);
+      expect((await server.api.delete(`/v1/api-keys/${apiKeyId}`, accessToken)).status).toBe(204);
+      const onSecond = await second.api.get("/v1/wallets", apiKey);
+      expect(onSecond.status).toBe(401);
+      expect(expectErrorShape(onSecond).reason).toBe("key_revoked");
+    } finally {
+      await second.service.close();
+    }
+  });
+});

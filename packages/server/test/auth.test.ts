@@ -1,0 +1,139 @@
+import { SignJWT } from "jose";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestServer, expectErrorShape, seedAccount, TEST_JWT_SECRET, type TestServer } from "./support/test-server.ts";
+
+let server: TestServer;
+beforeAll(async () => {
+  server = await createTestServer();
+});
+afterAll(() => server.close());
+
+describe("POST /v1/auth/register", () => {
+  it("creates an account and returns userId, email and createdAt", async () => {
+    const response = await server.api.post("/v1/auth/register", {
+      email: "Ada@Example.com",
+      password: "twelve-chars-at-least",
+      name: "Ada",
+    });
+    expect(response.status).toBe(201);
+    expect(response.body).toMatchObject({ email: "ada@example.com", name: "Ada" });
+    expect(response.body.userId).toMatch(/^usr_[0-9A-Za-z]{22}$/);
+    expect(new Date(response.body.createdAt).toISOString()).toBe(response.body.createdAt);
+    expect(response.text).not.toContain("twelve-chars-at-least");
+  });
+
+  it("rejects a second account for the same email, in any case, with 409 email_taken", async () => {
+    await server.api.post("/v1/auth/register", { email: "dup@example.com", password: "twelve-chars-at-least" });
+    const again = await server.api.post("/v1/auth/register", { email: "DUP@example.com", password: "another-password-1" });
+    expect(again.status).toBe(409);
+    expect(expectErrorShape(again)).toMatchObject({ code: "ValidationError", reason: "email_taken" });
+  });
+
+  it.each([
+    ["a malformed email", { email: "not-an-email", password: "twelve-chars-at-least" }],
+    ["a password of 11 characters", { email: "short@example.com", password: "elevenchars" }],
+    ["no password", { email: "nopw@example.com" }],
+    ["an unknown field", { email: "extra@example.com", password: "twelve-chars-at-least", admin: true }],
+    ["a non-string name", { email: "name@example.com", password: "twelve-chars-at-least", name: 5 }],
+  ])("rejects %s with 400 ValidationError", async (_label, body) => {
+    const response = await server.api.post("/v1/auth/register", body);
+    expect(response.status).toBe(400);
+    expect(expectErrorShape(response)).toMatchObject({ code: "ValidationError", reason: "invalid_body" });
+  });
+
+  it("admits exactly one of 50 simultaneous registrations of one email", async () => {
+    const email = "race@example.com";
+    const responses = await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        server.api.post("/v1/auth/register", { email, password: `racing-password-${i}` }),
+      ),
+    );
+    const statuses = responses.map((r) => r.status);
+    expect(statuses.filter((s) => s === 201)).toHaveLength(1);
+    expect(statuses.filter((s) => s === 409)).toHaveLength(49);
+    for (const r of responses.filter((r) => r.status === 409)) expect(expectErrorShape(r).reason).toBe("email_taken");
+  });
+});
+
+describe("POST /v1/auth/login", () => {
+  it("returns an access token valid for 3600 seconds that authenticates API routes", async () => {
+    await server.api.post("/v1/auth/register", { email: "login@example.com", password: "twelve-chars-at-least" });
+    const login = await server.api.post("/v1/auth/login", { email: "login@example.com", password: "twelve-chars-at-least" });
+    expect(login.status).toBe(200);
+    expect(login.body.expiresIn).toBe(3600);
+    expect(login.body.accessToken.split(".")).toHaveLength(3);
+    const wallets = await server.api.get("/v1/wallets", login.body.accessToken);
+    expect(wallets.status).toBe(200);
+    expect(wallets.body).toEqual([]);
+  });
+
+  it("answers an unknown email and a wrong password identically", async () => {
+    await server.api.post("/v1/auth/register", { email: "known@example.com", password: "twelve-chars-at-least" });
+    const wrong = await server.api.post("/v1/auth/login", { email: "known@example.com", password: "wrong-password-12" });
+    const unknown = await server.api.post("/v1/auth/login", { email: "nobody@example.com", password: "wrong-password-12" });
+    expect(wrong.status).toBe(401);
+    expect(unknown.status).toBe(401);
+    const a = expectErrorShape(wrong);
+    const b = expectErrorShape(unknown);
+    expect({ ...a, requestId: "" }).toEqual({ ...b, requestId: "" });
+  });
+
+  it("rejects an access token signed with another secret, an expired one, and junk", async () => {
+    const { userId } = await seedAccount(server.api);
+    const forged = await new SignJWT({})
+      .setProtectedHeader({ alg: "HS256" })
+      .setSubject(userId)
+      .setIssuer("svc")
+      .setAudience("svc-api")
+      .setExpirationTime("1h")
+      .sign(new TextEncoder().encode("another-secret-another-secret-xx"));
+    const expired = await new SignJWT({})
+      .setProtectedHeader({ alg: "HS256" })
+      .setSubject(userId)
+      .setIssuer("svc")
+      .setAudience("svc-api")
+      .setIssuedAt(Math.floor(Date.now() / 1000) - 7200)
+      .setExpirationTime(Math.floor(Date.now() / 1000) - 3600)
+      .sign(new TextEncoder().encode(TEST_JWT_SECRET));
+    const forgedResponse = await server.api.get("/v1/wallets", forged);
+    expect(forgedResponse.status).toBe(401);
+    expect(expectErrorShape(forgedResponse).reason).toBe("invalid_credentials");
+    const expiredResponse = await server.api.get("/v1/wallets", expired);
+    expect(expiredResponse.status).toBe(401);
+    expect(expectErrorShape(expiredResponse).reason).toBe("token_expired");
+    const junk = await server.api.get("/v1/wallets", "not-a-token");
+    expect(expectErrorShape(junk)).toMatchObject({ code: "Unauthorized", reason: "invalid_credentials" });
+    const none = await server.api.get("/v1/wallets");
+    expect(none.status).toBe(401);
+    expect(expectErrorShape(none).reason).toBe("missing_credentials");
+  });
+});
+
+describe("login rate limits", () => {
+  it("limits attempts per email and per client address with 429 and Retry-After", async () => {
+    const limited = await createTestServer({ env: { SVC_LOGIN_LIMIT_PER_MINUTE: "3" } });
+    try {
+      const email = "limited@example.com";
+      await limited.api.post("/v1/auth/register", { email, password: "twelve-chars-at-least" });
+      const attempts = [];
+      for (let i = 0; i < 4; i++) attempts.push(await limited.api.post("/v1/auth/login", { email, password: "wrong-password-12" }));
+      expect(attempts.map((r) => r.status)).toEqual([401, 401, 401, 429]);
+      const limitedResponse = attempts[3];
+      if (!limitedResponse) throw new Error("no response");
+      expect(expectErrorShape(limitedResponse).code).toBe("RateLimitExceeded");
+      expect(Number(limitedResponse.headers.get("retry-after"))).toBeGreaterThan(0);
+      // Even the right password is refused while the email is limited.
+      const right = await limited.api.post("/v1/auth/login", { email, password: "twelve-chars-at-least" });
+      expect(right.status).toBe(429);
+
+      // Per address: 3 × 3 = 9 counted attempts (3 above; the ones refused per email were not counted), then 429.
+      const spray = [];
+      for (let i = 0; i < 8; i++) {
+        spray.push((await limited.api.post("/v1/auth/login", { email: `spray${i}@example.com`, password: "x" })).status);
+      }
+      expect(spray).toEqual([401, 401, 401, 401, 401, 401, 429, 429]);
+    } finally {
+      await limited.close();
+    }
+  });
+});

@@ -1,0 +1,189 @@
+import { randomBytes } from "node:crypto";
+import { Writable } from "node:stream";
+import pg from "pg";
+import { type Config, loadConfig } from "../../src/internal/config.ts";
+import type { StoreLocation } from "../../src/internal/db/store.ts";
+import { type RunningService, startService } from "../../src/service.ts";
+
+/** Which store the suite runs on: PostgreSQL when DATABASE_URL is set (CI's second pass), else PGlite. */
+export const STORE_KIND: "pglite" | "postgres" = process.env.DATABASE_URL ? "postgres" : "pglite";
+
+/** A fresh, empty PostgreSQL database for one test server (or a group sharing it), dropped afterwards. */
+export async function createFreshDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  const adminUrl = process.env.DATABASE_URL;
+  if (!adminUrl) throw new Error("DATABASE_URL is not set");
+  const name = `svc_test_${randomBytes(6).toString("hex")}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const client = new pg.Client({ connectionString: adminUrl });
+      await client.connect();
+      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await client.end();
+    },
+  };
+}
+
+/** Log lines the service wrote, kept for assertions (for instance, that no secret was logged). */
+export class LogCapture extends Writable {
+  readonly lines: string[] = [];
+  override _write(chunk: Buffer, _encoding: string, done: () => void): void {
+    this.lines.push(...chunk.toString("utf8").split("\n").filter(Boolean));
+    done();
+  }
+  text(): string {
+    return this.lines.join("\n");
+  }
+}
+
+export interface TestServerOptions {
+  /** Environment on top of the test defaults (generous rate limits, fixed secrets). */
+  env?: Record<string, string>;
+  /** Use this store instead of a fresh one (a second instance, or a restart). */
+  store?: StoreLocation;
+}
+
+export interface TestServer {
+  url: string;
+  service: RunningService;
+  config: Config;
+  logs: LogCapture;
+  /** The store location, to start a second instance or a restart on the same data. */
+  storeLocation: StoreLocation;
+  api: ApiClient;
+  close(): Promise<void>;
+}
+
+export const TEST_MASTER_KEY = randomBytes(32).toString("base64");
+export const TEST_JWT_SECRET = randomBytes(32).toString("hex");
+
+/**
+ * Starts a real listening service on 127.0.0.1 with a fresh store: PGlite in memory, or a fresh PostgreSQL
+ * database when DATABASE_URL is set.
+ */
+export async function createTestServer(options: TestServerOptions = {}): Promise<TestServer> {
+  let dropDatabase: (() => Promise<void>) | undefined;
+  let storeLocation = options.store;
+  if (!storeLocation) {
+    if (STORE_KIND === "postgres") {
+      const db = await createFreshDatabase();
+      storeLocation = { databaseUrl: db.url };
+      dropDatabase = db.drop;
+    } else {
+      storeLocation = { pgliteMemory: true };
+    }
+  }
+  const config = loadConfig({
+    PORT: "0",
+    HOST: "127.0.0.1",
+    SVC_MASTER_KEY: TEST_MASTER_KEY,
+    SVC_JWT_SECRET: TEST_JWT_SECRET,
+    LOG_LEVEL: "info",
+    SVC_RATE_LIMIT_PER_MINUTE: "100000",
+    SVC_RATE_LIMIT_PER_ADDRESS_PER_MINUTE: "100000",
+    SVC_LOGIN_LIMIT_PER_MINUTE: "1000",
+    SVC_DATA_DIR: "/nonexistent-test-data-dir",
+    ...options.env,
+  });
+  const logs = new LogCapture();
+  const service = await startService(config, { store: storeLocation, logDestination: logs });
+  return {
+    url: service.url,
+    service,
+    config,
+    logs,
+    storeLocation,
+    api: new ApiClient(service.url),
+    close: async () => {
+      await service.close();
+      await dropDatabase?.();
+    },
+  };
+}
+
+export interface ApiResponse<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+  text: string;
+}
+
+/** A thin HTTP client over real sockets, as any client of the API would use. */
+export class ApiClient {
+  constructor(readonly baseUrl: string) {}
+
+  async request<T = any>(
+    method: string,
+    path: string,
+    options: { token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {},
+  ): Promise<ApiResponse<T>> {
+    const headers: Record<string, string> = { ...options.headers };
+    if (options.token) headers.authorization = `Bearer ${options.token}`;
+    let body: string | undefined;
+    if (options.rawBody !== undefined) body = options.rawBody;
+    else if (options.body !== undefined) {
+      body = JSON.stringify(options.body);
+      headers["content-type"] ??= "application/json";
+    }
+    const response = await fetch(this.baseUrl + path, { method, headers, ...(body !== undefined ? { body } : {}) });
+    const text = await response.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : null;
+    } catch {}
+    return { status: response.status, headers: response.headers, body: parsed as T, text };
+  }
+
+  get<T = any>(path: string, token?: string) {
+    return this.request<T>("GET", path, token ? { token } : {});
+  }
+  post<T = any>(path: string, body: unknown, token?: string, headers?: Record<string, string>) {
+    return this.request<T>("POST", path, { body, ...(token ? { token } : {}), ...(headers ? { headers } : {}) });
+  }
+  delete<T = any>(path: string, token?: string) {
+    return this.request<T>("DELETE", path, token ? { token } : {});
+  }
+}
+
+let accountCounter = 0;
+
+/** Registers an account, logs in and creates an API key: what every test of an authenticated route needs. */
+export async function seedAccount(
+  api: ApiClient,
+  label = "agent",
+): Promise<{ email: string; password: string; userId: string; accessToken: string; apiKey: string; apiKeyId: string }> {
+  const email = `${label}-${Date.now()}-${accountCounter++}-${randomBytes(3).toString("hex")}@example.com`;
+  const password = `pw-${randomBytes(12).toString("hex")}`;
+  const registered = await api.post("/v1/auth/register", { email, password });
+  if (registered.status !== 201) throw new Error(`register failed: ${registered.text}`);
+  const login = await api.post("/v1/auth/login", { email, password });
+  if (login.status !== 200) throw new Error(`login failed: ${login.text}`);
+  const key = await api.post("/v1/api-keys", { name: "test" }, login.body.accessToken);
+  if (key.status !== 201) throw new Error(`api key failed: ${key.text}`);
+  return {
+    email,
+    password,
+    userId: registered.body.userId,
+    accessToken: login.body.accessToken,
+    apiKey: key.body.key,
+    apiKeyId: key.body.id,
+  };
+}
+
+/** Asserts the api.md error shape and returns the error object. */
+export function expectErrorShape(response: ApiResponse): { code: string; message: string; requestId: string; reason?: string; details?: Record<string, unknown> } {
+  const error = response.body?.error;
+  if (!error || typeof error.code !== "string" || typeof error.message !== "string" || typeof error.requestId !== "string") {
+    throw new Error(`not an error body (${response.status}): ${response.text.slice(0, 300)}`);
+  }
+  if (response.headers.get("x-request-id") !== error.requestId) {
+    throw new Error(`X-Request-Id ${response.headers.get("x-request-id")} differs from requestId ${error.requestId}`);
+  }
+  return error;
+}

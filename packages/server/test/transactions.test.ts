@@ -1,0 +1,105 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { recordTransaction } from "../src/transactions/transactions.ts";
+import { createTestServer, expectErrorShape, seedAccount, type TestServer } from "./support/test-server.ts";
+
+let server: TestServer;
+let apiKey: string;
+let walletId: string;
+const seeded: { id: string; chain: string; type: string }[] = [];
+
+beforeAll(async () => {
+  server = await createTestServer();
+  ({ apiKey } = await seedAccount(server.api));
+  const wallet = await server.api.post("/v1/wallets", { name: "history", chains: ["base", "solana"] }, apiKey);
+  walletId = wallet.body.id;
+  const start = Date.UTC(2026, 0, 1);
+  // 130 rows, one second apart: base sends, base receives and solana receives in turn.
+  for (let i = 0; i < 130; i++) {
+    const [chain, type] = (["base:send", "base:receive", "solana:receive"][i % 3] ?? "").split(":") as [string, "send" | "receive"];
+    const row = await recordTransaction(server.service.store.db, {
+      walletId,
+      type,
+      chain,
+      token: "USDC",
+      amountAtomic: BigInt(i + 1) * 10_000n,
+      decimals: 6,
+      fromAddress: "sender",
+      toAddress: "recipient",
+      txHash: `0x${i.toString(16).padStart(64, "0")}`,
+      status: "confirmed",
+      createdAt: new Date(start + i * 1000),
+      confirmedAt: new Date(start + i * 1000),
+    });
+    seeded.push({ id: row.id, chain, type });
+  }
+});
+afterAll(() => server.close());
+
+const newestFirst = () => [...seeded].reverse();
+
+describe("GET /v1/wallets/:id/transactions", () => {
+  it("returns 20 newest first by default with the exact total", async () => {
+    const page = await server.api.get(`/v1/wallets/${walletId}/transactions`, apiKey);
+    expect(page.status).toBe(200);
+    expect(page.body).toMatchObject({ total: 130, limit: 20, offset: 0 });
+    expect(page.body.data.map((t: { id: string }) => t.id)).toEqual(newestFirst().slice(0, 20).map((t) => t.id));
+    const newest = page.body.data[0];
+    expect(newest).toMatchObject({
+      walletId,
+      type: "send",
+      chain: "base",
+      token: "USDC",
+      amount: "1.3",
+      from: "sender",
+      to: "recipient",
+      status: "confirmed",
+      timestamp: new Date(Date.UTC(2026, 0, 1) + 129_000).toISOString(),
+    });
+    expect(newest.txHash).toMatch(/^0x0+81$/);
+  });
+
+  it("pages with limit and offset, and serves at most 100 however many are asked for", async () => {
+    const page = await server.api.get(`/v1/wallets/${walletId}/transactions?limit=7&offset=10`, apiKey);
+    expect(page.body.data.map((t: { id: string }) => t.id)).toEqual(newestFirst().slice(10, 17).map((t) => t.id));
+    const big = await server.api.get(`/v1/wallets/${walletId}/transactions?limit=500`, apiKey);
+    expect(big.body.limit).toBe(100);
+    expect(big.body.data).toHaveLength(100);
+    const past = await server.api.get(`/v1/wallets/${walletId}/transactions?offset=1000`, apiKey);
+    expect(past.body).toMatchObject({ data: [], total: 130, offset: 1000 });
+  });
+
+  it("filters by chain and by type, with totals that match the filter", async () => {
+    const solana = await server.api.get(`/v1/wallets/${walletId}/transactions?chain=solana&limit=100`, apiKey);
+    const expectedSolana = newestFirst().filter((t) => t.chain === "solana");
+    expect(solana.body.total).toBe(expectedSolana.length);
+    expect(solana.body.data.map((t: { id: string }) => t.id)).toEqual(expectedSolana.map((t) => t.id));
+    const baseReceives = await server.api.get(`/v1/wallets/${walletId}/transactions?chain=base&type=receive&limit=100`, apiKey);
+    const expected = newestFirst().filter((t) => t.chain === "base" && t.type === "receive");
+    expect(baseReceives.body.total).toBe(expected.length);
+    expect(baseReceives.body.data.map((t: { id: string }) => t.id)).toEqual(expected.map((t) => t.id));
+    const x402 = await server.api.get(`/v1/wallets/${walletId}/transactions?type=x402`, apiKey);
+    expect(x402.body).toMatchObject({ data: [], total: 0 });
+  });
+
+  it.each([
+    "limit=0",
+    "limit=-1",
+    "limit=abc",
+    "limit=1.5",
+    "offset=-3",
+    "offset=1e3",
+    "type=refund",
+    "chain=dogecoin",
+    "limit=1&limit=2",
+    "unknown=1",
+  ])("rejects the query %s with 400 ValidationError", async (query) => {
+    const response = await server.api.get(`/v1/wallets/${walletId}/transactions?${query}`, apiKey);
+    expect(response.status).toBe(400);
+    expect(expectErrorShape(response)).toMatchObject({ code: "ValidationError", reason: "invalid_query" });
+  });
+
+  it("answers 404 for an unknown wallet", async () => {
+    const response = await server.api.get("/v1/wallets/wal_unknown0000000000000000/transactions", apiKey);
+    expect(response.status).toBe(404);
+  });
+});

@@ -1,0 +1,120 @@
+import { createKeyPairSignerFromPrivateKeyBytes } from "@solana/kit";
+import { getAddress } from "viem";
+import { privateKeyToAddress } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { getPolicy } from "../src/policy/policy.ts";
+import { walletKeys, wallets } from "../src/internal/db/schema.ts";
+import { eq } from "drizzle-orm";
+import { createTestServer, expectErrorShape, seedAccount, type TestServer } from "./support/test-server.ts";
+
+let server: TestServer;
+let apiKey: string;
+beforeAll(async () => {
+  server = await createTestServer();
+  ({ apiKey } = await seedAccount(server.api));
+});
+afterAll(() => server.close());
+
+/** Opens a wallet's stored private key through the service's own keyring. */
+async function openKey(walletId: string, kind: "evm" | "solana"): Promise<Buffer> {
+  const db = server.service.store.db;
+  const [wallet] = await db.select().from(wallets).where(eq(wallets.id, walletId));
+  const keys = await db.select().from(walletKeys).where(eq(walletKeys.walletId, walletId));
+  const key = keys.find((k) => k.chainKind === kind);
+  if (!wallet || !key) throw new Error("wallet or key missing");
+  return server.service.keyring.openPrivateKey(walletId, kind, wallet.wrappedDataKey, key.encryptedPrivateKey);
+}
+
+describe("POST /v1/wallets", () => {
+  it("creates a wallet whose EVM and Solana addresses come from real, stored key pairs", async () => {
+    const response = await server.api.post(
+      "/v1/wallets",
+      { name: "trading agent", chains: ["base", "solana"], metadata: { team: "research", budget: 5 } },
+      apiKey,
+    );
+    expect(response.status).toBe(201);
+    const wallet = response.body;
+    expect(wallet).toMatchObject({
+      name: "trading agent",
+      chains: ["base", "solana"],
+      metadata: { team: "research", budget: 5 },
+      status: "active",
+    });
+    expect(wallet.id).toMatch(/^wal_/);
+    // EIP-55: the checksummed form is exactly what was returned.
+    expect(getAddress(wallet.evm.address)).toBe(wallet.evm.address);
+    expect(wallet.evm.address).not.toBe(wallet.evm.address.toLowerCase());
+    expect(wallet.solana.address).toMatch(/^[1-9A-HJ-NP-Za-km-z]{32,44}$/);
+
+    const evmSecret = await openKey(wallet.id, "evm");
+    expect(privateKeyToAddress(`0x${evmSecret.toString("hex")}`)).toBe(wallet.evm.address);
+    const solanaSeed = await openKey(wallet.id, "solana");
+    expect((await createKeyPairSignerFromPrivateKeyBytes(new Uint8Array(solanaSeed))).address).toBe(wallet.solana.address);
+    expect(response.text).not.toContain(evmSecret.toString("hex"));
+  });
+
+  it("gives a wallet of EVM chains only an evm address, one address for every EVM chain", async () => {
+    const response = await server.api.post("/v1/wallets", { name: "evm only", chains: ["base", "ethereum", "arbitrum"] }, apiKey);
+    expect(response.status).toBe(201);
+    expect(response.body.evm.address).toMatch(/^0x[0-9a-fA-F]{40}$/);
+    expect(response.body.solana).toBeUndefined();
+    const solanaOnly = await server.api.post("/v1/wallets", { name: "sol", chains: ["solana"] }, apiKey);
+    expect(solanaOnly.body.evm).toBeUndefined();
+    expect(solanaOnly.body.solana.address).toBeTruthy();
+  });
+
+  it("stores a policy given at creation", async () => {
+    const response = await server.api.post(
+      "/v1/wallets",
+      { name: "limited", chains: ["base"], policy: { maxPerTx: "10", dailyLimit: 50, whitelist: ["0x000000000000000000000000000000000000dEaD"] } },
+      apiKey,
+    );
+    expect(response.status).toBe(201);
+    const policy = await getPolicy(server.service.store.db, response.body.id);
+    expect(policy).toMatchObject({ maxPerTx: "10", dailyLimit: "50", alertAbove: null, status: "active" });
+  });
+
+  it.each([
+    ["an unknown chain", { name: "w", chains: ["dogecoin"] }, "unknown_chain"],
+    ["no chains", { name: "w", chains: [] }, "invalid_body"],
+    ["no name", { chains: ["base"] }, "invalid_body"],
+    ["metadata that is not an object", { name: "w", chains: ["base"], metadata: [1, 2] }, "invalid_body"],
+    ["a policy amount with 7 decimals", { name: "w", chains: ["base"], policy: { maxPerTx: "0.0000001" } }, "invalid_body"],
+    ["a negative policy amount", { name: "w", chains: ["base"], policy: { dailyLimit: "-5" } }, "invalid_body"],
+  ])("rejects %s with 400", async (_label, body, reason) => {
+    const response = await server.api.post("/v1/wallets", body, apiKey);
+    expect(response.status).toBe(400);
+    expect(expectErrorShape(response)).toMatchObject({ code: "ValidationError", reason });
+  });
+});
+
+describe("reading and archiving wallets", () => {
+  it("lists the account's wallets newest first and gets one by id", async () => {
+    const { apiKey: key } = await seedAccount(server.api);
+    const first = await server.api.post("/v1/wallets", { name: "first", chains: ["base"] }, key);
+    const second = await server.api.post("/v1/wallets", { name: "second", chains: ["solana"] }, key);
+    const list = await server.api.get("/v1/wallets", key);
+    expect(list.body.map((w: { id: string }) => w.id)).toEqual([second.body.id, first.body.id]);
+    const one = await server.api.get(`/v1/wallets/${first.body.id}`, key);
+    expect(one.status).toBe(200);
+    expect(one.body).toEqual(first.body);
+  });
+
+  it("answers 404 NotFound for a wallet that does not exist", async () => {
+    const response = await server.api.get("/v1/wallets/wal_doesnotexist0000000000", apiKey);
+    expect(response.status).toBe(404);
+    expect(expectErrorShape(response).code).toBe("NotFound");
+  });
+
+  it("archives with 204, keeps the wallet readable as archived, and archiving twice is harmless", async () => {
+    const created = await server.api.post("/v1/wallets", { name: "old", chains: ["base"] }, apiKey);
+    const archived = await server.api.delete(`/v1/wallets/${created.body.id}`, apiKey);
+    expect(archived.status).toBe(204);
+    const read = await server.api.get(`/v1/wallets/${created.body.id}`, apiKey);
+    expect(read.body.status).toBe("archived");
+    expect((await server.api.get("/v1/wallets", apiKey)).body.map((w: { id: string }) => w.id)).toContain(created.body.id);
+    expect((await server.api.delete(`/v1/wallets/${created.body.id}`, apiKey)).status).toBe(204);
+    const history = await server.api.get(`/v1/wallets/${created.body.id}/transactions`, apiKey);
+    expect(history.status).toBe(200);
+  });
+});
