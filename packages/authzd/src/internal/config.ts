@@ -75,7 +75,9 @@ export function loadConfig(env: Env = process.env): Config {
   const config: Config = {
     host: env.AUTHZD_HOST || "127.0.0.1",
     port: int("AUTHZD_PORT", 8421, 0, 65535),
-    home: path.resolve(env.AUTHZD_HOME || ".authzd"),
+    // npm runs workspace scripts inside the package; INIT_CWD is where the user typed the command,
+    // so `npm run authzd` and `npx authzd …` from the same directory share one home.
+    home: path.resolve(env.INIT_CWD || process.cwd(), env.AUTHZD_HOME || ".authzd"),
     spendAuthzEnabled: enabledRaw === "1",
     defaultBudgetCredits: int("AUTHZD_BUDGET_CREDITS", 1000, 0, Number.MAX_SAFE_INTEGER),
     budgetWindowMs: seconds("AUTHZD_BUDGET_WINDOW_SECONDS", 86_400),

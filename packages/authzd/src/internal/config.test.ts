@@ -1,0 +1,47 @@
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { ConfigError, loadConfig } from "./config.ts";
+
+describe("loadConfig", () => {
+  it("defaults to 127.0.0.1:8421, ./.authzd, spend authorization off", () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({
+      host: "127.0.0.1",
+      port: 8421,
+      home: path.resolve(".authzd"),
+      spendAuthzEnabled: false,
+      defaultBudgetCredits: 1000,
+      budgetWindowMs: 86_400_000,
+      reservationTtlMs: 600_000,
+    });
+    expect(config.allow.networks).toBeNull();
+  });
+
+  it("resolves the home against the directory npm was started from", () => {
+    expect(loadConfig({ INIT_CWD: "/srv/app" }).home).toBe("/srv/app/.authzd");
+    expect(loadConfig({ INIT_CWD: "/srv/app", AUTHZD_HOME: "state" }).home).toBe("/srv/app/state");
+    expect(loadConfig({ INIT_CWD: "/srv/app", AUTHZD_HOME: "/var/authzd" }).home).toBe("/var/authzd");
+  });
+
+  it("parses allow-lists, lower-casing hex addresses", () => {
+    const config = loadConfig({
+      AUTHZD_ALLOW_ASSETS: "0xAbC, native ,",
+      AUTHZD_RESERVATION_TTL_SECONDS: "0.5",
+    });
+    expect([...(config.allow.assets ?? [])]).toEqual(["0xabc", "native"]);
+    expect(config.reservationTtlMs).toBe(500);
+  });
+
+  it("reports every bad variable on its own line", () => {
+    const bad = () =>
+      loadConfig({ AUTHZD_PORT: "http", SPEND_AUTHZ_ENABLED: "yes", AUTHZD_BUDGET_WINDOW_SECONDS: "-1" });
+    expect(bad).toThrow(ConfigError);
+    expect(bad).toThrow(
+      [
+        'SPEND_AUTHZ_ENABLED: expected 1 or 0, got "yes"',
+        'AUTHZD_PORT: expected an integer between 0 and 65535, got "http"',
+        'AUTHZD_BUDGET_WINDOW_SECONDS: expected a positive number of seconds, got "-1"',
+      ].join("\n"),
+    );
+  });
+});
