@@ -1,13 +1,20 @@
 import {
   type Address,
+  appendTransactionMessageInstructions,
   createSolanaRpc,
+  createTransactionMessage,
   devnet as devnetCluster,
   generateKeyPairSigner,
   getBase58Decoder,
+  getBase64EncodedWireTransaction,
   getBase64Encoder,
+  type Instruction,
   isSolanaError,
   type KeyPairSigner,
   lamports,
+  partiallySignTransaction,
+  partiallySignTransactionMessageWithSigners,
+  pipe,
   SOLANA_ERROR__INSTRUCTION_ERROR__CUSTOM,
   SOLANA_ERROR__JSON_RPC__INVALID_PARAMS,
   SOLANA_ERROR__JSON_RPC__METHOD_NOT_FOUND,
@@ -17,6 +24,8 @@ import {
   SOLANA_ERROR__TRANSACTION_ERROR__BLOCKHASH_NOT_FOUND,
   SOLANA_ERROR__TRANSACTION_ERROR__INSUFFICIENT_FUNDS_FOR_RENT,
   type SolanaError,
+  setTransactionMessageFeePayer,
+  setTransactionMessageLifetimeUsingBlockhash,
 } from "@solana/kit";
 import { getTransferSolInstruction } from "@solana-program/system";
 import {
@@ -216,6 +225,110 @@ describe("Solana transfers through createSolanaRpc", () => {
     expect((await rpc.getBalance(wallet.address, { commitment: "confirmed" }).send()).value).toBe(
       2_000_000_000n,
     );
+  });
+});
+
+describe("x402-style Solana payment", () => {
+  const MEMO_PROGRAM = "MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr" as Address;
+  const COMPUTE_BUDGET = "ComputeBudget111111111111111111111111111111" as Address;
+
+  function computeBudget(tag: 2 | 3, value: bigint): Instruction {
+    const data = new Uint8Array(tag === 2 ? 5 : 9);
+    data[0] = tag;
+    const view = new DataView(data.buffer);
+    if (tag === 2) view.setUint32(1, Number(value), true);
+    else view.setBigUint64(1, value, true);
+    return { programAddress: COMPUTE_BUDGET, accounts: [], data };
+  }
+
+  it("lands a payer-signed TransferChecked co-signed by a fee payer, with memo, priority fee and history", async () => {
+    const payer = await fundedWallet(3_000_000n);
+    const facilitator = await fundedWallet();
+    const payTo = await fundedWallet(1n);
+    const source = await usdcAta(devnet, payer.address);
+    const destination = await usdcAta(devnet, payTo.address);
+    const { value: lifetime } = await rpc.getLatestBlockhash({ commitment: "confirmed" }).send();
+    const message = pipe(
+      createTransactionMessage({ version: 0 }),
+      (m) => setTransactionMessageFeePayer(facilitator.address, m),
+      (m) => setTransactionMessageLifetimeUsingBlockhash(lifetime, m),
+      (m) =>
+        appendTransactionMessageInstructions(
+          [
+            computeBudget(2, 20_000n),
+            computeBudget(3, 1_000n),
+            transferChecked(payer, source, destination, 1_250_000n, 6),
+            { programAddress: MEMO_PROGRAM, accounts: [], data: new TextEncoder().encode("x402 order 42") },
+          ],
+          m,
+        ),
+    );
+    const partial = await partiallySignTransactionMessageWithSigners(message);
+    // The payer's signature alone does not verify the whole transaction.
+    const unsigned = getBase64EncodedWireTransaction(partial);
+    const early = await rejectionOf(
+      rpc.simulateTransaction(unsigned, { encoding: "base64", sigVerify: true }).send(),
+    );
+    expect(
+      isSolanaError(early, SOLANA_ERROR__JSON_RPC__SERVER_ERROR_TRANSACTION_SIGNATURE_VERIFICATION_FAILURE),
+    ).toBe(true);
+
+    const full = await partiallySignTransaction([facilitator.keyPair], partial);
+    const wire = getBase64EncodedWireTransaction(full);
+    const sim = await rpc
+      .simulateTransaction(wire, { encoding: "base64", sigVerify: true, commitment: "confirmed" })
+      .send();
+    expect(sim.value.err).toBeNull();
+
+    const before = (await rpc.getBalance(facilitator.address, { commitment: "confirmed" }).send()).value;
+    const signature = await rpc.sendTransaction(wire, { encoding: "base64" }).send();
+    await waitForConfirmation(rpc, signature);
+    const after = (await rpc.getBalance(facilitator.address, { commitment: "confirmed" }).send()).value;
+    const tx = await rpc
+      .getTransaction(signature, {
+        commitment: "confirmed",
+        maxSupportedTransactionVersion: 0,
+        encoding: "json",
+      })
+      .send();
+    // Two signatures at 5000 lamports, plus ceil(1000 µlamports × 20000 CU / 10^6) = 20.
+    expect(tx?.meta?.fee).toBe(10_020n);
+    expect(before - after).toBe(10_020n);
+    expect(
+      (await rpc.getTokenAccountBalance(destination, { commitment: "confirmed" }).send()).value.amount,
+    ).toBe("1250001");
+    // The payee's token account (not its wallet address) is in the transaction, as on a cluster.
+    const [entry] = await rpc
+      .getSignaturesForAddress(destination, { commitment: "confirmed", limit: 1 })
+      .send();
+    expect(entry).toMatchObject({ signature, memo: "[13] x402 order 42", err: null });
+  });
+
+  it("returns inner instructions from simulateTransaction when asked", async () => {
+    const owner = await generateKeyPairSigner();
+    const wire = await signedBase64(rpc, treasury, [
+      getCreateAssociatedTokenIdempotentInstruction({
+        payer: treasury,
+        ata: await usdcAta(devnet, owner.address),
+        owner: owner.address,
+        mint: devnet.solana.usdcMint,
+      }),
+    ]);
+    const sim = await rpc
+      .simulateTransaction(wire, {
+        encoding: "base64",
+        replaceRecentBlockhash: true,
+        innerInstructions: true,
+      })
+      .send();
+    expect(sim.value.err).toBeNull();
+    const inner = sim.value.innerInstructions?.[0];
+    expect(inner?.index).toBe(0);
+    expect(
+      inner?.instructions.map((ix) =>
+        "parsed" in ix && typeof ix.parsed === "object" ? ix.parsed.type : null,
+      ),
+    ).toEqual(["getAccountDataSize", "createAccount", "initializeImmutableOwner", "initializeAccount3"]);
   });
 });
 

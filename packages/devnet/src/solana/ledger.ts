@@ -77,6 +77,7 @@ export interface SimulationOutcome {
   readonly returnData: { readonly programId: string; readonly data: Uint8Array } | null;
   /** Accounts as they would be after the transaction (only those it touched). */
   readonly postAccounts: ReadonlyMap<string, AccountSnapshot>;
+  readonly innerInstructions: LandedTransaction["innerInstructions"];
 }
 
 /** An account's state. */
@@ -333,7 +334,13 @@ export class SolanaLedger {
     wire: Uint8Array,
     options: { replaceRecentBlockhash: boolean },
   ): SimulationOutcome {
-    const empty = { logs: [], unitsConsumed: 0n, returnData: null, postAccounts: new Map() };
+    const empty = {
+      logs: [],
+      unitsConsumed: 0n,
+      returnData: null,
+      postAccounts: new Map(),
+      innerInstructions: [],
+    };
     if (!options.replaceRecentBlockhash && !this.isBlockhashValid(tx.recentBlockhash)) {
       return { err: "BlockhashNotFound", ...empty };
     }
@@ -355,6 +362,7 @@ export class SolanaLedger {
         unitsConsumed: meta.computeUnitsConsumed(),
         returnData: null,
         postAccounts: new Map(),
+        innerInstructions: recordInnerInstructions(meta),
       };
     }
     const info = result as Exclude<typeof result, FailedTransactionMetadata>;
@@ -378,6 +386,7 @@ export class SolanaLedger {
       unitsConsumed: meta.computeUnitsConsumed(),
       returnData,
       postAccounts,
+      innerInstructions: recordInnerInstructions(meta),
     };
   }
 
@@ -437,21 +446,7 @@ export class SolanaLedger {
       meta = result;
     }
     const post = this.snapshotBalances(tx);
-    const innerInstructions = meta
-      .innerInstructions()
-      .map((list, index) => ({
-        index,
-        instructions: list.map((inner) => {
-          const ix = inner.instruction();
-          return {
-            programIdIndex: ix.programIdIndex(),
-            accounts: Array.from(ix.accounts()),
-            data: ix.data(),
-            stackHeight: inner.stackHeight(),
-          };
-        }),
-      }))
-      .filter((entry) => entry.instructions.length > 0);
+    const innerInstructions = recordInnerInstructions(meta);
     const landed: LandedTransaction = {
       signature: tx.signatures[0] ?? "",
       slot: this.currentSlot,
@@ -485,6 +480,25 @@ export class SolanaLedger {
       space: 0n,
     });
   }
+}
+
+/** LiteSVM's inner instructions, in the cluster's shape (top-level instructions without any left out). */
+function recordInnerInstructions(meta: TransactionMetadata): LandedTransaction["innerInstructions"] {
+  return meta
+    .innerInstructions()
+    .map((list, index) => ({
+      index,
+      instructions: list.map((inner) => {
+        const ix = inner.instruction();
+        return {
+          programIdIndex: ix.programIdIndex(),
+          accounts: Array.from(ix.accounts()),
+          data: ix.data(),
+          stackHeight: inner.stackHeight(),
+        };
+      }),
+    }))
+    .filter((entry) => entry.instructions.length > 0);
 }
 
 function bs58(bytes: Uint8Array): string {

@@ -465,7 +465,10 @@ export const METHODS: Record<string, Method> = {
       value: {
         accounts,
         err: outcome.err,
-        innerInstructions: null,
+        innerInstructions:
+          cfg.innerInstructions === true
+            ? jsonParsedInnerInstructions({ tx, innerInstructions: outcome.innerInstructions })
+            : null,
         loadedAccountsDataSize: 0,
         logs: outcome.logs,
         replacementBlockhash: replace ? ctx.ledger.latestBlockhash("processed") : null,

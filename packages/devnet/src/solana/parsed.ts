@@ -215,8 +215,10 @@ export function jsonParsedTransaction(landed: LandedTransaction): unknown {
   return { message, signatures: tx.signatures };
 }
 
-/** Inner instructions in `jsonParsed` form. */
-export function jsonParsedInnerInstructions(landed: LandedTransaction): unknown {
+/** Inner instructions in `jsonParsed` form (also what `simulateTransaction` returns when asked for them). */
+export function jsonParsedInnerInstructions(
+  landed: Pick<LandedTransaction, "tx" | "innerInstructions">,
+): unknown {
   return landed.innerInstructions.map((entry) => ({
     index: entry.index,
     instructions: entry.instructions.map((ix: RecordedInnerInstruction) =>
