@@ -56,20 +56,40 @@ export function anvilBinaryPath(): string {
 const SUPERVISOR = [
   '"$0" "$@" &',
   "pid=$!",
+  'echo "svc-devnet anvil pid $pid"',
   "trap 'kill $pid 2>/dev/null; exit 0' TERM INT HUP",
   "read -r _ignored",
   "kill $pid 2>/dev/null",
   "wait $pid",
 ].join("\n");
 
-const live = new Set<ChildProcess>();
+interface Running {
+  readonly child: ChildProcess;
+  /** anvil's own pid once known (the supervisor prints it first). */
+  anvilPid: number | undefined;
+}
+
+const live = new Set<Running>();
 let exitHookInstalled = false;
+
+function killQuietly(pid: number | undefined, signal: NodeJS.Signals): void {
+  if (pid === undefined) return;
+  try {
+    process.kill(pid, signal);
+  } catch {
+    // already gone
+  }
+}
 
 function installExitHook(): void {
   if (exitHookInstalled) return;
   exitHookInstalled = true;
+  // Only synchronous work is possible here: signal anvil itself, then its supervisor.
   process.once("exit", () => {
-    for (const child of live) child.kill("SIGKILL");
+    for (const running of live) {
+      killQuietly(running.anvilPid, "SIGKILL");
+      running.child.kill("SIGKILL");
+    }
   });
 }
 
@@ -105,12 +125,13 @@ export async function startAnvil(options: AnvilOptions): Promise<AnvilProcess> {
   const child = useSupervisor
     ? spawn("sh", ["-c", SUPERVISOR, binary, ...args], { stdio: ["pipe", "pipe", "pipe"] })
     : spawn(binary, args, { stdio: ["pipe", "pipe", "pipe"] });
-  live.add(child);
+  const running: Running = { child, anvilPid: useSupervisor ? undefined : child.pid };
+  live.add(running);
   installExitHook();
 
   const exited = new Promise<void>((resolve) => {
     child.once("exit", () => {
-      live.delete(child);
+      live.delete(running);
       resolve();
     });
   });
@@ -122,6 +143,8 @@ export async function startAnvil(options: AnvilOptions): Promise<AnvilProcess> {
     }, options.startTimeoutMs ?? 15_000);
     const onData = (chunk: Buffer): void => {
       output += chunk.toString("utf8");
+      const pid = /svc-devnet anvil pid (\d+)/.exec(output);
+      if (pid?.[1] !== undefined) running.anvilPid = Number(pid[1]);
       const match = /Listening on (127\.0\.0\.1:\d+)/.exec(output);
       if (match?.[1] !== undefined) {
         clearTimeout(timer);
@@ -142,6 +165,7 @@ export async function startAnvil(options: AnvilOptions): Promise<AnvilProcess> {
       reject(new Error(`anvil: failed to spawn ${binary}`, { cause: err }));
     });
   }).catch(async (err: unknown) => {
+    killQuietly(running.anvilPid, "SIGKILL");
     child.kill("SIGKILL");
     throw err;
   });
@@ -155,8 +179,13 @@ export async function startAnvil(options: AnvilOptions): Promise<AnvilProcess> {
     stop() {
       stopping ??= (async () => {
         if (child.exitCode === null && child.signalCode === null) {
-          child.kill("SIGTERM");
-          const force = setTimeout(() => child.kill("SIGKILL"), 3_000);
+          // The supervisor kills anvil and waits for it once its stdin closes.
+          if (useSupervisor) child.stdin?.end();
+          else child.kill("SIGTERM");
+          const force = setTimeout(() => {
+            killQuietly(running.anvilPid, "SIGKILL");
+            child.kill("SIGKILL");
+          }, 3_000);
           await exited;
           clearTimeout(force);
         }
