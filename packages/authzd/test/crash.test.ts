@@ -74,6 +74,8 @@ describe("crash safety", () => {
 
     const second = await TestDaemon.start(env, first.home);
     try {
+      expect(second.operatorToken).toBe(first.operatorToken); // minted once, kept across restarts
+      expect(second.output()).not.toContain("minted");
       const verify = await second.call<{ valid: boolean; rows: number }>("GET", "/audit/verify", {
         token: second.operatorToken,
       });

@@ -129,7 +129,10 @@ export class AuthzService {
     const differing = SETTLED_FACTS.filter((fact) => decision.row[fact] !== request[fact]);
     if (differing.length > 0) throw errors.settleMismatch(differing);
     if (decision.settlement !== null) {
-      await this.pendingSettles.get(request.decision_id);
+      // A duplicate that arrives while the first settlement is being synced answers only after it.
+      await this.pendingSettles.get(request.decision_id)?.catch(() => {
+        throw errors.auditUnavailable();
+      });
       return {
         kind: "spend_settled",
         receipt_id: decision.settlement.receipt_id,

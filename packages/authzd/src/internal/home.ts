@@ -34,22 +34,24 @@ export function ensureHome(paths: HomePaths): void {
 
 /**
  * Returns the SHA-256 of the operator token, minting the token into `operator.token` (mode 0600) on
- * first start. Only the hash stays in memory.
+ * first start. The token is written and synced under a temporary name and then linked into place, so a
+ * crash never leaves an empty or partial token file, and an existing token is never overwritten. Only
+ * the hash stays in memory.
  */
 export function ensureOperatorToken(paths: HomePaths): { sha256: string; minted: boolean } {
-  try {
-    const fd = fs.openSync(paths.operatorToken, "wx", 0o600);
+  if (!fs.existsSync(paths.operatorToken)) {
     const token = mintToken("azd_op");
+    const tmp = `${paths.operatorToken}.${process.pid}.tmp`;
+    fs.writeFileSync(tmp, `${token}\n`, { mode: 0o600, flush: true });
     try {
-      fs.writeSync(fd, `${token}\n`);
-      fs.fsyncSync(fd);
+      fs.linkSync(tmp, paths.operatorToken);
+      syncDir(paths.home);
+      return { sha256: tokenSha256(token), minted: true };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
     } finally {
-      fs.closeSync(fd);
+      fs.rmSync(tmp, { force: true });
     }
-    syncDir(paths.home);
-    return { sha256: tokenSha256(token), minted: true };
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
   }
   fs.chmodSync(paths.operatorToken, 0o600);
   return { sha256: tokenSha256(readOperatorToken(paths)), minted: false };
