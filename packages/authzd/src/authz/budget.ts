@@ -1,5 +1,5 @@
 /** A FIFO queue over an array with a moving head; amortised O(1) shift. */
-class Queue<T> {
+export class Queue<T> {
   private items: T[] = [];
   private head = 0;
 

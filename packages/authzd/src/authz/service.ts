@@ -124,7 +124,8 @@ export class AuthzService {
     const parsed = parseSettleRequest(body);
     if (!parsed.ok) throw errors.invalidBody(parsed.error);
     const request = parsed.value;
-    const decision = this.state.decision(request.decision_id);
+    const now = Date.now();
+    const decision = this.state.decision(request.decision_id, now);
     if (decision === undefined || decision.row.payer !== caller.name) throw errors.decisionNotFound();
     const differing = SETTLED_FACTS.filter((fact) => decision.row[fact] !== request[fact]);
     if (differing.length > 0) throw errors.settleMismatch(differing);
@@ -139,7 +140,6 @@ export class AuthzService {
         decision_id: request.decision_id,
       };
     }
-    const now = Date.now();
     if (!this.state.reservationHeld(caller.name, request.decision_id, now)) throw errors.reservationExpired();
     const fields: SpendSettledFields = {
       kind: "spend_settled",

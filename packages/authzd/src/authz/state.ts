@@ -1,5 +1,5 @@
 import type { AuditRow, SpendDecidedFields, SpendSettledFields } from "../audit/rows.ts";
-import { type BudgetUsage, PayerLedger } from "./budget.ts";
+import { type BudgetUsage, PayerLedger, Queue } from "./budget.ts";
 
 /** Capabilities an identity can hold. */
 export const CAPABILITIES = ["wallet.spend.authorize", "wallet.spend.settle", "audit.read"] as const;
@@ -27,6 +27,11 @@ export interface ApprovedDecision {
   settlement: SpendSettledFields | null;
 }
 
+interface Forget {
+  at: number;
+  decisionId: string;
+}
+
 /**
  * Everything the daemon knows, derived only from audit rows. The live daemon and the start-up replay
  * both change it through {@link AuthzState.apply}, so a restart rebuilds exactly the same state.
@@ -36,6 +41,10 @@ export class AuthzState {
   private readonly byToken = new Map<string, Identity>();
   private readonly approved = new Map<string, ApprovedDecision>();
   private readonly ledgers = new Map<string, PayerLedger>();
+  /** When unsettled decisions may be forgotten, in decision order. */
+  private readonly forgetUnsettled = new Queue<Forget>();
+  /** When settled decisions may be forgotten, in settlement order. */
+  private readonly forgetSettled = new Queue<Forget>();
 
   constructor(
     private readonly budgetWindowMs: number,
@@ -69,9 +78,14 @@ export class AuthzState {
       case "spend_authorization_decided": {
         if (!row.approved) return;
         const at = Date.parse(row.time);
+        this.forget(at);
         const { seq: _seq, prev: _prev, time: _time, ...fields } = row;
         this.approved.set(row.decision_id, { row: fields, decidedAt: at, settlement: null });
         this.ledger(row.payer).reserve(row.decision_id, row.credits, at);
+        this.forgetUnsettled.push({
+          at: at + this.reservationTtlMs + this.budgetWindowMs,
+          decisionId: row.decision_id,
+        });
         return;
       }
       case "spend_settled": {
@@ -79,7 +93,9 @@ export class AuthzState {
         if (decision === undefined || decision.settlement !== null) return;
         const { seq: _seq, prev: _prev, time: _time, ...fields } = row;
         decision.settlement = fields;
-        this.ledger(row.payer).settle(row.decision_id, row.credits, Date.parse(row.time));
+        const at = Date.parse(row.time);
+        this.ledger(row.payer).settle(row.decision_id, row.credits, at);
+        this.forgetSettled.push({ at: at + this.budgetWindowMs, decisionId: row.decision_id });
         return;
       }
       case "audit_repaired":
@@ -98,8 +114,14 @@ export class AuthzState {
     return expiry !== undefined && (expiry === null || expiry > now);
   }
 
-  /** The approved decision with this id, if any. */
-  decision(decisionId: string): ApprovedDecision | undefined {
+  /**
+   * The approved decision with this id, if it is still remembered at `now`. A settled decision is
+   * remembered (for idempotent repeats) for one budget window after settlement; an unsettled one for
+   * its reservation time plus one window (so a late settlement is told the reservation expired).
+   * After that it no longer affects any budget, and forgetting it keeps memory bounded by the window.
+   */
+  decision(decisionId: string, now: number): ApprovedDecision | undefined {
+    this.forget(now);
     return this.approved.get(decisionId);
   }
 
@@ -111,6 +133,21 @@ export class AuthzState {
   /** Whether the decision's reservation is still held (not expired) at `now`. */
   reservationHeld(payer: string, decisionId: string, now: number): boolean {
     return this.ledger(payer).holds(decisionId, now);
+  }
+
+  private forget(now: number): void {
+    for (
+      let f = this.forgetUnsettled.peek();
+      f !== undefined && f.at <= now;
+      f = this.forgetUnsettled.peek()
+    ) {
+      this.forgetUnsettled.shift();
+      if (this.approved.get(f.decisionId)?.settlement === null) this.approved.delete(f.decisionId);
+    }
+    for (let f = this.forgetSettled.peek(); f !== undefined && f.at <= now; f = this.forgetSettled.peek()) {
+      this.forgetSettled.shift();
+      this.approved.delete(f.decisionId);
+    }
   }
 
   private ledger(payer: string): PayerLedger {
