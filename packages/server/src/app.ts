@@ -1,11 +1,11 @@
 import Fastify, { type FastifyBaseLogger, LogController } from "fastify";
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from "fastify-type-provider-zod";
-import { newId } from "./internal/crypto.ts";
-import { BODY_LIMIT_BYTES, installErrorHandling } from "./http/error-handler.ts";
+import { BODY_LIMIT_BYTES, installErrorHandling, renderFrameworkError } from "./http/error-handler.ts";
 import { installGuards } from "./http/guards.ts";
 import { installOpenApi, registerDocsRoutes } from "./http/openapi.ts";
 import { registerRoutes } from "./http/routes/index.ts";
 import type { App, Services } from "./http/types.ts";
+import { newId } from "./internal/crypto.ts";
 
 /** Log fields that may hold a secret; pino writes `[Redacted]` in their place. */
 export const REDACTED_LOG_PATHS = [
@@ -41,6 +41,7 @@ export async function createApp(
     trustProxy: services.config.trustProxy,
     return503OnClosing: true,
     routerOptions: { maxParamLength: 200 },
+    frameworkErrors: renderFrameworkError,
   }).withTypeProvider<ZodTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);

@@ -42,7 +42,9 @@ export async function startService(config: Config, options: StartOptions = {}): 
   const secrets = resolveSecrets(config, logger);
   const location: StoreLocation =
     options.store ??
-    (config.databaseUrl ? { databaseUrl: config.databaseUrl } : { pgliteDir: join(resolve(config.dataDir), "pg") });
+    (config.databaseUrl
+      ? { databaseUrl: config.databaseUrl }
+      : { pgliteDir: join(resolve(config.dataDir), "pg") });
   const store = await openStore(location);
   let rateLimiter: RateLimiter | undefined;
   try {
@@ -97,8 +99,13 @@ function resolveSecrets(config: Config, logger: Logger): { masterKey: Buffer; jw
     return readFileSync(path, "utf8").trim();
   };
   const masterKey =
-    config.masterKey ?? Buffer.from(fromFile("master.key", () => newKey().toString("base64")), "base64");
-  if (masterKey.length !== 32) throw new Error(`${join(dir, "master.key")} does not hold a 32-byte base64 key`);
+    config.masterKey ??
+    Buffer.from(
+      fromFile("master.key", () => newKey().toString("base64")),
+      "base64",
+    );
+  if (masterKey.length !== 32)
+    throw new Error(`${join(dir, "master.key")} does not hold a 32-byte base64 key`);
   const jwtSecret = config.jwtSecret ?? fromFile("jwt.secret", () => randomBase62(48));
   return { masterKey, jwtSecret };
 }

@@ -1,5 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestServer, expectErrorShape, seedAccount, STORE_KIND, type TestServer } from "./support/test-server.ts";
+import {
+  createTestServer,
+  expectErrorShape,
+  STORE_KIND,
+  seedAccount,
+  type TestServer,
+} from "./support/test-server.ts";
 
 let server: TestServer;
 beforeAll(async () => {
@@ -19,7 +25,12 @@ describe("API keys", () => {
     const listed = await server.api.get("/v1/api-keys", accessToken);
     expect(listed.status).toBe(200);
     const record = listed.body.find((k: { id: string }) => k.id === created.body.id);
-    expect(record).toEqual({ id: created.body.id, name: "deploy bot", createdAt: created.body.createdAt, lastUsed: null });
+    expect(record).toEqual({
+      id: created.body.id,
+      name: "deploy bot",
+      createdAt: created.body.createdAt,
+      lastUsed: null,
+    });
     expect(listed.text).not.toContain(created.body.key);
     expect(listed.text).not.toContain(created.body.key.slice(4));
   });
@@ -45,7 +56,9 @@ describe("API keys", () => {
     expect(expectErrorShape(after)).toMatchObject({ code: "Unauthorized", reason: "key_revoked" });
     const again = await server.api.delete(`/v1/api-keys/${apiKeyId}`, accessToken);
     expect(again.status).toBe(404);
-    expect((await server.api.get("/v1/api-keys", accessToken)).body.map((k: { id: string }) => k.id)).not.toContain(apiKeyId);
+    expect(
+      (await server.api.get("/v1/api-keys", accessToken)).body.map((k: { id: string }) => k.id),
+    ).not.toContain(apiKeyId);
   });
 
   it("rejects an unknown key, a key of the right shape that was never issued, and a bad name", async () => {

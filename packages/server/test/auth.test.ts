@@ -1,6 +1,12 @@
 import { SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestServer, expectErrorShape, seedAccount, TEST_JWT_SECRET, type TestServer } from "./support/test-server.ts";
+import {
+  createTestServer,
+  expectErrorShape,
+  seedAccount,
+  TEST_JWT_SECRET,
+  type TestServer,
+} from "./support/test-server.ts";
 
 let server: TestServer;
 beforeAll(async () => {
@@ -23,8 +29,14 @@ describe("POST /v1/auth/register", () => {
   });
 
   it("rejects a second account for the same email, in any case, with 409 email_taken", async () => {
-    await server.api.post("/v1/auth/register", { email: "dup@example.com", password: "twelve-chars-at-least" });
-    const again = await server.api.post("/v1/auth/register", { email: "DUP@example.com", password: "another-password-1" });
+    await server.api.post("/v1/auth/register", {
+      email: "dup@example.com",
+      password: "twelve-chars-at-least",
+    });
+    const again = await server.api.post("/v1/auth/register", {
+      email: "DUP@example.com",
+      password: "another-password-1",
+    });
     expect(again.status).toBe(409);
     expect(expectErrorShape(again)).toMatchObject({ code: "ValidationError", reason: "email_taken" });
   });
@@ -51,14 +63,21 @@ describe("POST /v1/auth/register", () => {
     const statuses = responses.map((r) => r.status);
     expect(statuses.filter((s) => s === 201)).toHaveLength(1);
     expect(statuses.filter((s) => s === 409)).toHaveLength(49);
-    for (const r of responses.filter((r) => r.status === 409)) expect(expectErrorShape(r).reason).toBe("email_taken");
+    for (const r of responses.filter((r) => r.status === 409))
+      expect(expectErrorShape(r).reason).toBe("email_taken");
   });
 });
 
 describe("POST /v1/auth/login", () => {
   it("returns an access token valid for 3600 seconds that authenticates API routes", async () => {
-    await server.api.post("/v1/auth/register", { email: "login@example.com", password: "twelve-chars-at-least" });
-    const login = await server.api.post("/v1/auth/login", { email: "login@example.com", password: "twelve-chars-at-least" });
+    await server.api.post("/v1/auth/register", {
+      email: "login@example.com",
+      password: "twelve-chars-at-least",
+    });
+    const login = await server.api.post("/v1/auth/login", {
+      email: "login@example.com",
+      password: "twelve-chars-at-least",
+    });
     expect(login.status).toBe(200);
     expect(login.body.expiresIn).toBe(3600);
     expect(login.body.accessToken.split(".")).toHaveLength(3);
@@ -68,9 +87,18 @@ describe("POST /v1/auth/login", () => {
   });
 
   it("answers an unknown email and a wrong password identically", async () => {
-    await server.api.post("/v1/auth/register", { email: "known@example.com", password: "twelve-chars-at-least" });
-    const wrong = await server.api.post("/v1/auth/login", { email: "known@example.com", password: "wrong-password-12" });
-    const unknown = await server.api.post("/v1/auth/login", { email: "nobody@example.com", password: "wrong-password-12" });
+    await server.api.post("/v1/auth/register", {
+      email: "known@example.com",
+      password: "twelve-chars-at-least",
+    });
+    const wrong = await server.api.post("/v1/auth/login", {
+      email: "known@example.com",
+      password: "wrong-password-12",
+    });
+    const unknown = await server.api.post("/v1/auth/login", {
+      email: "nobody@example.com",
+      password: "wrong-password-12",
+    });
     expect(wrong.status).toBe(401);
     expect(unknown.status).toBe(401);
     const a = expectErrorShape(wrong);
@@ -116,7 +144,8 @@ describe("login rate limits", () => {
       const email = "limited@example.com";
       await limited.api.post("/v1/auth/register", { email, password: "twelve-chars-at-least" });
       const attempts = [];
-      for (let i = 0; i < 4; i++) attempts.push(await limited.api.post("/v1/auth/login", { email, password: "wrong-password-12" }));
+      for (let i = 0; i < 4; i++)
+        attempts.push(await limited.api.post("/v1/auth/login", { email, password: "wrong-password-12" }));
       expect(attempts.map((r) => r.status)).toEqual([401, 401, 401, 429]);
       const limitedResponse = attempts[3];
       if (!limitedResponse) throw new Error("no response");
@@ -129,7 +158,10 @@ describe("login rate limits", () => {
       // Per address: 3 × 3 = 9 counted attempts (3 above; the ones refused per email were not counted), then 429.
       const spray = [];
       for (let i = 0; i < 8; i++) {
-        spray.push((await limited.api.post("/v1/auth/login", { email: `spray${i}@example.com`, password: "x" })).status);
+        spray.push(
+          (await limited.api.post("/v1/auth/login", { email: `spray${i}@example.com`, password: "x" }))
+            .status,
+        );
       }
       expect(spray).toEqual([401, 401, 401, 401, 401, 401, 429, 429]);
     } finally {

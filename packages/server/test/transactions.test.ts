@@ -10,12 +10,19 @@ const seeded: { id: string; chain: string; type: string }[] = [];
 beforeAll(async () => {
   server = await createTestServer();
   ({ apiKey } = await seedAccount(server.api));
-  const wallet = await server.api.post("/v1/wallets", { name: "history", chains: ["base", "solana"] }, apiKey);
+  const wallet = await server.api.post(
+    "/v1/wallets",
+    { name: "history", chains: ["base", "solana"] },
+    apiKey,
+  );
   walletId = wallet.body.id;
   const start = Date.UTC(2026, 0, 1);
   // 130 rows, one second apart: base sends, base receives and solana receives in turn.
   for (let i = 0; i < 130; i++) {
-    const [chain, type] = (["base:send", "base:receive", "solana:receive"][i % 3] ?? "").split(":") as [string, "send" | "receive"];
+    const [chain, type] = (["base:send", "base:receive", "solana:receive"][i % 3] ?? "").split(":") as [
+      string,
+      "send" | "receive",
+    ];
     const row = await recordTransaction(server.service.store.db, {
       walletId,
       type,
@@ -42,7 +49,11 @@ describe("GET /v1/wallets/:id/transactions", () => {
     const page = await server.api.get(`/v1/wallets/${walletId}/transactions`, apiKey);
     expect(page.status).toBe(200);
     expect(page.body).toMatchObject({ total: 130, limit: 20, offset: 0 });
-    expect(page.body.data.map((t: { id: string }) => t.id)).toEqual(newestFirst().slice(0, 20).map((t) => t.id));
+    expect(page.body.data.map((t: { id: string }) => t.id)).toEqual(
+      newestFirst()
+        .slice(0, 20)
+        .map((t) => t.id),
+    );
     const newest = page.body.data[0];
     expect(newest).toMatchObject({
       walletId,
@@ -60,7 +71,11 @@ describe("GET /v1/wallets/:id/transactions", () => {
 
   it("pages with limit and offset, and serves at most 100 however many are asked for", async () => {
     const page = await server.api.get(`/v1/wallets/${walletId}/transactions?limit=7&offset=10`, apiKey);
-    expect(page.body.data.map((t: { id: string }) => t.id)).toEqual(newestFirst().slice(10, 17).map((t) => t.id));
+    expect(page.body.data.map((t: { id: string }) => t.id)).toEqual(
+      newestFirst()
+        .slice(10, 17)
+        .map((t) => t.id),
+    );
     const big = await server.api.get(`/v1/wallets/${walletId}/transactions?limit=500`, apiKey);
     expect(big.body.limit).toBe(100);
     expect(big.body.data).toHaveLength(100);
@@ -69,11 +84,17 @@ describe("GET /v1/wallets/:id/transactions", () => {
   });
 
   it("filters by chain and by type, with totals that match the filter", async () => {
-    const solana = await server.api.get(`/v1/wallets/${walletId}/transactions?chain=solana&limit=100`, apiKey);
+    const solana = await server.api.get(
+      `/v1/wallets/${walletId}/transactions?chain=solana&limit=100`,
+      apiKey,
+    );
     const expectedSolana = newestFirst().filter((t) => t.chain === "solana");
     expect(solana.body.total).toBe(expectedSolana.length);
     expect(solana.body.data.map((t: { id: string }) => t.id)).toEqual(expectedSolana.map((t) => t.id));
-    const baseReceives = await server.api.get(`/v1/wallets/${walletId}/transactions?chain=base&type=receive&limit=100`, apiKey);
+    const baseReceives = await server.api.get(
+      `/v1/wallets/${walletId}/transactions?chain=base&type=receive&limit=100`,
+      apiKey,
+    );
     const expected = newestFirst().filter((t) => t.chain === "base" && t.type === "receive");
     expect(baseReceives.body.total).toBe(expected.length);
     expect(baseReceives.body.data.map((t: { id: string }) => t.id)).toEqual(expected.map((t) => t.id));

@@ -1,10 +1,10 @@
 import { createKeyPairSignerFromPrivateKeyBytes } from "@solana/kit";
+import { eq } from "drizzle-orm";
 import { getAddress } from "viem";
 import { privateKeyToAddress } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { getPolicy } from "../src/policy/policy.ts";
 import { walletKeys, wallets } from "../src/internal/db/schema.ts";
-import { eq } from "drizzle-orm";
+import { getPolicy } from "../src/policy/policy.ts";
 import { createTestServer, expectErrorShape, seedAccount, type TestServer } from "./support/test-server.ts";
 
 let server: TestServer;
@@ -22,7 +22,12 @@ async function openKey(walletId: string, kind: "evm" | "solana"): Promise<Buffer
   const keys = await db.select().from(walletKeys).where(eq(walletKeys.walletId, walletId));
   const key = keys.find((k) => k.chainKind === kind);
   if (!wallet || !key) throw new Error("wallet or key missing");
-  return server.service.keyring.openPrivateKey(walletId, kind, wallet.wrappedDataKey, key.encryptedPrivateKey);
+  return server.service.keyring.openPrivateKey(
+    walletId,
+    kind,
+    wallet.wrappedDataKey,
+    key.encryptedPrivateKey,
+  );
 }
 
 describe("POST /v1/wallets", () => {
@@ -49,12 +54,18 @@ describe("POST /v1/wallets", () => {
     const evmSecret = await openKey(wallet.id, "evm");
     expect(privateKeyToAddress(`0x${evmSecret.toString("hex")}`)).toBe(wallet.evm.address);
     const solanaSeed = await openKey(wallet.id, "solana");
-    expect((await createKeyPairSignerFromPrivateKeyBytes(new Uint8Array(solanaSeed))).address).toBe(wallet.solana.address);
+    expect((await createKeyPairSignerFromPrivateKeyBytes(new Uint8Array(solanaSeed))).address).toBe(
+      wallet.solana.address,
+    );
     expect(response.text).not.toContain(evmSecret.toString("hex"));
   });
 
   it("gives a wallet of EVM chains only an evm address, one address for every EVM chain", async () => {
-    const response = await server.api.post("/v1/wallets", { name: "evm only", chains: ["base", "ethereum", "arbitrum"] }, apiKey);
+    const response = await server.api.post(
+      "/v1/wallets",
+      { name: "evm only", chains: ["base", "ethereum", "arbitrum"] },
+      apiKey,
+    );
     expect(response.status).toBe(201);
     expect(response.body.evm.address).toMatch(/^0x[0-9a-fA-F]{40}$/);
     expect(response.body.solana).toBeUndefined();
@@ -66,7 +77,11 @@ describe("POST /v1/wallets", () => {
   it("stores a policy given at creation", async () => {
     const response = await server.api.post(
       "/v1/wallets",
-      { name: "limited", chains: ["base"], policy: { maxPerTx: "10", dailyLimit: 50, whitelist: ["0x000000000000000000000000000000000000dEaD"] } },
+      {
+        name: "limited",
+        chains: ["base"],
+        policy: { maxPerTx: "10", dailyLimit: 50, whitelist: ["0x000000000000000000000000000000000000dEaD"] },
+      },
       apiKey,
     );
     expect(response.status).toBe(201);
@@ -79,8 +94,16 @@ describe("POST /v1/wallets", () => {
     ["no chains", { name: "w", chains: [] }, "invalid_body"],
     ["no name", { chains: ["base"] }, "invalid_body"],
     ["metadata that is not an object", { name: "w", chains: ["base"], metadata: [1, 2] }, "invalid_body"],
-    ["a policy amount with 7 decimals", { name: "w", chains: ["base"], policy: { maxPerTx: "0.0000001" } }, "invalid_body"],
-    ["a negative policy amount", { name: "w", chains: ["base"], policy: { dailyLimit: "-5" } }, "invalid_body"],
+    [
+      "a policy amount with 7 decimals",
+      { name: "w", chains: ["base"], policy: { maxPerTx: "0.0000001" } },
+      "invalid_body",
+    ],
+    [
+      "a negative policy amount",
+      { name: "w", chains: ["base"], policy: { dailyLimit: "-5" } },
+      "invalid_body",
+    ],
   ])("rejects %s with 400", async (_label, body, reason) => {
     const response = await server.api.post("/v1/wallets", body, apiKey);
     expect(response.status).toBe(400);
@@ -112,7 +135,9 @@ describe("reading and archiving wallets", () => {
     expect(archived.status).toBe(204);
     const read = await server.api.get(`/v1/wallets/${created.body.id}`, apiKey);
     expect(read.body.status).toBe("archived");
-    expect((await server.api.get("/v1/wallets", apiKey)).body.map((w: { id: string }) => w.id)).toContain(created.body.id);
+    expect((await server.api.get("/v1/wallets", apiKey)).body.map((w: { id: string }) => w.id)).toContain(
+      created.body.id,
+    );
     expect((await server.api.delete(`/v1/wallets/${created.body.id}`, apiKey)).status).toBe(204);
     const history = await server.api.get(`/v1/wallets/${created.body.id}/transactions`, apiKey);
     expect(history.status).toBe(200);

@@ -1,8 +1,8 @@
 import { hash, verify } from "@node-rs/argon2";
 import { eq } from "drizzle-orm";
 import { newId } from "../internal/crypto.ts";
-import { isUniqueViolation, type Db } from "../internal/db/store.ts";
 import { accounts } from "../internal/db/schema.ts";
+import { type Db, isUniqueViolation } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 
 /** argon2id, 64 MiB, 3 passes: OWASP's first recommended setting. */

@@ -35,7 +35,12 @@ export async function createApiKey(
 /** The account's keys that still work, newest first. */
 export async function listApiKeys(db: Db, accountId: string): Promise<ApiKeyRecord[]> {
   return db
-    .select({ id: apiKeys.id, name: apiKeys.name, createdAt: apiKeys.createdAt, lastUsedAt: apiKeys.lastUsedAt })
+    .select({
+      id: apiKeys.id,
+      name: apiKeys.name,
+      createdAt: apiKeys.createdAt,
+      lastUsedAt: apiKeys.lastUsedAt,
+    })
     .from(apiKeys)
     .where(and(eq(apiKeys.accountId, accountId), isNull(apiKeys.revokedAt)))
     .orderBy(desc(apiKeys.createdAt), desc(apiKeys.id));
@@ -69,7 +74,10 @@ export async function authenticateApiKey(db: Db, key: string): Promise<{ account
   if (row.revokedAt) throw errors.keyRevoked();
   const now = Date.now();
   if (!row.lastUsedAt || now - row.lastUsedAt.getTime() >= LAST_USED_RESOLUTION_MS) {
-    await db.update(apiKeys).set({ lastUsedAt: new Date(now) }).where(eq(apiKeys.id, row.id));
+    await db
+      .update(apiKeys)
+      .set({ lastUsedAt: new Date(now) })
+      .where(eq(apiKeys.id, row.id));
   }
   return { accountId: row.accountId, keyId: row.id };
 }

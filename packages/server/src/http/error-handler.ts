@@ -24,6 +24,8 @@ function render(request: FastifyRequest, reply: FastifyReply, error: AppError): 
       ...(error.details ? { details: error.details } : {}),
     },
   };
+  // Set here as well as in onRequest: errors raised by the router arrive before any hook has run.
+  reply.header("x-request-id", request.id);
   if (error.status === 429) {
     const seconds = Number(error.details?.retryAfterSeconds ?? 1);
     reply.header("retry-after", String(seconds));
@@ -31,7 +33,12 @@ function render(request: FastifyRequest, reply: FastifyReply, error: AppError): 
   return reply.status(error.status).type("application/json; charset=utf-8").send(body);
 }
 
-const LOCATION_REASON = { body: errors.invalidBody, querystring: errors.invalidQuery, params: errors.invalidParams, headers: errors.invalidHeader } as const;
+const LOCATION_REASON = {
+  body: errors.invalidBody,
+  querystring: errors.invalidQuery,
+  params: errors.invalidParams,
+  headers: errors.invalidHeader,
+} as const;
 
 /** Turns whatever was thrown into one of the errors on the list. */
 function toAppError(error: unknown): AppError {
@@ -59,6 +66,9 @@ function toAppError(error: unknown): AppError {
     case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
     case "FST_ERR_CTP_INVALID_TYPE":
       return errors.unsupportedMediaType(String(fastifyError.message ?? ""));
+    case "FST_ERR_BAD_URL":
+    case "FST_ERR_MAX_PARAM_LENGTH":
+      return errors.invalidParams("Malformed or oversized path parameter");
     case "FST_ERR_VALIDATION":
       return errors.invalidBody(fastifyError.message ?? "Invalid request");
   }
@@ -72,6 +82,15 @@ function toAppError(error: unknown): AppError {
 /** Largest request body accepted, in bytes. */
 export const BODY_LIMIT_BYTES = 64 * 1024;
 
+/** Renders an error that the router raised before routing (bad URL encoding, oversized parameter). */
+export function renderFrameworkError(
+  error: unknown,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): FastifyReply {
+  return render(request, reply, toAppError(error));
+}
+
 /** Installs the one error handler and the unknown-route handler. */
 export function installErrorHandling(app: App): void {
   app.setErrorHandler((error, request, reply) => {
@@ -81,5 +100,7 @@ export function installErrorHandling(app: App): void {
     }
     return render(request, reply, appError);
   });
-  app.setNotFoundHandler((request, reply) => render(request, reply, errors.routeNotFound(request.method, request.url)));
+  app.setNotFoundHandler((request, reply) =>
+    render(request, reply, errors.routeNotFound(request.method, request.url)),
+  );
 }

@@ -58,7 +58,8 @@ export function installGuards(app: App, services: Services): void {
     await enforceRateLimit(services, request, `addr:${request.ip}`, limits.perAddress);
     if (request.routeOptions.config.auth === "public" || !request.routeOptions.url) return;
     const header = request.headers.authorization;
-    if (header) await enforceRateLimit(services, request, `cred:${credentialKey(header)}`, limits.perCredential);
+    if (header)
+      await enforceRateLimit(services, request, `cred:${credentialKey(header)}`, limits.perCredential);
     request.principal = await authenticate(services, header);
   });
 }

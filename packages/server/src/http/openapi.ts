@@ -23,7 +23,9 @@ export async function installOpenApi(app: App): Promise<void> {
 
 /** Adds `GET /v1/openapi.json` and the human docs page `GET /docs`, both public. */
 export function registerDocsRoutes(app: App): void {
-  app.get("/v1/openapi.json", { config: { auth: "public" }, schema: { hide: true } }, async () => app.swagger());
+  app.get("/v1/openapi.json", { config: { auth: "public" }, schema: { hide: true } }, async () =>
+    app.swagger(),
+  );
   app.get("/docs", { config: { auth: "public" }, schema: { hide: true } }, async (_request, reply) =>
     reply.type("text/html; charset=utf-8").send(renderDocsPage(app.swagger() as OpenApiDocument)),
   );
@@ -43,7 +45,10 @@ interface OpenApiDocument {
 }
 
 const escapeHtml = (text: string) =>
-  text.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c] ?? c);
+  text.replace(
+    /[&<>"']/g,
+    (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c] ?? c,
+  );
 
 /** A self-contained page (no scripts, no external assets) listing every operation and its schemas. */
 function renderDocsPage(doc: OpenApiDocument): string {
@@ -51,7 +56,9 @@ function renderDocsPage(doc: OpenApiDocument): string {
     Object.entries(operations).map(([method, op]) => {
       const body = op.requestBody?.content?.["application/json"]?.schema;
       const params = (op.parameters ?? []).map((p) => `${p.name} (${p.in}${p.required ? ", required" : ""})`);
-      const responses = Object.entries(op.responses ?? {}).map(([status, r]) => `${status} ${r.description ?? ""}`);
+      const responses = Object.entries(op.responses ?? {}).map(
+        ([status, r]) => `${status} ${r.description ?? ""}`,
+      );
       const isPublic = Array.isArray(op.security) && op.security.length === 0;
       return `<section><h2><code>${method.toUpperCase()} ${escapeHtml(path)}</code></h2>
 <p>${escapeHtml(op.summary ?? "")}${isPublic ? " <em>(no credential)</em>" : ""}</p>

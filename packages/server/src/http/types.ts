@@ -1,4 +1,10 @@
-import type { FastifyBaseLogger, FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from "fastify";
+import type {
+  FastifyBaseLogger,
+  FastifyInstance,
+  RawReplyDefaultExpression,
+  RawRequestDefaultExpression,
+  RawServerDefault,
+} from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import type { AccessTokens } from "../accounts/access-tokens.ts";
 import type { ChainRegistry } from "../chains/registry.ts";

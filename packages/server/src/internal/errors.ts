@@ -79,14 +79,29 @@ export const errors = {
     new AppError(404, "NotFound", `No route ${method} ${url.split("?")[0]}`, "route_not_found"),
 
   rateLimited: (retryAfterSeconds: number) =>
-    new AppError(429, "RateLimitExceeded", `Too many requests; retry after ${retryAfterSeconds}s`, undefined, {
-      retryAfterSeconds,
-    }),
+    new AppError(
+      429,
+      "RateLimitExceeded",
+      `Too many requests; retry after ${retryAfterSeconds}s`,
+      undefined,
+      {
+        retryAfterSeconds,
+      },
+    ),
 
   internal: (cause?: unknown) =>
-    new AppError(500, "InternalError", "Internal error; the request id locates it in the log", undefined, undefined, {
+    new AppError(
+      500,
+      "InternalError",
+      "Internal error; the request id locates it in the log",
+      undefined,
+      undefined,
+      {
+        cause,
+      },
+    ),
+  storeUnavailable: (cause?: unknown) =>
+    new AppError(503, "InternalError", "The store is not answering", "store_unavailable", undefined, {
       cause,
     }),
-  storeUnavailable: (cause?: unknown) =>
-    new AppError(503, "InternalError", "The store is not answering", "store_unavailable", undefined, { cause }),
 } as const;

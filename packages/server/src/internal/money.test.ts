@@ -5,10 +5,25 @@ describe("parseUnitsStrict", () => {
   it("parses whole and fractional amounts exactly", () => {
     expect(parseUnitsStrict("1.5", 6)).toBe(1_500_000n);
     expect(parseUnitsStrict("0.000001", 6)).toBe(1n);
-    expect(parseUnitsStrict("123456789012345678901234567890", 18)).toBe(123456789012345678901234567890n * 10n ** 18n);
+    expect(parseUnitsStrict("123456789012345678901234567890", 18)).toBe(
+      123456789012345678901234567890n * 10n ** 18n,
+    );
   });
   it("refuses more decimals than the token has, signs, exponents and junk", () => {
-    for (const bad of ["0.0000001", "-1", "1e6", "01", ".5", "5.", "", " 1", "0x10", "1,5", "Infinity", "NaN"]) {
+    for (const bad of [
+      "0.0000001",
+      "-1",
+      "1e6",
+      "01",
+      ".5",
+      "5.",
+      "",
+      " 1",
+      "0x10",
+      "1,5",
+      "Infinity",
+      "NaN",
+    ]) {
       expect(parseUnitsStrict(bad, 6), bad).toBeUndefined();
     }
   });

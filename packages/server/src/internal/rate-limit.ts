@@ -51,14 +51,20 @@ return {count, ttl}
 export class RedisRateLimiter implements RateLimiter {
   readonly #redis: Redis;
 
-  constructor(url: string, readonly prefix = "svc:ratelimit:") {
+  constructor(
+    url: string,
+    readonly prefix = "svc:ratelimit:",
+  ) {
     this.#redis = new Redis(url, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false });
     // Connection errors surface on the requests that need Redis; the client reconnects by itself.
     this.#redis.on("error", () => {});
   }
 
   async hit(key: string, limit: number, windowMs: number): Promise<RateLimitDecision> {
-    const [count, ttl] = (await this.#redis.eval(HIT_SCRIPT, 1, this.prefix + key, windowMs)) as [number, number];
+    const [count, ttl] = (await this.#redis.eval(HIT_SCRIPT, 1, this.prefix + key, windowMs)) as [
+      number,
+      number,
+    ];
     return { allowed: count <= limit, retryAfterMs: ttl };
   }
 

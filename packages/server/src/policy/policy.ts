@@ -19,7 +19,7 @@ export const usdAmountSchema = z
     }
     return micros;
   })
-  .meta({ type: "string", description: "USD amount as a decimal string, e.g. \"50.00\"", example: "50.00" });
+  .meta({ type: "string", description: 'USD amount as a decimal string, e.g. "50.00"', example: "50.00" });
 
 /** The policy fields a client may set, at wallet creation or by PATCH. */
 export const policyInputSchema = z.strictObject({

@@ -54,7 +54,10 @@ export class Keyring {
   }
 
   /** Generates the wallet's data key and one key pair per chain kind, all sealed. */
-  generateWalletKeys(walletId: string, kinds: readonly ChainKind[]): { wrappedDataKey: Buffer; keys: SealedKey[] } {
+  generateWalletKeys(
+    walletId: string,
+    kinds: readonly ChainKind[],
+  ): { wrappedDataKey: Buffer; keys: SealedKey[] } {
     const dataKey = newKey();
     try {
       const keys = kinds.map((kind) => {
@@ -73,7 +76,12 @@ export class Keyring {
    * Opens a wallet's private key for signing. The caller zeroes the buffer when done.
    * For EVM it is the 32-byte secp256k1 secret; for Solana the 32-byte ed25519 seed.
    */
-  openPrivateKey(walletId: string, kind: ChainKind, wrappedDataKey: Buffer, encryptedPrivateKey: Buffer): Buffer {
+  openPrivateKey(
+    walletId: string,
+    kind: ChainKind,
+    wrappedDataKey: Buffer,
+    encryptedPrivateKey: Buffer,
+  ): Buffer {
     const dataKey = open(this.#masterKey, wrappedDataKey, walletId);
     try {
       return open(dataKey, encryptedPrivateKey, `${walletId}:${kind}`);

@@ -75,7 +75,11 @@ export async function createWallet(
       })
       .returning();
     await tx.insert(walletKeys).values(
-      keys.map((key) => ({ walletId: id, chainKind: key.kind, encryptedPrivateKey: key.encryptedPrivateKey })),
+      keys.map((key) => ({
+        walletId: id,
+        chainKind: key.kind,
+        encryptedPrivateKey: key.encryptedPrivateKey,
+      })),
     );
     await tx.insert(walletPolicies).values(initialPolicyRow(id, input.policy));
     if (!row) throw errors.internal(new Error("insert returned no row"));

@@ -131,7 +131,11 @@ export class ApiClient {
       body = JSON.stringify(options.body);
       headers["content-type"] ??= "application/json";
     }
-    const response = await fetch(this.baseUrl + path, { method, headers, ...(body !== undefined ? { body } : {}) });
+    const response = await fetch(this.baseUrl + path, {
+      method,
+      headers,
+      ...(body !== undefined ? { body } : {}),
+    });
     const text = await response.text();
     let parsed: unknown = text;
     try {
@@ -144,7 +148,11 @@ export class ApiClient {
     return this.request<T>("GET", path, token ? { token } : {});
   }
   post<T = any>(path: string, body: unknown, token?: string, headers?: Record<string, string>) {
-    return this.request<T>("POST", path, { body, ...(token ? { token } : {}), ...(headers ? { headers } : {}) });
+    return this.request<T>("POST", path, {
+      body,
+      ...(token ? { token } : {}),
+      ...(headers ? { headers } : {}),
+    });
   }
   delete<T = any>(path: string, token?: string) {
     return this.request<T>("DELETE", path, token ? { token } : {});
@@ -157,7 +165,14 @@ let accountCounter = 0;
 export async function seedAccount(
   api: ApiClient,
   label = "agent",
-): Promise<{ email: string; password: string; userId: string; accessToken: string; apiKey: string; apiKeyId: string }> {
+): Promise<{
+  email: string;
+  password: string;
+  userId: string;
+  accessToken: string;
+  apiKey: string;
+  apiKeyId: string;
+}> {
   const email = `${label}-${Date.now()}-${accountCounter++}-${randomBytes(3).toString("hex")}@example.com`;
   const password = `pw-${randomBytes(12).toString("hex")}`;
   const registered = await api.post("/v1/auth/register", { email, password });
@@ -177,13 +192,26 @@ export async function seedAccount(
 }
 
 /** Asserts the api.md error shape and returns the error object. */
-export function expectErrorShape(response: ApiResponse): { code: string; message: string; requestId: string; reason?: string; details?: Record<string, unknown> } {
+export function expectErrorShape(response: ApiResponse): {
+  code: string;
+  message: string;
+  requestId: string;
+  reason?: string;
+  details?: Record<string, unknown>;
+} {
   const error = response.body?.error;
-  if (!error || typeof error.code !== "string" || typeof error.message !== "string" || typeof error.requestId !== "string") {
+  if (
+    !error ||
+    typeof error.code !== "string" ||
+    typeof error.message !== "string" ||
+    typeof error.requestId !== "string"
+  ) {
     throw new Error(`not an error body (${response.status}): ${response.text.slice(0, 300)}`);
   }
   if (response.headers.get("x-request-id") !== error.requestId) {
-    throw new Error(`X-Request-Id ${response.headers.get("x-request-id")} differs from requestId ${error.requestId}`);
+    throw new Error(
+      `X-Request-Id ${response.headers.get("x-request-id")} differs from requestId ${error.requestId}`,
+    );
   }
   return error;
 }

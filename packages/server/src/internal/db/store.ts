@@ -2,7 +2,7 @@ import { mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { PGlite } from "@electric-sql/pglite";
-import { sql } from "drizzle-orm";
+import { type SQL, sql } from "drizzle-orm";
 import { drizzle as drizzleNodePg } from "drizzle-orm/node-postgres";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
@@ -47,7 +47,8 @@ export async function openStore(location: StoreLocation): Promise<Store> {
           client.release();
         }
       },
-      appliedVersions: async () => (await pool.query<{ version: number }>("SELECT version FROM schema_migrations")).rows,
+      appliedVersions: async () =>
+        (await pool.query<{ version: number }>("SELECT version FROM schema_migrations")).rows,
     });
     const db = drizzleNodePg(pool, { schema }) as unknown as Db;
     return {
@@ -70,7 +71,8 @@ export async function openStore(location: StoreLocation): Promise<Store> {
   await migrate({
     // PGlite has one connection and one process: nothing else can migrate beside us.
     withLock: (work) => work(async (text) => void (await client.exec(text))),
-    appliedVersions: async () => (await client.query<{ version: number }>("SELECT version FROM schema_migrations")).rows,
+    appliedVersions: async () =>
+      (await client.query<{ version: number }>("SELECT version FROM schema_migrations")).rows,
   });
   const db = drizzlePglite(client, { schema }) as unknown as Db;
   return {
@@ -117,4 +119,9 @@ export function isUniqueViolation(error: unknown): boolean {
     e = (e as { cause?: unknown }).cause;
   }
   return false;
+}
+
+/** Rows of a raw SQL query, whichever driver is underneath (both answer `{ rows }`). */
+export async function selectRows<T>(db: Db, query: SQL): Promise<T[]> {
+  return ((await db.execute(query)) as unknown as { rows: T[] }).rows;
 }

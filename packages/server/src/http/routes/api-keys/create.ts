@@ -16,7 +16,11 @@ export function registerCreateApiKey(app: App, services: Services): void {
       response: { 201: apiKeyView.extend({ key: z.string() }), ...errorResponses() },
     },
     handler: async (request, reply) => {
-      const created = await createApiKey(services.store.db, principalOf(request).accountId, request.body.name);
+      const created = await createApiKey(
+        services.store.db,
+        principalOf(request).accountId,
+        request.body.name,
+      );
       return reply.status(201).send({
         id: created.id,
         name: created.name,

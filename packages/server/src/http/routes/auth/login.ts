@@ -15,7 +15,10 @@ export function registerLogin(app: App, services: Services): void {
       tags: ["auth"],
       summary: "Log in and receive an access token (valid 3600 s)",
       body: z.strictObject({ email: z.string().min(1).max(254), password: z.string().min(1).max(1024) }),
-      response: { 200: z.object({ accessToken: z.string(), expiresIn: z.number().int() }), ...errorResponses() },
+      response: {
+        200: z.object({ accessToken: z.string(), expiresIn: z.number().int() }),
+        ...errorResponses(),
+      },
     },
     handler: async (request) => {
       const limit = services.config.rateLimits.loginAttempts;
@@ -23,7 +26,10 @@ export function registerLogin(app: App, services: Services): void {
       await enforceRateLimit(services, request, `login:email:${normaliseEmail(request.body.email)}`, limit);
       await enforceRateLimit(services, request, `login:addr:${request.ip}`, limit * 3);
       const accountId = await verifyLogin(services.store.db, request.body.email, request.body.password);
-      return { accessToken: await services.accessTokens.issue(accountId), expiresIn: ACCESS_TOKEN_TTL_SECONDS };
+      return {
+        accessToken: await services.accessTokens.issue(accountId),
+        expiresIn: ACCESS_TOKEN_TTL_SECONDS,
+      };
     },
   });
 }

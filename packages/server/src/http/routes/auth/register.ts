@@ -18,7 +18,12 @@ export function registerRegister(app: App, services: Services): void {
         name: displayName.optional(),
       }),
       response: {
-        201: z.object({ userId: z.string(), email: z.string(), name: z.string().nullable(), createdAt: timestamp }),
+        201: z.object({
+          userId: z.string(),
+          email: z.string(),
+          name: z.string().nullable(),
+          createdAt: timestamp,
+        }),
         ...errorResponses(409),
       },
     },

@@ -12,7 +12,10 @@ export function registerHealthz(app: App, services: Services): void {
     schema: {
       tags: ["operations"],
       summary: "Liveness and store health",
-      response: { 200: z.object({ status: z.literal("ok"), store: z.enum(["pglite", "postgres"]) }), 503: errorResponse },
+      response: {
+        200: z.object({ status: z.literal("ok"), store: z.enum(["pglite", "postgres"]) }),
+        503: errorResponse,
+      },
     },
     handler: async () => {
       try {

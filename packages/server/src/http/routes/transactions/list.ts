@@ -1,6 +1,10 @@
 import { z } from "zod";
 import { errors } from "../../../internal/errors.ts";
-import { listTransactions, TRANSACTION_TYPES, toTransactionView } from "../../../transactions/transactions.ts";
+import {
+  listTransactions,
+  TRANSACTION_TYPES,
+  toTransactionView,
+} from "../../../transactions/transactions.ts";
 import { findWalletForAccount } from "../../../wallets/wallets.ts";
 import { errorResponses, idParam, transactionView } from "../../schemas.ts";
 import { type App, principalOf, type Services } from "../../types.ts";
@@ -44,9 +48,15 @@ export function registerListTransactions(app: App, services: Services): void {
     handler: async (request) => {
       const { chain, type } = request.query;
       if (chain !== undefined && !services.chains.get(chain)) {
-        throw errors.invalidQuery(`Unknown chain ${JSON.stringify(chain)}; this deployment serves ${services.chains.names().join(", ")}`);
+        throw errors.invalidQuery(
+          `Unknown chain ${JSON.stringify(chain)}; this deployment serves ${services.chains.names().join(", ")}`,
+        );
       }
-      const wallet = await findWalletForAccount(services.store.db, principalOf(request).accountId, request.params.id);
+      const wallet = await findWalletForAccount(
+        services.store.db,
+        principalOf(request).accountId,
+        request.params.id,
+      );
       const limit = Math.min(request.query.limit ?? 20, MAX_PAGE_SIZE);
       const offset = request.query.offset ?? 0;
       const page = await listTransactions(services.store.db, wallet.id, { chain, type }, { limit, offset });

@@ -9,7 +9,10 @@ const MAX_METADATA_BYTES = 8 * 1024;
 const metadataSchema = z
   .record(z.string().min(1).max(64), z.unknown())
   .refine((value) => Object.keys(value).length <= 50, "at most 50 keys")
-  .refine((value) => JSON.stringify(value).length <= MAX_METADATA_BYTES, `at most ${MAX_METADATA_BYTES} bytes as JSON`);
+  .refine(
+    (value) => JSON.stringify(value).length <= MAX_METADATA_BYTES,
+    `at most ${MAX_METADATA_BYTES} bytes as JSON`,
+  );
 
 /** POST /v1/wallets: create a wallet with service-generated keys. */
 export function registerCreateWallet(app: App, services: Services): void {
@@ -31,7 +34,9 @@ export function registerCreateWallet(app: App, services: Services): void {
     handler: async (request, reply) => {
       const wallet = await createWallet(
         { db: services.store.db, keyring: services.keyring, chains: services.chains },
-        principalOf(request).accountId, request.body);
+        principalOf(request).accountId,
+        request.body,
+      );
       return reply.status(201).send(toWalletView(wallet));
     },
   });

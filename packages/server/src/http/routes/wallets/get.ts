@@ -16,6 +16,8 @@ export function registerGetWallet(app: App, services: Services): void {
       response: { 200: walletView, ...errorResponses(404) },
     },
     handler: async (request) =>
-      toWalletView(await findWalletForAccount(services.store.db, principalOf(request).accountId, request.params.id)),
+      toWalletView(
+        await findWalletForAccount(services.store.db, principalOf(request).accountId, request.params.id),
+      ),
   });
 }

@@ -14,6 +14,7 @@ export function registerListWallets(app: App, services: Services): void {
       summary: "List the account's wallets, newest first (archived ones included)",
       response: { 200: z.array(walletView), ...errorResponses() },
     },
-    handler: async (request) => (await listWallets(services.store.db, principalOf(request).accountId)).map(toWalletView),
+    handler: async (request) =>
+      (await listWallets(services.store.db, principalOf(request).accountId)).map(toWalletView),
   });
 }

@@ -1,0 +1,50 @@
+import { execFile } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { describe, expect, it } from "vitest";
+import { ConfigError, loadConfig } from "./config.ts";
+
+describe("loadConfig", () => {
+  it("applies the documented defaults", () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({ port: 8080, host: "127.0.0.1", dataDir: "./.svc-data", logLevel: "info" });
+    expect(config.databaseUrl).toBeUndefined();
+    expect(config.masterKey).toBeUndefined();
+  });
+
+  it("decodes a base64 master key of 32 bytes", () => {
+    const key = Buffer.alloc(32, 1);
+    expect(loadConfig({ SVC_MASTER_KEY: key.toString("base64") }).masterKey?.equals(key)).toBe(true);
+  });
+
+  it("names every bad variable in one line", () => {
+    const bad = {
+      PORT: "eighty",
+      SVC_MASTER_KEY: Buffer.alloc(16).toString("base64"),
+      DATABASE_URL: "mysql://x",
+      LOG_LEVEL: "loud",
+    };
+    let message = "";
+    try {
+      loadConfig(bad);
+    } catch (error) {
+      expect(error).toBeInstanceOf(ConfigError);
+      message = (error as Error).message;
+    }
+    expect(message.split("\n")).toHaveLength(1);
+    for (const name of ["PORT", "SVC_MASTER_KEY", "DATABASE_URL", "LOG_LEVEL"])
+      expect(message).toContain(name);
+    // The bad key's value is not echoed back.
+    expect(message).not.toContain(bad.SVC_MASTER_KEY);
+  });
+
+  it("stops `npm start` with that one line and exit code 1", async () => {
+    const main = fileURLToPath(new URL("../main.ts", import.meta.url));
+    const run = promisify(execFile)(process.execPath, ["--import", "tsx", main], {
+      env: { ...process.env, PORT: "not-a-port", DATABASE_URL: "" },
+    });
+    await expect(run).rejects.toMatchObject({ code: 1 });
+    const failure = (await run.catch((error: { stderr: string }) => error)) as { stderr: string };
+    expect(failure.stderr.trim()).toMatch(/^svc: Invalid configuration: PORT: .+$/);
+  });
+});

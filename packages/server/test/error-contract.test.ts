@@ -1,0 +1,148 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestServer, expectErrorShape, seedAccount, type TestServer } from "./support/test-server.ts";
+
+let server: TestServer;
+let apiKey: string;
+beforeAll(async () => {
+  server = await createTestServer();
+  ({ apiKey } = await seedAccount(server.api));
+});
+afterAll(() => server.close());
+
+describe("the error contract", () => {
+  it("answers an unknown route with 404 route_not_found and an X-Request-Id", async () => {
+    for (const [method, path] of [
+      ["GET", "/v1/nothing-here"],
+      ["POST", "/v2/wallets"],
+      ["PUT", "/v1/wallets"],
+    ] as const) {
+      const response = await server.api.request(method, path, { token: apiKey });
+      expect(response.status).toBe(404);
+      expect(expectErrorShape(response)).toMatchObject({ code: "NotFound", reason: "route_not_found" });
+    }
+  });
+
+  it("answers malformed JSON with 400 invalid_body", async () => {
+    for (const rawBody of ["{", '{"name": }', "[1,2", "nul", '{"name":"a"}}']) {
+      const response = await server.api.request("POST", "/v1/wallets", {
+        token: apiKey,
+        rawBody,
+        headers: { "content-type": "application/json" },
+      });
+      expect(response.status, rawBody).toBe(400);
+      expect(expectErrorShape(response)).toMatchObject({ code: "ValidationError", reason: "invalid_body" });
+    }
+  });
+
+  it("answers a body over 64 KiB with 413 body_too_large", async () => {
+    const response = await server.api.post(
+      "/v1/wallets",
+      { name: "big", chains: ["base"], metadata: { blob: "x".repeat(70_000) } },
+      apiKey,
+    );
+    expect(response.status).toBe(413);
+    expect(expectErrorShape(response)).toMatchObject({ code: "ValidationError", reason: "body_too_large" });
+  });
+
+  it("answers a body that is not JSON with 415 unsupported_media_type", async () => {
+    const response = await server.api.request("POST", "/v1/wallets", {
+      token: apiKey,
+      rawBody: "name=w",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+    });
+    expect(response.status).toBe(415);
+    expect(expectErrorShape(response)).toMatchObject({
+      code: "ValidationError",
+      reason: "unsupported_media_type",
+    });
+  });
+
+  it("puts X-Request-Id on successful responses too, each one different", async () => {
+    const a = await server.api.get("/v1/wallets", apiKey);
+    const b = await server.api.get("/v1/wallets", apiKey);
+    expect(a.headers.get("x-request-id")).toMatch(/^req_[0-9A-Za-z]{16}$/);
+    expect(a.headers.get("x-request-id")).not.toBe(b.headers.get("x-request-id"));
+  });
+
+  it("answers an unexpected failure with a generic 500 and logs its cause under the request id", async () => {
+    const broken = await createTestServer();
+    try {
+      const account = await seedAccount(broken.api);
+      // Pull the store out from under the running service: every query now fails unexpectedly.
+      await broken.service.store.close();
+      const response = await broken.api.get("/v1/wallets", account.apiKey);
+      expect(response.status).toBe(500);
+      const error = expectErrorShape(response);
+      expect(error).toMatchObject({
+        code: "InternalError",
+        message: "Internal error; the request id locates it in the log",
+      });
+      const logged = broken.logs.lines
+        .map((line) => JSON.parse(line))
+        .find((entry) => entry.msg === "request failed");
+      expect(logged?.requestId).toBe(error.requestId);
+      expect(logged?.err).toBeDefined();
+      const health = await broken.api.get("/healthz");
+      expect(health.status).toBe(503);
+      expect(expectErrorShape(health)).toMatchObject({ code: "InternalError", reason: "store_unavailable" });
+    } finally {
+      await broken.service.app.close();
+    }
+  });
+});
+
+describe("rate limiting", () => {
+  it("limits each credential with 429 RateLimitExceeded and Retry-After", async () => {
+    const limited = await createTestServer({ env: { SVC_RATE_LIMIT_PER_MINUTE: "5" } });
+    try {
+      const a = await seedAccount(limited.api);
+      const b = await seedAccount(limited.api);
+      const statuses = [];
+      for (let i = 0; i < 7; i++) statuses.push((await limited.api.get("/v1/wallets", a.apiKey)).status);
+      expect(statuses).toEqual([200, 200, 200, 200, 200, 429, 429]);
+      const last = await limited.api.get("/v1/wallets", a.apiKey);
+      expect(expectErrorShape(last).code).toBe("RateLimitExceeded");
+      const retryAfter = Number(last.headers.get("retry-after"));
+      expect(retryAfter).toBeGreaterThan(0);
+      expect(retryAfter).toBeLessThanOrEqual(60);
+      // Another credential from the same address is counted separately.
+      expect((await limited.api.get("/v1/wallets", b.apiKey)).status).toBe(200);
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it("limits each client address across all routes", async () => {
+    const limited = await createTestServer({ env: { SVC_RATE_LIMIT_PER_ADDRESS_PER_MINUTE: "4" } });
+    try {
+      const statuses = [];
+      for (let i = 0; i < 6; i++) statuses.push((await limited.api.get("/healthz")).status);
+      expect(statuses).toEqual([200, 200, 200, 200, 429, 429]);
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it("shares the counters between instances through Redis when REDIS_URL is set", async () => {
+    const env = {
+      REDIS_URL: process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
+      SVC_RATE_LIMIT_PER_MINUTE: "6",
+    };
+    const first = await createTestServer({ env });
+    const second = await createTestServer({ env });
+    try {
+      // An access token is valid on both instances (same signing secret), whatever store each has.
+      const { accessToken } = await seedAccount(first.api);
+      const statuses = [];
+      for (let i = 0; i < 4; i++) {
+        statuses.push((await first.api.get("/v1/wallets", accessToken)).status);
+        statuses.push((await second.api.get("/v1/wallets", accessToken)).status);
+      }
+      // seedAccount used the token once (creating the API key): 5 more fit under 6, then both refuse.
+      expect(statuses).toEqual([200, 200, 200, 200, 200, 429, 429, 429]);
+    } finally {
+      await second.close();
+      await first.close();
+    }
+  });
+});

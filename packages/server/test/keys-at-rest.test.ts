@@ -1,0 +1,182 @@
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { getBase58Decoder } from "@solana/kit";
+import { eq, sql } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadConfig } from "../src/internal/config.ts";
+import { walletKeys, wallets } from "../src/internal/db/schema.ts";
+import { selectRows } from "../src/internal/db/store.ts";
+import { startService } from "../src/service.ts";
+import { MasterKeyMismatchError } from "../src/wallets/keyring.ts";
+import {
+  createTestServer,
+  LogCapture,
+  STORE_KIND,
+  seedAccount,
+  type TestServer,
+} from "./support/test-server.ts";
+
+let server: TestServer;
+beforeAll(async () => {
+  server = await createTestServer();
+});
+afterAll(() => server.close());
+
+/** Every encoding of a key we could imagine finding in a dump. */
+function encodings(secret: Buffer): string[] {
+  return [
+    secret.toString("hex"),
+    secret.toString("hex").toUpperCase(),
+    secret.toString("base64"),
+    secret.toString("base64url"),
+    getBase58Decoder().decode(secret),
+  ];
+}
+
+async function privateKeysOf(walletId: string): Promise<Buffer[]> {
+  const db = server.service.store.db;
+  const [wallet] = await db.select().from(wallets).where(eq(wallets.id, walletId));
+  const keys = await db.select().from(walletKeys).where(eq(walletKeys.walletId, walletId));
+  if (!wallet) throw new Error("no wallet");
+  return keys.map((k) =>
+    server.service.keyring.openPrivateKey(
+      walletId,
+      k.chainKind,
+      wallet.wrappedDataKey,
+      k.encryptedPrivateKey,
+    ),
+  );
+}
+
+describe("private keys at rest", () => {
+  it("appear in no encoding in a dump of every table", async () => {
+    const { apiKey } = await seedAccount(server.api);
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      ids.push(
+        (await server.api.post("/v1/wallets", { name: `w${i}`, chains: ["base", "solana"] }, apiKey)).body.id,
+      );
+    }
+    const db = server.service.store.db;
+    const tables = (
+      await selectRows<{ table_name: string }>(
+        db,
+        sql`SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'`,
+      )
+    ).map((r) => r.table_name);
+    expect(tables).toContain("wallet_keys");
+    let dump = "";
+    for (const table of tables) {
+      // Text form of every column, bytea included (as PostgreSQL prints it: \x + hex).
+      const rows = await selectRows<{ row: string }>(db, sql.raw(`SELECT t::text AS row FROM "${table}" t`));
+      dump += rows.map((r) => r.row).join("\n");
+    }
+    expect(dump.length).toBeGreaterThan(1000);
+    for (const id of ids) {
+      const secrets = await privateKeysOf(id);
+      expect(secrets).toHaveLength(2);
+      for (const secret of secrets) {
+        for (const encoded of encodings(secret))
+          expect(dump.includes(encoded), "private key found in dump").toBe(false);
+        expect(dump.toLowerCase().includes(secret.toString("hex"))).toBe(false);
+      }
+    }
+    // The API key's value is not stored either: only its hash.
+    expect(dump.includes(apiKey)).toBe(false);
+  });
+
+  it.runIf(STORE_KIND === "pglite")(
+    "appear in no data file of the embedded store, and a restart keeps everything",
+    async () => {
+      const dataDir = mkdtempSync(join(tmpdir(), "svc-rest-"));
+      const env = { PORT: "0", SVC_DATA_DIR: dataDir, LOG_LEVEL: "warn" };
+      try {
+        const first = await startService(loadConfig(env), { logDestination: new LogCapture() });
+        const { ApiClient } = await import("./support/test-server.ts");
+        const api = new ApiClient(first.url);
+        const account = await seedAccount(api);
+        const wallet = (
+          await api.post("/v1/wallets", { name: "kept", chains: ["base", "solana"] }, account.apiKey)
+        ).body;
+        const [row] = await first.store.db.select().from(wallets).where(eq(wallets.id, wallet.id));
+        const keys = await first.store.db.select().from(walletKeys).where(eq(walletKeys.walletId, wallet.id));
+        const secrets = keys.map((k) =>
+          first.keyring.openPrivateKey(
+            wallet.id,
+            k.chainKind,
+            row?.wrappedDataKey ?? Buffer.alloc(0),
+            k.encryptedPrivateKey,
+          ),
+        );
+        await first.close();
+
+        // The generated master key and JWT secret are files only their owner can read.
+        for (const file of ["master.key", "jwt.secret"]) {
+          expect(statSync(join(dataDir, file)).mode & 0o777).toBe(0o600);
+        }
+        const files: string[] = [];
+        const walk = (dir: string) => {
+          for (const entry of readdirSync(dir, { withFileTypes: true })) {
+            const path = join(dir, entry.name);
+            if (entry.isDirectory()) walk(path);
+            else files.push(path);
+          }
+        };
+        walk(join(dataDir, "pg"));
+        for (const file of files) {
+          const bytes = readFileSync(file);
+          for (const secret of secrets) {
+            expect(bytes.includes(secret), `raw key bytes in ${file}`).toBe(false);
+            for (const encoded of encodings(secret))
+              expect(bytes.includes(Buffer.from(encoded)), `encoded key in ${file}`).toBe(false);
+          }
+        }
+
+        const second = await startService(loadConfig(env), { logDestination: new LogCapture() });
+        try {
+          const api2 = new ApiClient(second.url);
+          expect((await api2.get(`/v1/wallets/${wallet.id}`, account.apiKey)).body).toEqual(wallet);
+          const login = await api2.post("/v1/auth/login", {
+            email: account.email,
+            password: account.password,
+          });
+          expect(login.status).toBe(200);
+        } finally {
+          await second.close();
+        }
+      } finally {
+        rmSync(dataDir, { recursive: true, force: true });
+      }
+    },
+  );
+
+  it("refuses to start with a master key other than the store's, with a clear error", async () => {
+    const other = loadConfig({
+      PORT: "0",
+      SVC_MASTER_KEY: Buffer.alloc(32, 7).toString("base64"),
+      SVC_JWT_SECRET: "x".repeat(40),
+    });
+    if (STORE_KIND === "pglite") {
+      const dataDir = mkdtempSync(join(tmpdir(), "svc-mk-"));
+      try {
+        const first = await startService(loadConfig({ PORT: "0", SVC_DATA_DIR: dataDir }), {
+          logDestination: new LogCapture(),
+        });
+        await first.close();
+        const attempt = startService({ ...other, dataDir }, { logDestination: new LogCapture() });
+        await expect(attempt).rejects.toThrow(MasterKeyMismatchError);
+        await expect(attempt).rejects.toThrow(
+          "SVC_MASTER_KEY does not match the key this database was created with",
+        );
+      } finally {
+        rmSync(dataDir, { recursive: true, force: true });
+      }
+    } else {
+      const attempt = startService(other, { store: server.storeLocation, logDestination: new LogCapture() });
+      await expect(attempt).rejects.toThrow(
+        "SVC_MASTER_KEY does not match the key this database was created with",
+      );
+    }
+  });
+});
