@@ -301,6 +301,17 @@ describe("spend authorization daemon (enabled)", () => {
     expect(kinds).toEqual(["capability_granted", "capability_granted", "capability_revoked"]);
   });
 
+  it("answers odd paths and methods with 4xx, never 5xx", async () => {
+    const token = daemon.operatorToken;
+    expect((await daemon.call("GET", "/budgets/%E0%A4%A", { token })).status).toBe(400);
+    expect((await daemon.call("GET", "/budgets/nobody", { token })).status).toBe(404);
+    expect((await daemon.call("GET", "/budgets/a/b", { token })).status).toBe(404);
+    expect((await daemon.call("GET", "/spend/authorize", { token })).status).toBe(405);
+    expect((await daemon.call("DELETE", "/identities", { token })).status).toBe(405);
+    expect((await daemon.call("GET", "/nope")).status).toBe(404);
+    expect((await daemon.call("GET", "/audit/recent?limit=abc", { token })).status).toBe(400);
+  });
+
   it("keeps administration to the operator and the audit log to the operator and audit.read holders", async () => {
     expect((await daemon.call("POST", "/identities", { token: payer, body: { name: "x" } })).status).toBe(
       403,

@@ -50,7 +50,11 @@ export function optionalCount(record: Record<string, unknown>, key: string): num
   return value;
 }
 
-/** The last path segment, URL-decoded (the `:name` of a route). */
+/** The last path segment, URL-decoded (the `:name` of a route); 400 when its escapes are malformed. */
 export function lastSegment(path: string): string {
-  return decodeURIComponent(path.slice(path.lastIndexOf("/") + 1));
+  try {
+    return decodeURIComponent(path.slice(path.lastIndexOf("/") + 1));
+  } catch {
+    throw errors.invalidPath(path);
+  }
 }

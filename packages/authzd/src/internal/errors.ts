@@ -36,6 +36,7 @@ export const errors = {
     new HttpError(400, "invalid_json", `request body is not valid JSON: ${detail}`),
   invalidBody: (detail: string) => new HttpError(400, "invalid_body", detail),
   invalidQuery: (detail: string) => new HttpError(400, "invalid_query", detail),
+  invalidPath: (path: string) => new HttpError(400, "invalid_path", `malformed percent-encoding in ${path}`),
   bodyTooLarge: (limit: number) =>
     new HttpError(413, "body_too_large", `request body is larger than ${limit} bytes`),
   unsupportedMediaType: () =>
