@@ -37,8 +37,13 @@ export interface DevnetInfo {
     readonly usdcEip712: { readonly name: string; readonly version: string };
   };
   readonly solana: {
-    /** JSON-RPC 2.0 over HTTP; use with `createSolanaRpc(rpcUrl)`. No websocket subscriptions. */
+    /** JSON-RPC 2.0 over HTTP; use with `createSolanaRpc(rpcUrl)`. */
     readonly rpcUrl: string;
+    /**
+     * Websocket subscriptions (slot, signature, account) on the same port; use with
+     * `createSolanaRpcSubscriptions(wsUrl)`.
+     */
+    readonly wsUrl: string;
     /** SPL Token (not Token-2022) mint of the USDC-like token, 6 decimals, treasury as mint authority. */
     readonly usdcMint: SolanaAddress;
   };
@@ -107,7 +112,7 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
       usdc: getAddress(evm.usdc),
       usdcEip712: { ...USDC_EIP712 },
     },
-    solana: { rpcUrl: solana.rpcUrl, usdcMint: solana.usdcMint },
+    solana: { rpcUrl: solana.rpcUrl, wsUrl: solana.wsUrl, usdcMint: solana.usdcMint },
     treasury: {
       evm: { address: EVM_TREASURY_ADDRESS, privateKey: EVM_TREASURY_PRIVATE_KEY },
       solana: { address: solana.treasury.address, secretKey: solana.treasury.secretKey },

@@ -1,13 +1,16 @@
 import {
   type Address,
   appendTransactionMessageInstructions,
+  assertIsTransactionWithBlockhashLifetime,
   createSolanaRpc,
+  createSolanaRpcSubscriptions,
   createTransactionMessage,
   devnet as devnetCluster,
   generateKeyPairSigner,
   getBase58Decoder,
   getBase64EncodedWireTransaction,
   getBase64Encoder,
+  getSignatureFromTransaction,
   type Instruction,
   isSolanaError,
   type KeyPairSigner,
@@ -24,8 +27,11 @@ import {
   SOLANA_ERROR__TRANSACTION_ERROR__BLOCKHASH_NOT_FOUND,
   SOLANA_ERROR__TRANSACTION_ERROR__INSUFFICIENT_FUNDS_FOR_RENT,
   type SolanaError,
+  sendAndConfirmTransactionFactory,
   setTransactionMessageFeePayer,
+  setTransactionMessageFeePayerSigner,
   setTransactionMessageLifetimeUsingBlockhash,
+  signTransactionMessageWithSigners,
 } from "@solana/kit";
 import { getTransferSolInstruction } from "@solana-program/system";
 import {
@@ -214,6 +220,47 @@ describe("Solana transfers through createSolanaRpc", () => {
     expect((await rpc.getBalance(recipient.address, { commitment: "confirmed" }).send()).value).toBe(
       1_000_000_000n,
     );
+  });
+
+  it("confirms through websocket subscriptions with kit's sendAndConfirmTransactionFactory", async () => {
+    // URLs tagged as a test cluster's give kit's cluster-typed clients.
+    const testRpc = createSolanaRpc(devnetCluster(devnet.solana.rpcUrl));
+    const subscriptions = createSolanaRpcSubscriptions(devnetCluster(devnet.solana.wsUrl));
+    const recipient = await generateKeyPairSigner();
+    const { value: lifetime } = await rpc.getLatestBlockhash({ commitment: "confirmed" }).send();
+    const message = pipe(
+      createTransactionMessage({ version: 0 }),
+      (m) => setTransactionMessageFeePayerSigner(treasury, m),
+      (m) => setTransactionMessageLifetimeUsingBlockhash(lifetime, m),
+      (m) =>
+        appendTransactionMessageInstructions(
+          [
+            getTransferSolInstruction({
+              source: treasury,
+              destination: recipient.address,
+              amount: 1_000_000_000n,
+            }),
+          ],
+          m,
+        ),
+    );
+    const signed = await signTransactionMessageWithSigners(message);
+    assertIsTransactionWithBlockhashLifetime(signed);
+    const abort = new AbortController();
+    const notifications = await subscriptions
+      .accountNotifications(recipient.address, { commitment: "confirmed", encoding: "base64" })
+      .subscribe({ abortSignal: abort.signal });
+    // Start listening before sending: notifications published before iteration begins are not replayed.
+    const firstNotification = notifications[Symbol.asyncIterator]().next();
+    await sendAndConfirmTransactionFactory({ rpc: testRpc, rpcSubscriptions: subscriptions })(signed, {
+      commitment: "confirmed",
+    });
+    const [status] = (await rpc.getSignatureStatuses([getSignatureFromTransaction(signed)]).send()).value;
+    expect(["confirmed", "finalized"]).toContain(status?.confirmationStatus);
+    const notification = await firstNotification;
+    expect(notification.done).toBe(false);
+    expect(notification.value?.value?.lamports).toBe(1_000_000_000n);
+    abort.abort();
   });
 
   it("pays requestAirdrop from a faucet with a real transaction", async () => {

@@ -24,6 +24,7 @@ export const SOLANA_USDC_DECIMALS = 6;
 /** The local Solana cluster as started by {@link startSolanaChain}. */
 export interface LocalSolanaChain {
   readonly rpcUrl: string;
+  readonly wsUrl: string;
   readonly usdcMint: Address;
   readonly treasury: { readonly address: Address; readonly secretKey: Uint8Array };
   readonly ledger: SolanaLedger;
@@ -121,6 +122,7 @@ export async function startSolanaChain(options: SolanaChainOptions): Promise<Loc
   const server = await startRpcServer({ ledger, airdrop }, options.port ?? 0);
   return {
     rpcUrl: server.url,
+    wsUrl: server.wsUrl,
     usdcMint: mint.address,
     treasury: { address: treasury.address, secretKey: keypairBytes(SOLANA_TREASURY_SEED, treasury.address) },
     ledger,

@@ -134,6 +134,7 @@ export class SolanaLedger {
   private readonly history: LandedTransaction[] = [];
   private readonly timer: NodeJS.Timeout;
   private transactionCount = 0n;
+  private readonly listeners = new Set<() => void>();
 
   constructor(options: LedgerOptions = {}) {
     this.slotMs = options.slotMs ?? 100;
@@ -151,6 +152,20 @@ export class SolanaLedger {
   /** Stops the slot timer. */
   close(): void {
     clearInterval(this.timer);
+    this.listeners.clear();
+  }
+
+  /**
+   * Calls `listener` whenever the ledger changes: a new slot, or a transaction landed. Returns an
+   * unsubscribe function.
+   */
+  onChange(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private notify(): void {
+    for (const listener of this.listeners) listener();
   }
 
   /** The newest (processed) slot. */
@@ -175,6 +190,7 @@ export class SolanaLedger {
       this.slotBlockhashes.delete(slot);
       this.blockhashSlots.delete(hash);
     }
+    if (count > 0) this.notify();
   }
 
   private recordBlockhash(): void {
@@ -466,6 +482,7 @@ export class SolanaLedger {
     this.landed.set(landed.signature, landed);
     this.history.push(landed);
     this.transactionCount += 1n;
+    this.notify();
     return landed;
   }
 

@@ -140,7 +140,7 @@ function mintDecimals(ctx: MethodContext, mint: string): number | undefined {
 }
 
 /** An account in the cluster's `UiAccount` form for the requested encoding. */
-function encodeAccount(ctx: MethodContext, account: AccountSnapshot, cfg: Config): unknown {
+export function encodeAccount(ctx: MethodContext, account: AccountSnapshot, cfg: Config): unknown {
   const encoding = cfg.encoding ?? "base58";
   let data = account.data;
   const slice = cfg.dataSlice;

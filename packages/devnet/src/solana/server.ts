@@ -2,20 +2,10 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { METHODS, type MethodContext } from "./methods.ts";
 import { RPC_ERROR, RpcError } from "./rpc-error.ts";
+import { stringifyRpc } from "./rpc-json.ts";
+import { attachSubscriptions } from "./subscriptions.ts";
 
-const BIGINT_MARK = "__svc_devnet_bigint__";
-const BIGINT_PATTERN = new RegExp(`"${BIGINT_MARK}(-?\\d+)"`, "g");
 const MAX_BODY_BYTES = 2 * 1024 * 1024;
-
-/**
- * JSON with u64 values as bare JSON numbers, the way a cluster writes them (JSON.stringify cannot write a
- * bigint, and a Number would lose precision above 2^53).
- */
-export function stringifyRpc(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) =>
-    typeof v === "bigint" ? `${BIGINT_MARK}${v}` : v,
-  ).replace(BIGINT_PATTERN, "$1");
-}
 
 type JsonRpcId = string | number | null;
 
@@ -114,10 +104,12 @@ async function handleHttp(req: IncomingMessage, res: ServerResponse, ctx: Method
 /** A listening JSON-RPC endpoint. */
 export interface RpcServer {
   readonly url: string;
+  /** Websocket subscriptions, on the same port. */
+  readonly wsUrl: string;
   close(): Promise<void>;
 }
 
-/** Serves the Solana JSON-RPC methods on 127.0.0.1 (port 0: a free one). */
+/** Serves the Solana JSON-RPC methods (HTTP) and subscriptions (websocket) on 127.0.0.1 (port 0: a free one). */
 export async function startRpcServer(ctx: MethodContext, port = 0): Promise<RpcServer> {
   const server: Server = createServer((req, res) => {
     handleHttp(req, res, ctx).catch((err: unknown) => {
@@ -128,6 +120,7 @@ export async function startRpcServer(ctx: MethodContext, port = 0): Promise<RpcS
     });
   });
   server.keepAliveTimeout = 5_000;
+  const subscriptions = attachSubscriptions(server, ctx);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(port, "127.0.0.1", () => resolve());
@@ -135,8 +128,10 @@ export async function startRpcServer(ctx: MethodContext, port = 0): Promise<RpcS
   const { port: actual } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${actual}`,
+    wsUrl: `ws://127.0.0.1:${actual}`,
     close: () =>
       new Promise<void>((resolve) => {
+        subscriptions.close();
         server.close(() => resolve());
         server.closeAllConnections();
       }),
