@@ -207,6 +207,38 @@ describe("Solana transfers through createSolanaRpc", () => {
     expect(history[0]?.signature).toBe(signature);
   });
 
+  it("lands a legacy transaction and returns it without maxSupportedTransactionVersion", async () => {
+    const recipient = await generateKeyPairSigner();
+    const { value: lifetime } = await rpc.getLatestBlockhash({ commitment: "confirmed" }).send();
+    const message = pipe(
+      createTransactionMessage({ version: "legacy" }),
+      (m) => setTransactionMessageFeePayerSigner(treasury, m),
+      (m) => setTransactionMessageLifetimeUsingBlockhash(lifetime, m),
+      (m) =>
+        appendTransactionMessageInstructions(
+          [
+            getTransferSolInstruction({
+              source: treasury,
+              destination: recipient.address,
+              amount: 1_000_000_000n,
+            }),
+          ],
+          m,
+        ),
+    );
+    const wire = getBase64EncodedWireTransaction(await signTransactionMessageWithSigners(message));
+    const signature = await send(rpc, wire);
+    await waitForConfirmation(rpc, signature);
+    const tx = await rpc.getTransaction(signature, { commitment: "confirmed", encoding: "json" }).send();
+    expect(tx?.transaction.signatures).toEqual([signature]);
+    expect(tx && "version" in tx ? tx.version : undefined).toBeUndefined();
+    expect(tx?.transaction.message.header).toEqual({
+      numReadonlySignedAccounts: 0,
+      numReadonlyUnsignedAccounts: 1,
+      numRequiredSignatures: 1,
+    });
+  });
+
   it("accepts base58-encoded transactions", async () => {
     const recipient = await generateKeyPairSigner();
     const base64 = await signedBase64(rpc, treasury, [
