@@ -1,8 +1,29 @@
-import { createSolanaRpc, generateKeyPairSigner, type KeyPairSigner } from "@solana/kit";
-import { getTransferSolInstruction } from "@solana-program/system";
+import {
+  appendTransactionMessageInstructions,
+  createSolanaRpc,
+  createTransactionMessage,
+  generateKeyPairSigner,
+  getBase64EncodedWireTransaction,
+  isSolanaError,
+  type KeyPairSigner,
+  type Nonce,
+  pipe,
+  SOLANA_ERROR__JSON_RPC__SERVER_ERROR_SEND_TRANSACTION_PREFLIGHT_FAILURE,
+  setTransactionMessageFeePayerSigner,
+  setTransactionMessageLifetimeUsingDurableNonce,
+  signTransactionMessageWithSigners,
+} from "@solana/kit";
+import {
+  fetchNonce,
+  getCreateAccountInstruction,
+  getInitializeNonceAccountInstruction,
+  getNonceSize,
+  getTransferSolInstruction,
+  SYSTEM_PROGRAM_ADDRESS,
+} from "@solana-program/system";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Devnet, startDevnet } from "../src/index.ts";
-import { type Rpc, rawRpc, send, signedBase64, treasurySigner } from "./solana-helpers.ts";
+import { type Rpc, rawRpc, rejectionOf, send, signedBase64, treasurySigner } from "./solana-helpers.ts";
 
 // kit sends `confirmed` when no commitment is given, so the tests always name one.
 // Slots advance only when the test says so: commitment levels and blockhash ages become deterministic.
@@ -105,6 +126,68 @@ describe("Solana commitment levels", () => {
     expect(await valid()).toBe(true);
     devnet.advanceSolanaSlots(1);
     expect(await valid()).toBe(false);
+  });
+
+  it("accepts a durable-nonce transaction long after its blockhash window, once", async () => {
+    const nonceAccount = await generateKeyPairSigner();
+    const space = BigInt(getNonceSize());
+    const rent = await rpc.getMinimumBalanceForRentExemption(space).send();
+    await send(
+      rpc,
+      await signedBase64(rpc, treasury, [
+        getCreateAccountInstruction({
+          payer: treasury,
+          newAccount: nonceAccount,
+          lamports: rent,
+          space,
+          programAddress: SYSTEM_PROGRAM_ADDRESS,
+        }),
+        getInitializeNonceAccountInstruction({
+          nonceAccount: nonceAccount.address,
+          nonceAuthority: treasury.address,
+        }),
+      ]),
+    );
+    devnet.advanceSolanaSlots(1);
+    const nonce = await fetchNonce(rpc, nonceAccount.address, { commitment: "confirmed" });
+    const recipient = await generateKeyPairSigner();
+    const message = pipe(
+      createTransactionMessage({ version: 0 }),
+      (m) => setTransactionMessageFeePayerSigner(treasury, m),
+      (m) =>
+        setTransactionMessageLifetimeUsingDurableNonce(
+          {
+            nonce: nonce.data.blockhash as unknown as Nonce,
+            nonceAccountAddress: nonceAccount.address,
+            nonceAuthorityAddress: treasury.address,
+          },
+          m,
+        ),
+      (m) =>
+        appendTransactionMessageInstructions(
+          [
+            getTransferSolInstruction({
+              source: treasury,
+              destination: recipient.address,
+              amount: 1_000_000_000n,
+            }),
+          ],
+          m,
+        ),
+    );
+    const wire = getBase64EncodedWireTransaction(await signTransactionMessageWithSigners(message));
+    devnet.advanceSolanaSlots(200);
+    const signature = await send(rpc, wire);
+    devnet.advanceSolanaSlots(1);
+    expect((await rpc.getSignatureStatuses([signature]).send()).value[0]?.err).toBeNull();
+    expect((await rpc.getBalance(recipient.address, { commitment: "confirmed" }).send()).value).toBe(
+      1_000_000_000n,
+    );
+    // The nonce advanced: the same transaction cannot land again.
+    const err = await rejectionOf(rpc.sendTransaction(wire, { encoding: "base64" }).send());
+    expect(isSolanaError(err, SOLANA_ERROR__JSON_RPC__SERVER_ERROR_SEND_TRANSACTION_PREFLIGHT_FAILURE)).toBe(
+      true,
+    );
   });
 
   it("asks for maxSupportedTransactionVersion before returning a v0 transaction (-32015)", async () => {

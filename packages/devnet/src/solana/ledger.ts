@@ -226,6 +226,22 @@ export class SolanaLedger {
     return issued !== undefined && this.currentSlot <= issued + BigInt(this.blockhashValidity);
   }
 
+  /**
+   * Whether `tx`'s lifetime is still good: a recent blockhash within the window, or — for a durable-nonce
+   * transaction (first instruction AdvanceNonceAccount) — the nonce its nonce account currently stores.
+   */
+  lifetimeIsValid(tx: WireTransaction): boolean {
+    if (this.isBlockhashValid(tx.recentBlockhash)) return true;
+    const first = tx.instructions[0];
+    if (first === undefined || tx.accountKeys[first.programIdIndex] !== SYSTEM_PROGRAM) return false;
+    const view = new DataView(first.data.buffer, first.data.byteOffset, first.data.byteLength);
+    if (first.data.length < 4 || view.getUint32(0, true) !== 4) return false;
+    const nonceAccount = tx.accountKeys[first.accounts[0] ?? -1];
+    const account = nonceAccount === undefined ? null : this.account(nonceAccount);
+    if (account === null || account.owner !== SYSTEM_PROGRAM || account.data.length < 72) return false;
+    return base58Decoder.decode(account.data.subarray(40, 72)) === tx.recentBlockhash;
+  }
+
   /** Number of transactions processed (landed) so far. */
   get processedTransactionCount(): bigint {
     return this.transactionCount;
@@ -357,7 +373,7 @@ export class SolanaLedger {
       postAccounts: new Map(),
       innerInstructions: [],
     };
-    if (!options.replaceRecentBlockhash && !this.isBlockhashValid(tx.recentBlockhash)) {
+    if (!options.replaceRecentBlockhash && !this.lifetimeIsValid(tx)) {
       return { err: "BlockhashNotFound", ...empty };
     }
     if (this.landed.has(tx.signatures[0] ?? "")) return { err: "AlreadyProcessed", ...empty };
@@ -438,11 +454,7 @@ export class SolanaLedger {
           },
         );
       }
-    } else if (
-      !signaturesAreValid(tx) ||
-      !this.isBlockhashValid(tx.recentBlockhash) ||
-      this.landed.has(signature)
-    ) {
+    } else if (!signaturesAreValid(tx) || !this.lifetimeIsValid(tx) || this.landed.has(signature)) {
       return signature;
     }
     this.execute(tx, wire);

@@ -320,7 +320,7 @@ export const METHODS: Record<string, Method> = {
     wire[0] = required;
     wire.set(message, 1 + 64 * required);
     const tx = ctx.ledger.parse(wire);
-    const value = ctx.ledger.isBlockhashValid(tx.recentBlockhash) ? ctx.ledger.feeFor(tx) : null;
+    const value = ctx.ledger.lifetimeIsValid(tx) ? ctx.ledger.feeFor(tx) : null;
     return { context: context(ctx, c), value };
   },
   getRecentPrioritizationFees: () => [],
