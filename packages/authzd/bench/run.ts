@@ -148,7 +148,7 @@ async function main(): Promise<void> {
     const seconds = (performance.now() - start) / 1000;
     if (!report.valid || report.rows !== VERIFY_ROWS)
       throw new Error(`unexpected report ${JSON.stringify(report)}`);
-    console.log(`  in-process verify: ${fmt(seconds)} s (${fmt(VERIFY_ROWS / seconds / 1e6)} M rows/s)`);
+    console.log(`  in-process, one thread: ${fmt(seconds)} s (${fmt(VERIFY_ROWS / seconds / 1e6)} M rows/s)`);
     const cliStart = performance.now();
     const cli = spawnSync(
       process.execPath,
@@ -161,7 +161,7 @@ async function main(): Promise<void> {
     const cliSeconds = (performance.now() - cliStart) / 1000;
     const cliReport = JSON.parse(cli.stdout) as { valid: boolean; rows: number };
     console.log(
-      `  authzd audit verify (CLI, incl. process start): ${fmt(cliSeconds)} s, valid=${cliReport.valid}, rows=${cliReport.rows}`,
+      `  authzd audit verify (CLI, worker threads, incl. process start): ${fmt(cliSeconds)} s, valid=${cliReport.valid}, rows=${cliReport.rows}`,
     );
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });

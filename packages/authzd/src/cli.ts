@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import { scanAuditFileSync } from "./audit/verify.ts";
+import { verifyAuditFileParallel } from "./audit/verify.ts";
 import { CliError, operatorRequest } from "./cli/client.ts";
 import { startDaemon } from "./daemon.ts";
 import { ConfigError, loadConfig } from "./internal/config.ts";
@@ -14,7 +14,7 @@ const USAGE = `usage: authzd <command>
   capabilities revoke CAP --from NAME
   capabilities list [--for NAME]
   budgets show NAME                                reserved, settled and available credits
-  audit verify [--file PATH]                       verify the hash chain (reads the file directly)
+  audit verify [--file PATH] [--threads N]         verify the hash chain (reads the file directly)
   audit recent [--limit N]
 
 Capabilities: wallet.spend.authorize, wallet.spend.settle, audit.read.
@@ -66,6 +66,7 @@ async function run(argv: string[]): Promise<number> {
       "expires-at": { type: "string" },
       file: { type: "string" },
       limit: { type: "string" },
+      threads: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -135,7 +136,13 @@ async function run(argv: string[]): Promise<number> {
       print(await operatorRequest(config, paths, "GET", `/budgets/${encodeURIComponent(need(arg, "NAME"))}`));
       return 0;
     case "audit verify": {
-      const { report } = scanAuditFileSync(values.file ?? paths.auditLog);
+      const threads = values.threads === undefined ? undefined : Number(values.threads);
+      if (threads !== undefined && !(Number.isSafeInteger(threads) && threads >= 1 && threads <= 64)) {
+        throw new CliError("--threads must be an integer from 1 to 64");
+      }
+      const report = await verifyAuditFileParallel(values.file ?? paths.auditLog, {
+        ...(threads === undefined ? {} : { threads }),
+      });
       print(report);
       return report.valid ? 0 : 1;
     }

@@ -66,8 +66,9 @@ describe("authzd CLI", () => {
     expect(unknown.stderr).toContain("unknown command: identities frobnicate");
   });
 
-  it("verifies the audit log from the installed bin, exiting 0 when the chain is valid", () => {
-    const run = spawnSync(process.execPath, [path.join(PACKAGE_DIR, "bin", "authzd.js"), "audit", "verify"], {
+  it("verifies the audit log from the installed bin, on worker threads, exiting 0 when the chain is valid", () => {
+    const bin = path.join(PACKAGE_DIR, "bin", "authzd.js");
+    const run = spawnSync(process.execPath, [bin, "audit", "verify", "--threads", "2"], {
       cwd: PACKAGE_DIR,
       env: { PATH: process.env.PATH ?? "", AUTHZD_HOME: daemon.home },
       encoding: "utf8",

@@ -35,12 +35,20 @@ describe("audit chain tamper detection", () => {
     await daemon.stop();
   });
 
-  /** Writes `text` as a log in a fresh home and runs `authzd audit verify` on it. */
+  /**
+   * Writes `text` as a log in a fresh home and runs `authzd audit verify` on it, once on one thread
+   * and once split across three worker threads; both must give the same report.
+   */
   async function verifyText(text: string): Promise<{ code: number | null; report: Report }> {
     const home = tempHome();
     fs.writeFileSync(path.join(home, "audit.jsonl"), text);
-    const run = await runCli(["audit", "verify"], home);
-    return { code: run.code, report: JSON.parse(run.stdout) as Report };
+    const [single, parallel] = await Promise.all([
+      runCli(["audit", "verify", "--threads", "1"], home),
+      runCli(["audit", "verify", "--threads", "3"], home),
+    ]);
+    expect(parallel.stdout).toBe(single.stdout);
+    expect(parallel.code).toBe(single.code);
+    return { code: single.code, report: JSON.parse(single.stdout) as Report };
   }
 
   it("reports an untouched log as valid with its head hash", async () => {

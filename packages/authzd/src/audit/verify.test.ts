@@ -5,7 +5,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { canonicalJson, type JsonValue } from "./canonical.ts";
 import { type AuditRow, encodeRow, GENESIS_HASH } from "./rows.ts";
-import { scanAuditFileSync, verifyAuditFile } from "./verify.ts";
+import { scanAuditFileSync, scanRangeSync, stitchRanges, verifyAuditFile } from "./verify.ts";
 
 /** A chain of `n` revocation rows as log lines. */
 function chain(n: number): string[] {
@@ -33,7 +33,30 @@ function write(text: string | Buffer): string {
   return file;
 }
 
-const verify = (text: string | Buffer) => scanAuditFileSync(write(text), { chunkBytes: 333 }).report;
+/**
+ * Verifies `text` whole, and also cut into ranges at every line boundary (as worker threads scan it)
+ * and stitched; both must agree.
+ */
+function verify(text: string | Buffer) {
+  const file = write(text);
+  const whole = scanAuditFileSync(file, { chunkBytes: 333 }).report;
+  const bytes = Buffer.from(text);
+  const starts = [0];
+  for (let i = bytes.indexOf(0x0a); i !== -1 && i + 1 < bytes.length; i = bytes.indexOf(0x0a, i + 1))
+    starts.push(i + 1);
+  for (const cut of starts.slice(1)) {
+    const stitched = stitchRanges([
+      scanRangeSync(file, 0, cut, 200),
+      scanRangeSync(file, cut, bytes.length, 200),
+    ]);
+    expect(stitched, `cut at ${cut}`).toEqual(whole);
+  }
+  const ranges = [...starts, bytes.length]
+    .slice(1)
+    .map((to, i) => scanRangeSync(file, starts[i] as number, to));
+  expect(stitchRanges(ranges)).toEqual(whole);
+  return whole;
+}
 
 describe("audit verification", () => {
   const lines = chain(12);

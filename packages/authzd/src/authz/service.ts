@@ -1,6 +1,6 @@
 import type { AuditLog, HashedRow } from "../audit/log.ts";
 import type { RowFields, SpendDecidedFields, SpendSettledFields } from "../audit/rows.ts";
-import { type VerifyReport, verifyAuditFile } from "../audit/verify.ts";
+import { type VerifyReport, verifyAuditFileParallel } from "../audit/verify.ts";
 import { type Config, normalizeFact } from "../internal/config.ts";
 import { errors } from "../internal/errors.ts";
 import { mintToken, newDecisionId, newReceiptId, tokenSha256 } from "../internal/tokens.ts";
@@ -263,7 +263,7 @@ export class AuthzService {
    */
   async verifyAudit(): Promise<VerifyReport> {
     const expectedRows = this.log.durableRows;
-    const report = await verifyAuditFile(this.auditFile, { limitBytes: this.log.durableBytes });
+    const report = await verifyAuditFileParallel(this.auditFile, { limitBytes: this.log.durableBytes });
     if (report.valid && report.rows < expectedRows) {
       return {
         ...report,
