@@ -2,6 +2,7 @@ import {
   type Address,
   appendTransactionMessageInstructions,
   assertIsTransactionWithBlockhashLifetime,
+  type Base58EncodedBytes,
   createSolanaRpc,
   createSolanaRpcSubscriptions,
   createTransactionMessage,
@@ -37,6 +38,7 @@ import { getTransferSolInstruction } from "@solana-program/system";
 import {
   getCreateAssociatedTokenIdempotentInstruction,
   getTransferCheckedInstruction,
+  TOKEN_PROGRAM_ADDRESS,
 } from "@solana-program/token";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Devnet, fundSolana, startDevnet, waitForConfirmation } from "../src/index.ts";
@@ -643,6 +645,41 @@ describe("Solana simulation and JSON-RPC surface", () => {
       .getTokenAccountBalance(await usdcAta(devnet, devnet.treasury.solana.address))
       .send();
     expect(BigInt(treasuryUsdc.value.amount)).toBeGreaterThan(0n);
+  });
+
+  it("filters getProgramAccounts with dataSize and memcmp, and answers getBlockTime", async () => {
+    const holder = await fundedWallet(42n);
+    const accounts = await rpc
+      .getProgramAccounts(TOKEN_PROGRAM_ADDRESS, {
+        encoding: "base64",
+        filters: [
+          { dataSize: 165n },
+          {
+            memcmp: {
+              offset: 32n,
+              bytes: holder.address as unknown as Base58EncodedBytes,
+              encoding: "base58",
+            },
+          },
+        ],
+      })
+      .send();
+    expect(accounts.map((a) => a.pubkey)).toEqual([await usdcAta(devnet, holder.address)]);
+
+    const [latest] = await rpc
+      .getSignaturesForAddress(holder.address, { commitment: "confirmed", limit: 1 })
+      .send();
+    expect(latest).toBeDefined();
+    if (latest !== undefined) {
+      expect(await rpc.getBlockTime(latest.slot).send()).toBe(latest.blockTime);
+    }
+    const missing = await rawRpc(devnet.solana.rpcUrl, {
+      jsonrpc: "2.0",
+      id: 1,
+      method: "getBlockTime",
+      params: [10_000_000_000],
+    });
+    expect(missing).toMatchObject({ error: { code: -32004 } });
   });
 
   it("prices a message with getFeeForMessage (5000 lamports per signature, null for an unknown blockhash)", async () => {

@@ -130,6 +130,7 @@ export class SolanaLedger {
   private currentSlot = 1n;
   private readonly blockhashSlots = new Map<string, bigint>();
   private readonly slotBlockhashes = new Map<bigint, string>();
+  private readonly slotTimes = new Map<bigint, number>();
   private readonly landed = new Map<string, LandedTransaction>();
   private readonly history: LandedTransaction[] = [];
   private readonly timer: NodeJS.Timeout;
@@ -197,6 +198,13 @@ export class SolanaLedger {
     const hash = this.svm.latestBlockhash();
     this.blockhashSlots.set(hash, this.currentSlot);
     this.slotBlockhashes.set(this.currentSlot, hash);
+    this.slotTimes.set(this.currentSlot, Math.floor(Date.now() / 1000));
+    this.slotTimes.delete(this.currentSlot - 100_000n);
+  }
+
+  /** Unix time at which `slot` was produced, if it is recent enough to be remembered. */
+  blockTime(slot: bigint): number | undefined {
+    return this.slotTimes.get(slot);
   }
 
   /** The newest slot at `commitment`: confirmed lags one slot, finalized `finalityDepth` slots. */
@@ -478,7 +486,8 @@ export class SolanaLedger {
     const landed: LandedTransaction = {
       signature: tx.signatures[0] ?? "",
       slot: this.currentSlot,
-      blockTime: Math.floor(Date.now() / 1000),
+      // Block time is per block: every transaction of a slot shares it.
+      blockTime: this.slotTimes.get(this.currentSlot) ?? Math.floor(Date.now() / 1000),
       wire: Uint8Array.from(wire),
       tx,
       err,

@@ -273,6 +273,26 @@ function tokenAccountsByOwner(params: readonly unknown[], ctx: MethodContext): u
   return { context: context(ctx, c), value };
 }
 
+function matchesFilters(data: Uint8Array, filters: unknown): boolean {
+  if (filters === undefined) return true;
+  if (!Array.isArray(filters) || filters.length > 4) {
+    throw invalidParams("Invalid params: too many filters provided; max 4");
+  }
+  return filters.every((filter: unknown) => {
+    if (typeof filter !== "object" || filter === null) throw invalidParams("Invalid params: bad filter");
+    if ("dataSize" in filter) return data.length === Number(filter.dataSize);
+    if ("memcmp" in filter && typeof filter.memcmp === "object" && filter.memcmp !== null) {
+      const { offset, bytes, encoding } = filter.memcmp as Record<string, unknown>;
+      if (typeof bytes !== "string") throw invalidParams("Invalid params: memcmp.bytes must be a string");
+      const wanted = decodeBinary(bytes, encoding ?? "base58");
+      const start = Number(offset ?? 0);
+      if (start + wanted.length > data.length) return false;
+      return wanted.every((byte, i) => data[start + i] === byte);
+    }
+    throw invalidParams("Invalid params: unknown filter");
+  });
+}
+
 /** The cluster methods this devnet answers, by name. */
 export const METHODS: Record<string, Method> = {
   getHealth: () => "ok",
@@ -375,6 +395,24 @@ export const METHODS: Record<string, Method> = {
     return { context: context(ctx, c), value: uiTokenAmount(mint.supply, mint.decimals) };
   },
   getTokenAccountsByOwner: tokenAccountsByOwner,
+  getProgramAccounts: (params, ctx) => {
+    const program = addressParam(params, 0);
+    const cfg = config(params, 1);
+    const c = commitment(cfg);
+    const value = ctx.ledger
+      .programAccounts(program)
+      .filter(({ account }) => matchesFilters(account.data, cfg.filters))
+      .map(({ address, account }) => ({ account: encodeAccount(ctx, account, cfg), pubkey: address }));
+    return cfg.withContext === true ? { context: context(ctx, c), value } : value;
+  },
+  getBlockTime: (params, ctx) => {
+    const slot = u64Param(params, 0, "slot");
+    const time = ctx.ledger.blockTime(slot);
+    if (time === undefined) {
+      throw new RpcError(RPC_ERROR.blockNotAvailable, `Block not available for slot ${slot}`);
+    }
+    return time;
+  },
   getSignatureStatuses: (params, ctx) => {
     const list = params[0];
     if (!Array.isArray(list)) throw invalidParams("Invalid params: invalid type: expected a sequence.");

@@ -20,6 +20,7 @@ export const RPC_ERROR = {
   /** sendTransaction preflight simulation failed; `data.err` holds the TransactionError. */
   sendTransactionPreflightFailure: -32002,
   transactionSignatureVerificationFailure: -32003,
+  blockNotAvailable: -32004,
   transactionVersionNotSupported: -32015,
   minContextSlotNotReached: -32016,
 } as const;
