@@ -1,7 +1,7 @@
-import { and, desc, eq, isNull } from "drizzle-orm";
+import { and, desc, eq, isNull, sql } from "drizzle-orm";
 import { generateApiKey, hashApiKey, newId } from "../internal/crypto.ts";
 import { apiKeys } from "../internal/db/schema.ts";
-import type { Db } from "../internal/db/store.ts";
+import { type Db, preparedPerDb } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 
 export interface ApiKeyRecord {
@@ -61,19 +61,14 @@ export async function revokeApiKey(db: Db, accountId: string, keyId: string): Pr
  * by any instance takes effect on the next request.
  */
 export async function authenticateApiKey(db: Db, key: string): Promise<{ accountId: string; keyId: string }> {
-  const [row] = await db
-    .select({
-      id: apiKeys.id,
-      accountId: apiKeys.accountId,
-      revokedAt: apiKeys.revokedAt,
-      lastUsedAt: apiKeys.lastUsedAt,
-    })
-    .from(apiKeys)
-    .where(eq(apiKeys.keyHash, hashApiKey(key)));
+  const [row] = await keyByHashQuery(db).execute({ keyHash: hashApiKey(key) });
   if (!row) throw errors.invalidCredentials();
   if (row.revokedAt) throw errors.keyRevoked();
   const now = Date.now();
-  if (!row.lastUsedAt || now - row.lastUsedAt.getTime() >= LAST_USED_RESOLUTION_MS) {
+  const lastWritten = Math.max(row.lastUsedAt?.getTime() ?? 0, lastUsedWrites.get(row.id) ?? 0);
+  if (now - lastWritten >= LAST_USED_RESOLUTION_MS) {
+    // Remembered before the write so that concurrent requests with this key do not all write the same row.
+    lastUsedWrites.set(row.id, now);
     await db
       .update(apiKeys)
       .set({ lastUsedAt: new Date(now) })
@@ -81,3 +76,24 @@ export async function authenticateApiKey(db: Db, key: string): Promise<{ account
   }
   return { accountId: row.accountId, keyId: row.id };
 }
+
+/** When this process last wrote each key's `lastUsed`; pruned as it grows. */
+const lastUsedWrites = new Map<string, number>();
+setInterval(() => {
+  const cutoff = Date.now() - LAST_USED_RESOLUTION_MS;
+  for (const [id, at] of lastUsedWrites) if (at < cutoff) lastUsedWrites.delete(id);
+}, 60_000).unref();
+
+/** The lookup behind every API-key request, prepared once per store (no query building, a cached plan). */
+const keyByHashQuery = preparedPerDb((db) =>
+  db
+    .select({
+      id: apiKeys.id,
+      accountId: apiKeys.accountId,
+      revokedAt: apiKeys.revokedAt,
+      lastUsedAt: apiKeys.lastUsedAt,
+    })
+    .from(apiKeys)
+    .where(eq(apiKeys.keyHash, sql.placeholder("keyHash")))
+    .prepare("api_key_by_hash"),
+);

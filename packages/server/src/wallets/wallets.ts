@@ -1,8 +1,8 @@
-import { and, desc, eq } from "drizzle-orm";
+import { and, desc, eq, sql } from "drizzle-orm";
 import type { ChainKind, ChainRegistry } from "../chains/registry.ts";
 import { newId } from "../internal/crypto.ts";
 import { walletKeys, walletPolicies, wallets } from "../internal/db/schema.ts";
-import type { Db } from "../internal/db/store.ts";
+import { type Db, preparedPerDb } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 import { initialPolicyRow, type PolicyInput } from "../policy/policy.ts";
 import type { Keyring } from "./keyring.ts";
@@ -98,13 +98,20 @@ export function listWallets(db: Db, accountId: string): Promise<WalletRow[]> {
 
 /** The wallet if it exists and belongs to the account; NotFound otherwise, never revealing which. */
 export async function findWalletForAccount(db: Db, accountId: string, walletId: string): Promise<WalletRow> {
-  const [row] = await db
-    .select()
-    .from(wallets)
-    .where(and(eq(wallets.id, walletId), eq(wallets.accountId, accountId)));
+  const [row] = await walletForAccountQuery(db).execute({ walletId, accountId });
   if (!row) throw errors.walletNotFound(walletId);
   return row;
 }
+
+const walletForAccountQuery = preparedPerDb((db) =>
+  db
+    .select()
+    .from(wallets)
+    .where(
+      and(eq(wallets.id, sql.placeholder("walletId")), eq(wallets.accountId, sql.placeholder("accountId"))),
+    )
+    .prepare("wallet_for_account"),
+);
 
 /** Archives a wallet: it can no longer spend, and its history stays. Archiving twice is harmless. */
 export async function archiveWallet(db: Db, accountId: string, walletId: string): Promise<void> {

@@ -125,3 +125,19 @@ export function isUniqueViolation(error: unknown): boolean {
 export async function selectRows<T>(db: Db, query: SQL): Promise<T[]> {
   return ((await db.execute(query)) as unknown as { rows: T[] }).rows;
 }
+
+/**
+ * A prepared statement built once for each open store and reused: hot paths skip query building and the
+ * database keeps the plan.
+ */
+export function preparedPerDb<T>(build: (db: Db) => T): (db: Db) => T {
+  const cache = new WeakMap<Db, T>();
+  return (db) => {
+    let prepared = cache.get(db);
+    if (prepared === undefined) {
+      prepared = build(db);
+      cache.set(db, prepared);
+    }
+    return prepared;
+  };
+}
