@@ -24,6 +24,7 @@ import {
   SOLANA_ERROR__JSON_RPC__METHOD_NOT_FOUND,
   SOLANA_ERROR__JSON_RPC__SERVER_ERROR_SEND_TRANSACTION_PREFLIGHT_FAILURE,
   SOLANA_ERROR__JSON_RPC__SERVER_ERROR_TRANSACTION_SIGNATURE_VERIFICATION_FAILURE,
+  SOLANA_ERROR__TRANSACTION_ERROR__ACCOUNT_NOT_FOUND,
   SOLANA_ERROR__TRANSACTION_ERROR__ALREADY_PROCESSED,
   SOLANA_ERROR__TRANSACTION_ERROR__BLOCKHASH_NOT_FOUND,
   SOLANA_ERROR__TRANSACTION_ERROR__INSUFFICIENT_FUNDS_FOR_RENT,
@@ -522,6 +523,19 @@ describe("Solana failures match a cluster's error classes", () => {
     const cause = preflightCause(err);
     expect(isSolanaError(cause, SOLANA_ERROR__TRANSACTION_ERROR__INSUFFICIENT_FUNDS_FOR_RENT)).toBe(true);
     expect(cause.context).toMatchObject({ accountIndex: 1 });
+  });
+
+  it("rejects a fee payer that never received SOL with AccountNotFound", async () => {
+    const broke = await generateKeyPairSigner();
+    const err = await rejectionOf(
+      send(
+        rpc,
+        await signedBase64(rpc, broke, [
+          getTransferSolInstruction({ source: broke, destination: treasury.address, amount: 1n }),
+        ]),
+      ),
+    );
+    expect(isSolanaError(preflightCause(err), SOLANA_ERROR__TRANSACTION_ERROR__ACCOUNT_NOT_FOUND)).toBe(true);
   });
 
   it("rejects a replay of a landed transaction with AlreadyProcessed", async () => {

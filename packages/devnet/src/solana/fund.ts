@@ -112,7 +112,13 @@ export async function fundSolana(
 
 /**
  * Polls `getSignatureStatuses` until `signature` reaches `commitment` (default confirmed); throws if the
- * transaction failed or did not get there within `timeoutMs`.
+ * transaction failed or did not get there within `timeoutMs` (default 30 s).
+ *
+ * @example
+ * ```ts
+ * const signature = await rpc.sendTransaction(wire, { encoding: "base64" }).send();
+ * await waitForConfirmation(rpc, signature, { commitment: "finalized" });
+ * ```
  */
 export async function waitForConfirmation(
   rpc: ReturnType<typeof createSolanaRpc>,
