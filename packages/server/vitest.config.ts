@@ -1,7 +1,9 @@
 import { defineConfig } from "vitest/config";
+import { ciReport } from "../../vitest.shared.ts";
 
 export default defineConfig({
   test: {
+    ...ciReport("server"),
     include: ["src/**/*.test.ts", "test/**/*.test.ts"],
     testTimeout: 60_000,
     hookTimeout: 60_000,

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestServer, expectErrorShape, seedAccount, type TestServer } from "./support/test-server.ts";
 
@@ -82,6 +83,9 @@ describe("the error contract", () => {
         .find((entry) => entry.msg === "request failed");
       expect(logged?.requestId).toBe(error.requestId);
       expect(logged?.err).toBeDefined();
+      // The failed query is logged without its parameters: here, the hash of the API key.
+      const keyHash = createHash("sha256").update(account.apiKey).digest("hex");
+      expect(broken.logs.text()).not.toContain(keyHash);
       const health = await broken.api.get("/healthz");
       expect(health.status).toBe(503);
       expect(expectErrorShape(health)).toMatchObject({ code: "InternalError", reason: "store_unavailable" });

@@ -1,0 +1,8 @@
+/**
+ * Test settings shared by every package's vitest config. When SVC_TEST_RESULTS names a directory (CI sets
+ * it), each package also writes a JSON report there, from which `.ci/summarize.mjs` prints the closing line.
+ */
+export function ciReport(packageName: string): { reporters?: string[]; outputFile?: { json: string } } {
+  const dir = process.env.SVC_TEST_RESULTS;
+  return dir ? { reporters: ["default", "json"], outputFile: { json: `${dir}/${packageName}.json` } } : {};
+}
