@@ -106,9 +106,16 @@ function writeLog(file: string, rows: number): void {
 
 const fmt = (n: number, digits = 2): string => n.toFixed(digits);
 
+/** Other work on the machine shares its cores; the load average says how much. */
+const loadAverage = (): string =>
+  os
+    .loadavg()
+    .map((n) => fmt(n))
+    .join(" ");
+
 async function main(): Promise<void> {
   console.log(
-    `authzd benchmark — node ${process.version}, ${os.cpus().length} CPUs, ${DURATION_MS / 1000}s per run`,
+    `authzd benchmark — node ${process.version}, ${os.cpus().length} CPUs, ${DURATION_MS / 1000}s per run, load average ${loadAverage()}`,
   );
   const daemon = await TestDaemon.start({ SPEND_AUTHZ_ENABLED: "1" });
   const results: LoadResult[] = [];
@@ -134,6 +141,7 @@ async function main(): Promise<void> {
     );
   }
 
+  console.log(`\nload average ${loadAverage()}`);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "authzd-bench-"));
   try {
     const file = path.join(dir, "audit.jsonl");

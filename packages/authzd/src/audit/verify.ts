@@ -31,6 +31,20 @@ export interface ScanResult {
 
 const NEWLINE = 0x0a;
 const CLOSE_BRACE = 0x7d;
+// Framing as bytes, copied into module constants: compared byte by byte on every line.
+const PREFIX = Buffer.from(LINE_PREFIX, "latin1");
+const MIDDLE = Buffer.from(LINE_MIDDLE, "latin1");
+const HASH_AT = PREFIX.length;
+const MIDDLE_AT = HASH_AT + 64;
+const BODY_AT = BODY_OFFSET;
+
+/** Whether `buf` holds `expected` at `at`. */
+function bytesAt(buf: Buffer, at: number, expected: Buffer): boolean {
+  for (let i = 0; i < expected.length; i++) {
+    if (buf[at + i] !== expected[i]) return false;
+  }
+  return true;
+}
 
 /** Where a scan starts: the expected index and `prev` of its first row. */
 interface ChainPosition {
@@ -113,15 +127,15 @@ class ChainScanner {
   /** Returns a problem description, or null when the row verifies and extends the chain. */
   private check(buf: Buffer, start: number, end: number): string | null {
     if (
-      end - start < BODY_OFFSET + 2 ||
-      buf.toString("latin1", start, start + LINE_PREFIX.length) !== LINE_PREFIX ||
-      buf.toString("latin1", start + LINE_PREFIX.length + 64, start + BODY_OFFSET) !== LINE_MIDDLE ||
+      end - start < BODY_AT + 2 ||
+      !bytesAt(buf, start, PREFIX) ||
+      !bytesAt(buf, start + MIDDLE_AT, MIDDLE) ||
       buf[end - 1] !== CLOSE_BRACE
     ) {
       return "line is not framed as an audit row";
     }
-    const stored = buf.toString("latin1", start + LINE_PREFIX.length, start + LINE_PREFIX.length + 64);
-    const body = buf.subarray(start + BODY_OFFSET, end - 1);
+    const stored = buf.toString("latin1", start + HASH_AT, start + MIDDLE_AT);
+    const body = buf.subarray(start + BODY_AT, end - 1);
     if (hash("sha256", body, "hex") !== stored) return "row hash does not match its contents";
     const text = body.toString("utf8");
     let parsed: JsonValue;
@@ -210,42 +224,62 @@ export interface ScanOptions {
   chunkBytes?: number;
 }
 
-/** Splits chunks into lines and feeds the scanner; carries a partial line to the next chunk. */
+/**
+ * Feeds whole lines to the scanner. Chunks are read into `space()` after the partial line left over
+ * from the previous chunk, so a large read is never copied; only the short carry moves.
+ */
 class LineSplitter {
-  private carry: Buffer = Buffer.alloc(0);
-  constructor(private readonly scanner: ChainScanner) {}
+  private buf: Buffer;
+  private carry = 0;
 
-  push(chunk: Buffer): void {
-    const buf = this.carry.length > 0 ? Buffer.concat([this.carry, chunk]) : chunk;
+  constructor(
+    private readonly scanner: ChainScanner,
+    chunkBytes: number,
+  ) {
+    this.buf = Buffer.allocUnsafe(chunkBytes);
+  }
+
+  /** Where the next read goes; grows the buffer when a single line is longer than the free space. */
+  space(): Buffer {
+    if (this.carry * 2 > this.buf.length) {
+      const bigger = Buffer.allocUnsafe(this.buf.length * 2);
+      this.buf.copy(bigger, 0, 0, this.carry);
+      this.buf = bigger;
+    }
+    return this.buf.subarray(this.carry);
+  }
+
+  /** Takes `n` bytes just read into `space()`. */
+  filled(n: number): void {
+    const end = this.carry + n;
+    const buf = this.buf;
     let start = 0;
-    for (let nl = buf.indexOf(NEWLINE, start); nl !== -1; nl = buf.indexOf(NEWLINE, start)) {
+    for (
+      let nl = buf.indexOf(NEWLINE, this.carry);
+      nl !== -1 && nl < end;
+      nl = buf.indexOf(NEWLINE, nl + 1)
+    ) {
       this.scanner.line(buf, start, nl);
       start = nl + 1;
     }
-    // Copy: the chunk buffer is reused by the reader.
-    this.carry = Buffer.from(buf.subarray(start));
+    buf.copy(buf, 0, start, end);
+    this.carry = end - start;
   }
 
   end(): RangeScan {
-    this.scanner.tail(this.carry.length);
+    this.scanner.tail(this.carry);
     return this.scanner.range();
   }
 }
 
 /** Reads bytes [from, to) of an open file into the splitter, synchronously. */
-function readRangeSync(
-  fd: number,
-  from: number,
-  to: number,
-  chunkBytes: number,
-  splitter: LineSplitter,
-): void {
-  const chunk = Buffer.allocUnsafe(Math.max(1, Math.min(chunkBytes, to - from)));
+function readRangeSync(fd: number, from: number, to: number, splitter: LineSplitter): void {
   for (let position = from; position < to; ) {
-    const n = fs.readSync(fd, chunk, 0, Math.min(chunk.length, to - position), position);
+    const space = splitter.space();
+    const n = fs.readSync(fd, space, 0, Math.min(space.length, to - position), position);
     if (n === 0) break;
     position += n;
-    splitter.push(chunk.subarray(0, n));
+    splitter.filled(n);
   }
 }
 
@@ -258,7 +292,7 @@ function readRangeSync(
  * if (!report.valid) console.error(`bad row at ${report.firstBadIndex}: ${report.problem}`);
  */
 export function scanAuditFileSync(file: string, options: ScanOptions = {}): ScanResult {
-  const splitter = new LineSplitter(new ChainScanner(options.onRow));
+  const splitter = new LineSplitter(new ChainScanner(options.onRow), options.chunkBytes ?? 16 << 20);
   let fd: number;
   try {
     fd = fs.openSync(file, "r");
@@ -268,7 +302,7 @@ export function scanAuditFileSync(file: string, options: ScanOptions = {}): Scan
   }
   try {
     const to = Math.min(fs.fstatSync(fd).size, options.limitBytes ?? Number.POSITIVE_INFINITY);
-    readRangeSync(fd, 0, to, options.chunkBytes ?? 16 << 20, splitter);
+    readRangeSync(fd, 0, to, splitter);
   } finally {
     fs.closeSync(fd);
   }
@@ -283,10 +317,13 @@ export function scanAuditFileSync(file: string, options: ScanOptions = {}): Scan
  * const scans = [scanRangeSync(file, 0, mid), scanRangeSync(file, mid, size)];
  */
 export function scanRangeSync(file: string, from: number, to: number, chunkBytes = 16 << 20): RangeScan {
-  const splitter = new LineSplitter(new ChainScanner(undefined, from === 0 ? undefined : null));
+  const splitter = new LineSplitter(
+    new ChainScanner(undefined, from === 0 ? undefined : null),
+    Math.max(1, Math.min(chunkBytes, to - from)),
+  );
   const fd = fs.openSync(file, "r");
   try {
-    readRangeSync(fd, from, to, chunkBytes, splitter);
+    readRangeSync(fd, from, to, splitter);
   } finally {
     fs.closeSync(fd);
   }
@@ -301,7 +338,7 @@ export function scanRangeSync(file: string, from: number, to: number, chunkBytes
  * const report = await verifyAuditFile(".authzd/audit.jsonl", { limitBytes: durableBytes });
  */
 export async function verifyAuditFile(file: string, options: ScanOptions = {}): Promise<VerifyReport> {
-  const splitter = new LineSplitter(new ChainScanner(options.onRow));
+  const splitter = new LineSplitter(new ChainScanner(options.onRow), options.chunkBytes ?? 1 << 20);
   let handle: fs.promises.FileHandle;
   try {
     handle = await fs.promises.open(file, "r");
@@ -310,13 +347,13 @@ export async function verifyAuditFile(file: string, options: ScanOptions = {}): 
     throw error;
   }
   try {
-    const chunk = Buffer.allocUnsafe(options.chunkBytes ?? 1 << 20);
     let remaining = options.limitBytes ?? Number.POSITIVE_INFINITY;
     while (remaining > 0) {
-      const { bytesRead } = await handle.read(chunk, 0, Math.min(chunk.length, remaining), null);
+      const space = splitter.space();
+      const { bytesRead } = await handle.read(space, 0, Math.min(space.length, remaining), null);
       if (bytesRead === 0) break;
       remaining -= bytesRead;
-      splitter.push(chunk.subarray(0, bytesRead));
+      splitter.filled(bytesRead);
     }
   } finally {
     await handle.close();
