@@ -1,24 +1,16 @@
-/** Body of `POST /spend/authorize` (spec 2.9). */
-export interface AuthorizeRequest {
-  provider: string;
-  network: string;
-  asset: string;
-  amount: string;
-  per_call_cap: string;
-  credits: number;
-  destination: string;
-}
+import type { SpendDecidedFields, SpendSettledFields } from "../audit/rows.ts";
+
+/** Body of `POST /spend/authorize` (spec 2.9): the facts its audit row records. */
+export type AuthorizeRequest = Pick<
+  SpendDecidedFields,
+  "provider" | "network" | "asset" | "amount" | "per_call_cap" | "credits" | "destination"
+>;
 
 /** Body of `POST /spend/settle`: the decision and the same facts that were authorized. */
-export interface SettleRequest {
-  decision_id: string;
-  provider: string;
-  network: string;
-  asset: string;
-  amount: string;
-  credits: number;
-  tx_sig?: string;
-}
+export type SettleRequest = Pick<
+  SpendSettledFields,
+  "decision_id" | "provider" | "network" | "asset" | "amount" | "credits"
+> & { tx_sig?: string };
 
 /** A parsed value, or the reason it was rejected (safe to return to the client). */
 export type Parsed<T> = { ok: true; value: T } | { ok: false; error: string };
