@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { encodeRow, GENESIS_HASH } from "../src/audit/rows.ts";
 import { runCli, SPEND, TestDaemon, tempHome } from "./harness.ts";
 
 interface Report {
@@ -143,5 +144,66 @@ describe("audit chain tamper detection", () => {
       fs.writeFileSync(log, pristine);
     }
     expect((await daemon.call<Report>("GET", "/audit/verify", { token })).body.valid).toBe(true);
+  });
+});
+
+describe("audit verification of a large log by the running daemon", () => {
+  it("verifies a log of over 32 MiB on worker threads and locates a flipped byte deep inside it", async () => {
+    const home = tempHome();
+    const file = path.join(home, "audit.jsonl");
+    const rows = 70_000; // about 37 MiB: above the threshold for worker threads
+    const fd = fs.openSync(file, "w");
+    let prev = GENESIS_HASH;
+    let batch: string[] = [];
+    const offsets: number[] = [];
+    let offset = 0;
+    for (let seq = 0; seq < rows; seq++) {
+      const { line, hash } = encodeRow({
+        kind: "spend_authorization_decided",
+        ...SPEND,
+        approved: false,
+        reason: "amount 9000 exceeds per_call_cap 5000",
+        decision_id: `dec_${seq.toString(16).padStart(32, "0")}`,
+        payer: "agent",
+        seq,
+        prev,
+        time: new Date(Date.now() - rows + seq).toISOString(),
+      });
+      offsets.push(offset);
+      offset += Buffer.byteLength(line);
+      prev = hash;
+      batch.push(line);
+      if (batch.length === 10_000) {
+        fs.writeSync(fd, batch.join(""));
+        batch = [];
+      }
+    }
+    fs.writeSync(fd, batch.join(""));
+    fs.closeSync(fd);
+    expect(offset).toBeGreaterThan(32 << 20);
+
+    const daemon = await TestDaemon.start({ SPEND_AUTHZ_ENABLED: "1" }, home);
+    try {
+      const token = daemon.operatorToken;
+      expect((await daemon.call<Report>("GET", "/audit/verify", { token })).body).toEqual({
+        rows,
+        valid: true,
+        headHash: prev,
+      });
+      const target = 61_234;
+      const at = (offsets[target] as number) + 100;
+      const handle = fs.openSync(file, "r+");
+      const byte = Buffer.alloc(1);
+      fs.readSync(handle, byte, 0, 1, at);
+      fs.writeSync(handle, Buffer.from([(byte[0] as number) ^ 0x01]), 0, 1, at);
+      fs.closeSync(handle);
+      expect((await daemon.call<Report>("GET", "/audit/verify", { token })).body).toMatchObject({
+        rows,
+        valid: false,
+        firstBadIndex: target,
+      });
+    } finally {
+      await daemon.stop();
+    }
   });
 });
