@@ -63,3 +63,20 @@ export const apiKeyView = z
 
 /** A short human name: trimmed, non-empty, at most 100 characters. */
 export const displayName = z.string().trim().min(1).max(100);
+
+const usdOrNull = z
+  .string()
+  .nullable()
+  .meta({ description: "USD as a decimal string; null = no bound", example: "50" });
+
+export const policyView = z
+  .object({
+    walletId: z.string(),
+    maxPerTx: usdOrNull,
+    dailyLimit: usdOrNull,
+    whitelist: z.array(z.string()),
+    alertAbove: usdOrNull,
+    status: z.enum(["active", "paused"]),
+    updatedAt: timestamp,
+  })
+  .meta({ id: "Policy" });

@@ -59,6 +59,70 @@ export const errors = {
       { chain, served },
     ),
 
+  invalidAddress: (chain: string) =>
+    new AppError(400, "ValidationError", `Invalid recipient address for ${chain}`, "invalid_address", {
+      chain,
+    }),
+  invalidAmount: (message: string) => new AppError(400, "ValidationError", message, "invalid_amount"),
+  chainNotInWallet: (chain: string, walletChains: readonly string[]) =>
+    new AppError(
+      400,
+      "ValidationError",
+      `This wallet does not hold ${chain}; its chains are ${walletChains.join(", ")}`,
+      "chain_not_in_wallet",
+      { chain, walletChains },
+    ),
+  unknownToken: (token: string, chain: string, served: readonly string[]) =>
+    new AppError(
+      400,
+      "ValidationError",
+      `Token ${JSON.stringify(token)} is not served on ${chain}; tokens: ${served.join(", ")}`,
+      "unknown_token",
+      { token, chain, served },
+    ),
+  idempotencyKeyReused: () =>
+    new AppError(
+      409,
+      "ValidationError",
+      "This Idempotency-Key was used with a different request",
+      "idempotency_key_reused",
+    ),
+  idempotencyKeyInUse: () =>
+    new AppError(
+      409,
+      "ValidationError",
+      "A request with this Idempotency-Key is still in progress; retry shortly",
+      "idempotency_key_in_use",
+    ),
+  policyViolation: (
+    reason: "max_per_tx" | "daily_limit" | "recipient_not_allowed" | "policy_paused" | "price_unavailable",
+    message: string,
+    details?: Record<string, unknown>,
+  ) => new AppError(403, "PolicyViolation", message, reason, details),
+  insufficientFunds: (
+    reason: "insufficient_token" | "insufficient_gas",
+    message: string,
+    details: Record<string, unknown>,
+  ) => new AppError(422, "InsufficientFunds", message, reason, details),
+  chainUnavailable: (chain: string, cause?: unknown) =>
+    new AppError(
+      502,
+      "InternalError",
+      `The ${chain} RPC endpoint is not answering`,
+      "chain_unavailable",
+      { chain },
+      { cause },
+    ),
+  broadcastRejected: (chain: string, message: string, cause?: unknown) =>
+    new AppError(
+      502,
+      "InternalError",
+      `The ${chain} network rejected the transaction: ${message}`,
+      "broadcast_rejected",
+      { chain },
+      { cause },
+    ),
+
   missingCredentials: () =>
     new AppError(
       401,

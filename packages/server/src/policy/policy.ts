@@ -55,10 +55,47 @@ export function initialPolicyRow(walletId: string, input: PolicyInput | undefine
   };
 }
 
+export type PolicyRow = typeof walletPolicies.$inferSelect;
+
 /** Reads a wallet's policy (the caller has already checked the wallet belongs to the account). */
-export async function getPolicy(db: Db, walletId: string): Promise<PolicyView | undefined> {
+export async function getPolicy(db: Db, walletId: string): Promise<PolicyView> {
   const [row] = await db.select().from(walletPolicies).where(eq(walletPolicies.walletId, walletId));
-  if (!row) return undefined;
+  if (!row) throw new Error(`wallet ${walletId} has no policy row`);
+  return toPolicyView(row);
+}
+
+/** Changes the given fields of a wallet's policy; fields left out keep their value, `null` removes a bound. */
+export async function updatePolicy(db: Db, walletId: string, input: PolicyInput): Promise<PolicyView> {
+  const set: Partial<typeof walletPolicies.$inferInsert> = { updatedAt: new Date() };
+  if (input.maxPerTx !== undefined) set.maxPerTxMicros = input.maxPerTx;
+  if (input.dailyLimit !== undefined) set.dailyLimitMicros = input.dailyLimit;
+  if (input.alertAbove !== undefined) set.alertAboveMicros = input.alertAbove;
+  if (input.whitelist !== undefined) set.whitelist = input.whitelist;
+  const [row] = await db
+    .update(walletPolicies)
+    .set(set)
+    .where(eq(walletPolicies.walletId, walletId))
+    .returning();
+  if (!row) throw new Error(`wallet ${walletId} has no policy row`);
+  return toPolicyView(row);
+}
+
+/** Pauses or resumes all spending from a wallet. */
+export async function setPolicyStatus(
+  db: Db,
+  walletId: string,
+  status: "active" | "paused",
+): Promise<PolicyView> {
+  const [row] = await db
+    .update(walletPolicies)
+    .set({ status, updatedAt: new Date() })
+    .where(eq(walletPolicies.walletId, walletId))
+    .returning();
+  if (!row) throw new Error(`wallet ${walletId} has no policy row`);
+  return toPolicyView(row);
+}
+
+export function toPolicyView(row: PolicyRow): PolicyView {
   return {
     walletId: row.walletId,
     maxPerTx: usd(row.maxPerTxMicros),

@@ -5,6 +5,9 @@ import { registerRevokeApiKey } from "./api-keys/revoke.ts";
 import { registerLogin } from "./auth/login.ts";
 import { registerRegister } from "./auth/register.ts";
 import { registerHealthz } from "./health/healthz.ts";
+import { registerGetPolicy } from "./policy/get.ts";
+import { registerSetPolicyStatus } from "./policy/set-status.ts";
+import { registerUpdatePolicy } from "./policy/update.ts";
 import { registerListTransactions } from "./transactions/list.ts";
 import { registerArchiveWallet } from "./wallets/archive.ts";
 import { registerCreateWallet } from "./wallets/create.ts";
@@ -24,4 +27,7 @@ export function registerRoutes(app: App, services: Services): void {
   registerGetWallet(app, services);
   registerArchiveWallet(app, services);
   registerListTransactions(app, services);
+  registerGetPolicy(app, services);
+  registerUpdatePolicy(app, services);
+  registerSetPolicyStatus(app, services);
 }

@@ -92,6 +92,11 @@ export const transactions = pgTable("transactions", {
   spendDecisionId: text("spend_decision_id"),
   createdAt: createdAt(),
   confirmedAt: timestamp("confirmed_at", { withTimezone: true, mode: "date" }),
+  usdMicros: numeric("usd_micros", { mode: "bigint" }),
+  rawTx: text("raw_tx"),
+  nonce: integer("nonce"),
+  lastValidBlockHeight: numeric("last_valid_block_height", { mode: "bigint" }),
+  broadcastAt: timestamp("broadcast_at", { withTimezone: true, mode: "date" }),
 });
 
 export const transactionCounts = pgTable(
@@ -103,4 +108,30 @@ export const transactionCounts = pgTable(
     count: bigint("count", { mode: "number" }).notNull(),
   },
   (t) => [primaryKey({ columns: [t.walletId, t.chain, t.type] })],
+);
+
+export const evmNonces = pgTable(
+  "evm_nonces",
+  {
+    chain: text("chain").notNull(),
+    address: text("address").notNull(),
+    nextNonce: integer("next_nonce").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.chain, t.address] })],
+);
+
+export const idempotencyKeys = pgTable(
+  "idempotency_keys",
+  {
+    accountId: text("account_id").notNull(),
+    key: text("key").notNull(),
+    requestHash: text("request_hash").notNull(),
+    state: text("state", { enum: ["in_progress", "completed"] }).notNull(),
+    transactionId: text("transaction_id"),
+    responseStatus: integer("response_status"),
+    responseBody: jsonb("response_body"),
+    lockedAt: timestamp("locked_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+    createdAt: createdAt(),
+  },
+  (t) => [primaryKey({ columns: [t.accountId, t.key] })],
 );

@@ -1,0 +1,107 @@
+/**
+ * The chain layer's contract. Domain code (balances, faucet, watcher, sends) talks to chains only through
+ * {@link ChainClient}; nothing above it knows whether a chain is local or public.
+ */
+import type { ChainKind } from "./registry.ts";
+
+/** A token a chain serves. `address` is null for the native coin. Amounts are always atomic units. */
+export interface TokenInfo {
+  symbol: string;
+  /** ERC-20 contract address (EVM) or SPL mint (Solana); null for the native coin. */
+  address: string | null;
+  decimals: number;
+  /** USD per whole token as a decimal string; absent when no price is known (never guessed). */
+  usdPrice?: string;
+  /** EIP-712 domain of an EIP-3009 token (EVM USDC), as x402's `extra` carries it. */
+  eip712?: { name: string; version: string };
+}
+
+/** One chain this deployment serves, as configuration describes it. */
+export interface ChainConfig {
+  /** Stable API word: `base`, `ethereum`, `arbitrum`, `solana`, `base-sepolia`, `solana-devnet`. */
+  name: string;
+  kind: ChainKind;
+  /** CAIP-2 network id, e.g. `eip155:8453`, `solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp`. */
+  network: string;
+  rpcUrl: string;
+  /** Solana websocket endpoint, when the chain has one. */
+  wsUrl?: string;
+  nativeToken: TokenInfo;
+  /** Tokens other than the native coin (USDC). */
+  tokens: TokenInfo[];
+  /** A local or test network: the faucet is offered only on these. */
+  testnet: boolean;
+}
+
+/** A transfer signed but not yet broadcast: recorded first, so a crash can never lose a broadcast. */
+export interface SignedTransfer {
+  /** Transaction hash (EVM) or signature (Solana), known before broadcast. */
+  txHash: string;
+  /** The wire transaction (hex for EVM, base64 for Solana), kept so it can be re-broadcast unchanged. */
+  raw: string;
+  /** EVM: the nonce it uses. */
+  nonce?: number;
+  /** Solana: the last block height at which it can still land. */
+  lastValidBlockHeight?: bigint;
+}
+
+/** Where a broadcast transfer stands on chain. */
+export type TransferStatus =
+  | { state: "confirmed"; blockTime?: Date }
+  | { state: "failed"; reason: string }
+  /** Seen, or still able to land: ask again later. */
+  | { state: "pending" }
+  /** Not on chain and can never land (EVM: nonce used by another tx; Solana: blockhash expired). */
+  | { state: "dropped"; reason: string };
+
+/** A transfer into one of the watched addresses, found by history scanning. */
+export interface IncomingTransfer {
+  txHash: string;
+  /** Distinguishes several transfers in one transaction (EVM log index; Solana instruction index). */
+  index: number;
+  from: string;
+  to: string;
+  token: TokenInfo;
+  amount: bigint;
+  blockTime: Date;
+}
+
+/** The operations domain code needs from a chain. */
+export interface ChainClient {
+  readonly config: ChainConfig;
+  /** True when `address` is a well-formed address on this kind of chain. */
+  isValidAddress(address: string): boolean;
+  /** Balance of `token` held by `address`, in atomic units. */
+  getBalance(address: string, token: TokenInfo): Promise<bigint>;
+  /** Upper bound of the native-coin fee a transfer of `token` costs now, in atomic units of the native coin. */
+  estimateTransferFee(from: string, to: string, token: TokenInfo, amount: bigint): Promise<bigint>;
+  /**
+   * Builds and signs a transfer of `amount` of `token` from the key's address to `to`. Does not broadcast.
+   * `privateKey`: EVM 32-byte secp256k1 secret; Solana 32-byte ed25519 seed. EVM: `nonce` is the caller's.
+   */
+  signTransfer(input: {
+    privateKey: Uint8Array;
+    to: string;
+    token: TokenInfo;
+    amount: bigint;
+    nonce?: number;
+  }): Promise<SignedTransfer>;
+  /** Sends a signed transfer. Broadcasting the same one twice is harmless (the chain dedupes by hash). */
+  broadcast(signed: SignedTransfer): Promise<void>;
+  /** Where a broadcast transfer stands. */
+  getTransferStatus(
+    signed: Pick<SignedTransfer, "txHash" | "nonce" | "lastValidBlockHeight">,
+    from: string,
+  ): Promise<TransferStatus>;
+  /** EVM: the next nonce of `address` counting pending transactions. */
+  getPendingNonce?(address: string): Promise<number>;
+  /**
+   * Incoming native and token transfers to `addresses` after `cursor` (opaque, persisted by the caller; null
+   * for "from now"). Returns the transfers found and the cursor to resume from.
+   */
+  scanIncoming(
+    addresses: readonly string[],
+    cursor: string | null,
+  ): Promise<{ transfers: IncomingTransfer[]; cursor: string }>;
+  close?(): Promise<void>;
+}

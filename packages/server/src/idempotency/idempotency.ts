@@ -1,0 +1,163 @@
+import { createHash } from "node:crypto";
+import { and, eq, sql } from "drizzle-orm";
+import { idempotencyKeys } from "../internal/db/schema.ts";
+import type { Db } from "../internal/db/store.ts";
+import { AppError, errors } from "../internal/errors.ts";
+
+/** A response to remember and replay: the status and the JSON body. */
+export interface StoredResponse {
+  status: number;
+  body: unknown;
+}
+
+/** Handed to the work an Idempotency-Key guards, so it can record the spend it creates. */
+export interface IdempotencyClaim {
+  accountId: string;
+  key: string;
+}
+
+/** How long a duplicate waits for the first request to finish before answering `idempotency_key_in_use`. */
+const WAIT_FOR_FIRST_MS = 10_000;
+/** An `in_progress` claim this old belongs to a process that died; a retry takes it over. */
+const STALE_CLAIM_MS = 60_000;
+
+/** SHA-256 over the method, the path and the body with object keys sorted: the "same request" test. */
+export function requestFingerprint(method: string, path: string, body: unknown): string {
+  return createHash("sha256")
+    .update(`${method} ${path}\n${canonicalJson(body)}`)
+    .digest("hex");
+}
+
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  if (value && typeof value === "object") {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value ?? null);
+}
+
+/**
+ * Runs `work` at most once per (account, Idempotency-Key): the first request runs it and its response is
+ * remembered; a repeat with the same request gets that response again without running anything; a repeat
+ * with another request is refused (`idempotency_key_reused`); a repeat while the first is still running waits
+ * for it, then answers `idempotency_key_in_use` if it has not finished.
+ *
+ * `resume` answers for a claim left `in_progress` by a process that died after recording its spend (the
+ * spend is never made twice: it is read back instead).
+ */
+export async function runIdempotent(
+  db: Db,
+  claim: IdempotencyClaim & { fingerprint: string },
+  work: () => Promise<StoredResponse>,
+  resume: (transactionId: string) => Promise<StoredResponse>,
+): Promise<StoredResponse & { replayed: boolean }> {
+  const deadline = Date.now() + WAIT_FOR_FIRST_MS;
+  for (;;) {
+    const inserted = await db
+      .insert(idempotencyKeys)
+      .values({
+        accountId: claim.accountId,
+        key: claim.key,
+        requestHash: claim.fingerprint,
+        state: "in_progress",
+      })
+      .onConflictDoNothing()
+      .returning({ key: idempotencyKeys.key });
+    if (inserted.length > 0) return { ...(await runOwned(db, claim, work)), replayed: false };
+
+    const [existing] = await db
+      .select()
+      .from(idempotencyKeys)
+      .where(and(eq(idempotencyKeys.accountId, claim.accountId), eq(idempotencyKeys.key, claim.key)));
+    if (!existing) continue; // released between our insert and read: try again
+    if (existing.requestHash !== claim.fingerprint) throw errors.idempotencyKeyReused();
+    if (existing.state === "completed") {
+      return { status: existing.responseStatus ?? 200, body: existing.responseBody, replayed: true };
+    }
+    if (Date.now() - existing.lockedAt.getTime() > STALE_CLAIM_MS) {
+      // Take over a claim whose owner died, exactly once: compare-and-set on locked_at.
+      const taken = await db
+        .update(idempotencyKeys)
+        .set({ lockedAt: new Date() })
+        .where(
+          and(
+            eq(idempotencyKeys.accountId, claim.accountId),
+            eq(idempotencyKeys.key, claim.key),
+            eq(idempotencyKeys.lockedAt, existing.lockedAt),
+          ),
+        )
+        .returning({ key: idempotencyKeys.key });
+      if (taken.length > 0) {
+        const response = existing.transactionId
+          ? await resume(existing.transactionId)
+          : await runOwned(db, claim, work);
+        if (existing.transactionId) await complete(db, claim, response);
+        return { ...response, replayed: false };
+      }
+    }
+    if (Date.now() > deadline) throw errors.idempotencyKeyInUse();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+async function runOwned(
+  db: Db,
+  claim: IdempotencyClaim,
+  work: () => Promise<StoredResponse>,
+): Promise<StoredResponse> {
+  let response: StoredResponse;
+  try {
+    response = await work();
+  } catch (error) {
+    // A deliberate refusal (policy, funds, validation) is the answer to this request: remember it. Anything
+    // else frees the key, unless a spend was recorded, in which case the claim stays for `resume`.
+    if (error instanceof AppError && error.status < 500) {
+      await complete(db, claim, { status: error.status, body: { error: errorBody(error) } });
+    } else {
+      await db
+        .delete(idempotencyKeys)
+        .where(
+          and(
+            eq(idempotencyKeys.accountId, claim.accountId),
+            eq(idempotencyKeys.key, claim.key),
+            sql`${idempotencyKeys.transactionId} IS NULL`,
+          ),
+        );
+    }
+    throw error;
+  }
+  await complete(db, claim, response);
+  return response;
+}
+
+/** The stored form of a refusal; the request id is the first request's, as on any replay. */
+function errorBody(error: AppError): Record<string, unknown> {
+  return {
+    code: error.code,
+    message: error.message,
+    ...(error.reason ? { reason: error.reason } : {}),
+    ...(error.details ? { details: error.details } : {}),
+  };
+}
+
+async function complete(db: Db, claim: IdempotencyClaim, response: StoredResponse): Promise<void> {
+  await db
+    .update(idempotencyKeys)
+    .set({ state: "completed", responseStatus: response.status, responseBody: response.body })
+    .where(and(eq(idempotencyKeys.accountId, claim.accountId), eq(idempotencyKeys.key, claim.key)));
+}
+
+/** Links the claim to the spend it recorded, inside the spend's own database transaction. */
+export async function attachTransaction(
+  db: Db,
+  claim: IdempotencyClaim,
+  transactionId: string,
+): Promise<void> {
+  await db
+    .update(idempotencyKeys)
+    .set({ transactionId })
+    .where(and(eq(idempotencyKeys.accountId, claim.accountId), eq(idempotencyKeys.key, claim.key)));
+}
