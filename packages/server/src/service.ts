@@ -58,6 +58,8 @@ export async function startService(config: Config, options: StartOptions = {}): 
         keyring,
         accessTokens: new AccessTokens(secrets.jwtSecret),
         chains: new ChainRegistry(DEFAULT_CHAINS),
+        // Replaced by the chain layer's clients (issue 3).
+        chainClient: () => undefined,
         rateLimiter,
       },
       { logger },

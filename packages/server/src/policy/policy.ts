@@ -59,9 +59,14 @@ export type PolicyRow = typeof walletPolicies.$inferSelect;
 
 /** Reads a wallet's policy (the caller has already checked the wallet belongs to the account). */
 export async function getPolicy(db: Db, walletId: string): Promise<PolicyView> {
+  return toPolicyView(await getPolicyRow(db, walletId));
+}
+
+/** The stored policy row, for the spend checks. */
+export async function getPolicyRow(db: Db, walletId: string): Promise<PolicyRow> {
   const [row] = await db.select().from(walletPolicies).where(eq(walletPolicies.walletId, walletId));
   if (!row) throw new Error(`wallet ${walletId} has no policy row`);
-  return toPolicyView(row);
+  return row;
 }
 
 /** Changes the given fields of a wallet's policy; fields left out keep their value, `null` removes a bound. */

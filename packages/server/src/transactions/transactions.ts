@@ -1,7 +1,8 @@
 import { and, desc, eq, type SQL, sql } from "drizzle-orm";
 import { newId } from "../internal/crypto.ts";
-import { transactionCounts, transactions } from "../internal/db/schema.ts";
+import { transactionCounts, transactions, wallets } from "../internal/db/schema.ts";
 import type { Db } from "../internal/db/store.ts";
+import { errors } from "../internal/errors.ts";
 import { formatUnits } from "../internal/money.ts";
 
 export type TransactionRow = typeof transactions.$inferSelect;
@@ -106,4 +107,19 @@ export async function listTransactions(
       .where(and(...countConditions)),
   ]);
   return { rows, total: Number(counts[0]?.total ?? 0) };
+}
+
+/** A transaction by id, if it belongs to one of the account's wallets; NotFound otherwise. */
+export async function findTransactionForAccount(
+  db: Db,
+  accountId: string,
+  transactionId: string,
+): Promise<TransactionRow> {
+  const [row] = await db
+    .select({ transaction: transactions })
+    .from(transactions)
+    .innerJoin(wallets, eq(wallets.id, transactions.walletId))
+    .where(and(eq(transactions.id, transactionId), eq(wallets.accountId, accountId)));
+  if (!row) throw errors.transactionNotFound(transactionId);
+  return row.transaction;
 }

@@ -122,3 +122,20 @@ export async function archiveWallet(db: Db, accountId: string, walletId: string)
     .set({ status: "archived", archivedAt: new Date() })
     .where(and(eq(wallets.id, walletId), eq(wallets.accountId, accountId)));
 }
+
+/**
+ * Opens the wallet's private key for one chain kind, for signing. The caller zeroes the buffer when done.
+ */
+export async function openSigningKey(
+  db: Db,
+  keyring: Keyring,
+  wallet: WalletRow,
+  kind: ChainKind,
+): Promise<Buffer> {
+  const [row] = await db
+    .select()
+    .from(walletKeys)
+    .where(and(eq(walletKeys.walletId, wallet.id), eq(walletKeys.chainKind, kind)));
+  if (!row) throw new Error(`wallet ${wallet.id} has no ${kind} key`);
+  return keyring.openPrivateKey(wallet.id, kind, wallet.wrappedDataKey, row.encryptedPrivateKey);
+}

@@ -8,6 +8,8 @@ import { registerHealthz } from "./health/healthz.ts";
 import { registerGetPolicy } from "./policy/get.ts";
 import { registerSetPolicyStatus } from "./policy/set-status.ts";
 import { registerUpdatePolicy } from "./policy/update.ts";
+import { registerSend } from "./spends/send.ts";
+import { registerGetTransaction } from "./transactions/get.ts";
 import { registerListTransactions } from "./transactions/list.ts";
 import { registerArchiveWallet } from "./wallets/archive.ts";
 import { registerCreateWallet } from "./wallets/create.ts";
@@ -27,6 +29,8 @@ export function registerRoutes(app: App, services: Services): void {
   registerGetWallet(app, services);
   registerArchiveWallet(app, services);
   registerListTransactions(app, services);
+  registerGetTransaction(app, services);
+  registerSend(app, services);
   registerGetPolicy(app, services);
   registerUpdatePolicy(app, services);
   registerSetPolicyStatus(app, services);

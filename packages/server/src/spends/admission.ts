@@ -1,0 +1,219 @@
+import { and, eq, gt, inArray, sql } from "drizzle-orm";
+import type { SignedTransfer, TokenInfo } from "../chains/types.ts";
+import { attachTransaction, type IdempotencyClaim } from "../idempotency/idempotency.ts";
+import { evmNonces, transactions, walletPolicies } from "../internal/db/schema.ts";
+import type { Db } from "../internal/db/store.ts";
+import { errors } from "../internal/errors.ts";
+import { formatUsd } from "../internal/money.ts";
+import type { PolicyRow } from "../policy/policy.ts";
+import { recordTransaction, type TransactionRow } from "../transactions/transactions.ts";
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** A spend as the policy sees it. */
+export interface SpendFacts {
+  walletId: string;
+  type: "send" | "x402";
+  chain: string;
+  token: TokenInfo;
+  amount: bigint;
+  from: string;
+  /** Recipient address (and, for x402, also checked as a hostname). */
+  to: string;
+  /** Whitelist entries that also admit this spend (x402: the hostname). */
+  alsoAllowedAs?: string[];
+  /** USD value in micro-dollars; undefined when the token has no price. */
+  usdMicros: bigint | undefined;
+  spendDecisionId?: string | undefined;
+}
+
+/**
+ * The rules that do not depend on other spends: paused, whitelist, price known, per-transaction bound.
+ * Throws PolicyViolation with api.md's reasons.
+ */
+export function checkStaticRules(policy: PolicyRow, spend: SpendFacts): void {
+  if (policy.status === "paused") {
+    throw errors.policyViolation("policy_paused", "Spending is paused for this wallet", { rule: "status" });
+  }
+  if (policy.whitelist.length > 0) {
+    const candidates = [spend.to, ...(spend.alsoAllowedAs ?? [])];
+    const allowed = candidates.some((candidate) =>
+      policy.whitelist.some((entry) => sameRecipient(entry, candidate)),
+    );
+    if (!allowed) {
+      throw errors.policyViolation(
+        "recipient_not_allowed",
+        `Recipient ${spend.to} is not on this wallet's whitelist`,
+        {
+          rule: "whitelist",
+          recipient: spend.to,
+        },
+      );
+    }
+  }
+  const bounded = policy.maxPerTxMicros !== null || policy.dailyLimitMicros !== null;
+  if (bounded && spend.usdMicros === undefined) {
+    throw errors.policyViolation(
+      "price_unavailable",
+      `No USD price is known for ${spend.token.symbol} on ${spend.chain}, so this spend cannot be checked against the policy's USD limits`,
+      { rule: "price", token: spend.token.symbol, chain: spend.chain },
+    );
+  }
+  if (
+    policy.maxPerTxMicros !== null &&
+    spend.usdMicros !== undefined &&
+    spend.usdMicros > policy.maxPerTxMicros
+  ) {
+    throw errors.policyViolation(
+      "max_per_tx",
+      `Per-transaction limit of ${formatUsd(policy.maxPerTxMicros)} exceeded: this spend is ${formatUsd(spend.usdMicros)}`,
+      { rule: "maxPerTx", limit: usdString(policy.maxPerTxMicros), requested: usdString(spend.usdMicros) },
+    );
+  }
+}
+
+/** EVM addresses compare without case; Solana addresses and hostnames as written (hostnames lower-cased). */
+function sameRecipient(entry: string, candidate: string): boolean {
+  if (entry.startsWith("0x") && candidate.startsWith("0x"))
+    return entry.toLowerCase() === candidate.toLowerCase();
+  return entry === candidate || entry.toLowerCase() === candidate.toLowerCase();
+}
+
+const usdString = (micros: bigint) => formatUsd(micros).slice(1);
+
+/** The spends that hold a reservation in the rolling window: pending or confirmed, in the last 24 h. */
+async function windowUsage(
+  db: Db,
+  walletId: string,
+  now: Date,
+): Promise<{ used: bigint; oldest: Date | null }> {
+  const [row] = await db
+    .select({
+      used: sql<string>`coalesce(sum(${transactions.usdMicros}), 0)`,
+      oldest: sql<Date | string | null>`min(${transactions.createdAt})`,
+    })
+    .from(transactions)
+    .where(
+      and(
+        eq(transactions.walletId, walletId),
+        inArray(transactions.type, ["send", "x402"]),
+        inArray(transactions.status, ["pending", "confirmed"]),
+        gt(transactions.createdAt, new Date(now.getTime() - DAY_MS)),
+      ),
+    );
+  const oldest = row?.oldest ? new Date(row.oldest) : null;
+  return { used: BigInt(row?.used ?? 0), oldest };
+}
+
+/**
+ * The one atomic step of a spend: lock the wallet's policy row, check every rule against it and the
+ * rolling window, hand out the EVM nonce, sign, and record the spend `pending` — all in one database
+ * transaction. However many spends race, each sees the ones admitted before it, so the sum admitted never
+ * passes the daily limit (on PGlite, on PostgreSQL, and across instances sharing one PostgreSQL).
+ *
+ * `sign` runs inside the transaction; it receives the nonce (EVM) and must not broadcast.
+ */
+export async function admitSpend(
+  db: Db,
+  spend: SpendFacts,
+  options: {
+    evmNonce?: { chainPendingNonce: number };
+    sign: (nonce: number | undefined) => Promise<SignedTransfer>;
+    idempotency?: IdempotencyClaim | undefined;
+    now?: Date;
+  },
+): Promise<TransactionRow> {
+  return db.transaction(async (txDb) => {
+    const tx = txDb as unknown as Db;
+    const [policy] = await tx
+      .select()
+      .from(walletPolicies)
+      .where(eq(walletPolicies.walletId, spend.walletId))
+      .for("update");
+    if (!policy) throw new Error(`wallet ${spend.walletId} has no policy row`);
+    checkStaticRules(policy, spend);
+    const now = options.now ?? new Date();
+    if (policy.dailyLimitMicros !== null && spend.usdMicros !== undefined) {
+      const { used, oldest } = await windowUsage(tx, spend.walletId, now);
+      if (used + spend.usdMicros > policy.dailyLimitMicros) {
+        const remaining = policy.dailyLimitMicros > used ? policy.dailyLimitMicros - used : 0n;
+        throw errors.policyViolation(
+          "daily_limit",
+          `Daily limit of ${formatUsd(policy.dailyLimitMicros)} exceeded: ${formatUsd(used)} used in the last 24h, this spend is ${formatUsd(spend.usdMicros)}`,
+          {
+            rule: "dailyLimit",
+            limit: usdString(policy.dailyLimitMicros),
+            used: usdString(used),
+            requested: usdString(spend.usdMicros),
+            remaining: usdString(remaining),
+            resetsAt: new Date((oldest ?? now).getTime() + DAY_MS).toISOString(),
+          },
+        );
+      }
+    }
+    let nonce: number | undefined;
+    if (options.evmNonce) {
+      // max(what we handed out, what the chain has seen), then move past it: consecutive, never reused.
+      const [allocated] = await tx
+        .insert(evmNonces)
+        .values({
+          chain: spend.chain,
+          address: spend.from,
+          nextNonce: options.evmNonce.chainPendingNonce + 1,
+        })
+        .onConflictDoUpdate({
+          target: [evmNonces.chain, evmNonces.address],
+          set: {
+            nextNonce: sql`greatest(${evmNonces.nextNonce}, ${options.evmNonce.chainPendingNonce}) + 1`,
+          },
+        })
+        .returning({ next: evmNonces.nextNonce });
+      if (!allocated) throw new Error("nonce allocation returned no row");
+      nonce = allocated.next - 1;
+    }
+    const signed = await options.sign(nonce);
+    const row = await recordTransaction(tx, {
+      walletId: spend.walletId,
+      type: spend.type,
+      chain: spend.chain,
+      token: spend.token.symbol,
+      amountAtomic: spend.amount,
+      decimals: spend.token.decimals,
+      fromAddress: spend.from,
+      toAddress: spend.to,
+      txHash: signed.txHash,
+      status: "pending",
+      spendDecisionId: spend.spendDecisionId ?? null,
+      usdMicros: spend.usdMicros ?? null,
+      rawTx: signed.raw,
+      nonce: signed.nonce ?? null,
+      lastValidBlockHeight: signed.lastValidBlockHeight ?? null,
+      createdAt: now,
+    });
+    if (options.idempotency) await attachTransaction(tx, options.idempotency, row.id);
+    return row;
+  });
+}
+
+/**
+ * Gives back a nonce whose transaction never reached the chain, when no later nonce was handed out since.
+ * Returns false when a later one was: the caller must then fill the gap on chain.
+ */
+export async function releaseNonce(db: Db, chain: string, address: string, nonce: number): Promise<boolean> {
+  const released = await db
+    .update(evmNonces)
+    .set({ nextNonce: nonce })
+    .where(
+      and(eq(evmNonces.chain, chain), eq(evmNonces.address, address), eq(evmNonces.nextNonce, nonce + 1)),
+    )
+    .returning({ next: evmNonces.nextNonce });
+  return released.length > 0;
+}
+
+/** Marks a pending spend failed: its reservation is released, since the window counts only live spends. */
+export async function failSpend(db: Db, transactionId: string, reason: string): Promise<void> {
+  await db
+    .update(transactions)
+    .set({ status: "failed", failureReason: reason })
+    .where(and(eq(transactions.id, transactionId), eq(transactions.status, "pending")));
+}

@@ -1,0 +1,156 @@
+import { and, asc, eq, inArray } from "drizzle-orm";
+import type { Logger } from "pino";
+import type { ChainClient } from "../chains/types.ts";
+import { transactions, wallets } from "../internal/db/schema.ts";
+import type { Db } from "../internal/db/store.ts";
+import type { Keyring } from "../wallets/keyring.ts";
+import { openSigningKey } from "../wallets/wallets.ts";
+import { failSpend } from "./admission.ts";
+import { findToken } from "./send.ts";
+
+/** A pending spend not seen on chain after this long is broadcast again (harmless: same hash). */
+const REBROADCAST_AFTER_MS = 3_000;
+
+export interface ConfirmerDeps {
+  db: Db;
+  keyring: Keyring;
+  chainClient(name: string): ChainClient | undefined;
+  log: Logger;
+}
+
+/**
+ * Moves pending spends to `confirmed` or `failed`, and is the crash recovery too: its first pass after
+ * start-up reconciles every pending row against the chain: confirmed if it landed; broadcast (again) if it
+ * still can; failed if it never can. A Solana spend whose blockhash expired before it landed is rebuilt and
+ * re-signed only then, and only once across instances (compare-and-set on its hash).
+ */
+export class Confirmer {
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<void> | undefined;
+  #stopped = false;
+
+  constructor(
+    readonly deps: ConfirmerDeps,
+    readonly intervalMs: number,
+  ) {}
+
+  start(): void {
+    const tick = async () => {
+      if (this.#stopped) return;
+      this.#running = this.runOnce().catch((error: unknown) =>
+        this.deps.log.warn({ err: error }, "confirmer pass failed"),
+      );
+      await this.#running;
+      if (!this.#stopped) this.#timer = setTimeout(tick, this.intervalMs);
+    };
+    void tick();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    await this.#running;
+  }
+
+  /** One pass over the pending spends, oldest first. */
+  async runOnce(): Promise<void> {
+    const pending = await this.deps.db
+      .select()
+      .from(transactions)
+      .where(and(eq(transactions.status, "pending"), inArray(transactions.type, ["send", "x402"])))
+      .orderBy(asc(transactions.createdAt))
+      .limit(200);
+    for (const row of pending) {
+      if (this.#stopped) return;
+      const client = this.deps.chainClient(row.chain);
+      if (!client || !row.txHash || !row.rawTx) continue;
+      try {
+        await this.#settle(client, row);
+      } catch (error) {
+        this.deps.log.warn(
+          { err: error, transactionId: row.id },
+          "could not reconcile a pending spend; will retry",
+        );
+      }
+    }
+  }
+
+  async #settle(client: ChainClient, row: typeof transactions.$inferSelect): Promise<void> {
+    const { db } = this.deps;
+    const txHash = row.txHash ?? "";
+    const status = await client.getTransferStatus(
+      {
+        txHash,
+        ...(row.nonce !== null ? { nonce: row.nonce } : {}),
+        ...(row.lastValidBlockHeight !== null ? { lastValidBlockHeight: row.lastValidBlockHeight } : {}),
+      },
+      row.fromAddress,
+    );
+    switch (status.state) {
+      case "confirmed":
+        await db
+          .update(transactions)
+          .set({ status: "confirmed", confirmedAt: status.blockTime ?? new Date() })
+          .where(and(eq(transactions.id, row.id), eq(transactions.status, "pending")));
+        return;
+      case "failed":
+        await failSpend(db, row.id, status.reason);
+        return;
+      case "pending": {
+        const last = row.broadcastAt?.getTime() ?? 0;
+        if (Date.now() - last < REBROADCAST_AFTER_MS) return;
+        await db.update(transactions).set({ broadcastAt: new Date() }).where(eq(transactions.id, row.id));
+        await client.broadcast({ txHash, raw: row.rawTx ?? "" }).catch((error: unknown) => {
+          this.deps.log.debug({ err: error, transactionId: row.id }, "re-broadcast not accepted");
+        });
+        return;
+      }
+      case "dropped":
+        if (client.config.kind === "solana") {
+          await this.#rebuild(client, row);
+        } else {
+          await failSpend(db, row.id, status.reason);
+        }
+        return;
+    }
+  }
+
+  /** Re-signs a Solana spend whose blockhash expired unlanded; only the instance that wins the swap sends it. */
+  async #rebuild(client: ChainClient, row: typeof transactions.$inferSelect): Promise<void> {
+    const { db, keyring } = this.deps;
+    const [wallet] = await db.select().from(wallets).where(eq(wallets.id, row.walletId));
+    if (!wallet) return;
+    const token = findToken(client, row.token);
+    const privateKey = await openSigningKey(db, keyring, wallet, "solana");
+    let signed: Awaited<ReturnType<ChainClient["signTransfer"]>>;
+    try {
+      signed = await client.signTransfer({ privateKey, to: row.toAddress, token, amount: row.amountAtomic });
+    } finally {
+      privateKey.fill(0);
+    }
+    const swapped = await db
+      .update(transactions)
+      .set({
+        txHash: signed.txHash,
+        rawTx: signed.raw,
+        lastValidBlockHeight: signed.lastValidBlockHeight ?? null,
+        broadcastAt: new Date(),
+      })
+      .where(
+        and(
+          eq(transactions.id, row.id),
+          eq(transactions.status, "pending"),
+          eq(transactions.txHash, row.txHash ?? ""),
+        ),
+      )
+      .returning({ id: transactions.id });
+    if (swapped.length === 0) return;
+    this.deps.log.info({ transactionId: row.id }, "blockhash expired before landing; re-signed and re-sent");
+    await client.broadcast(signed).catch((error: unknown) => {
+      this.deps.log.warn(
+        { err: error, transactionId: row.id },
+        "re-signed transaction not accepted; will retry",
+      );
+    });
+  }
+}
