@@ -9,6 +9,7 @@ import type { Config } from "./internal/config.ts";
 import { newKey, randomBase62 } from "./internal/crypto.ts";
 import { openStore, type Store, type StoreLocation } from "./internal/db/store.ts";
 import { MemoryRateLimiter, type RateLimiter, RedisRateLimiter } from "./internal/rate-limit.ts";
+import { Confirmer } from "./spends/confirmer.ts";
 import { Keyring } from "./wallets/keyring.ts";
 
 /** A running service: its address, its parts for tests, and how to stop it. */
@@ -51,6 +52,8 @@ export async function startService(config: Config, options: StartOptions = {}): 
     const keyring = new Keyring(secrets.masterKey);
     await keyring.checkAgainst(store.db);
     rateLimiter = config.redisUrl ? new RedisRateLimiter(config.redisUrl) : new MemoryRateLimiter();
+    // Replaced by the chain layer's clients (issue 3).
+    const chainClient = () => undefined;
     const app = await createApp(
       {
         config,
@@ -58,13 +61,18 @@ export async function startService(config: Config, options: StartOptions = {}): 
         keyring,
         accessTokens: new AccessTokens(secrets.jwtSecret),
         chains: new ChainRegistry(DEFAULT_CHAINS),
-        // Replaced by the chain layer's clients (issue 3).
-        chainClient: () => undefined,
+        chainClient,
         rateLimiter,
       },
       { logger },
     );
     const url = await app.listen({ port: config.port, host: config.host });
+    // Its first pass reconciles whatever a previous process left pending.
+    const confirmer = new Confirmer(
+      { db: store.db, keyring, chainClient, log: logger },
+      config.confirmerIntervalMs,
+    );
+    confirmer.start();
     const limiter = rateLimiter;
     return {
       app,
@@ -72,6 +80,7 @@ export async function startService(config: Config, options: StartOptions = {}): 
       store,
       keyring,
       close: async () => {
+        await confirmer.stop();
         await app.close();
         await limiter.close();
         await store.close();

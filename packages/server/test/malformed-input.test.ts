@@ -152,7 +152,7 @@ beforeAll(async () => {
 afterAll(() => server.close());
 
 describe("malformed input", () => {
-  it("answers 1,200 generated malformed requests across every route with no 5xx and every error in shape", async () => {
+  it("answers 1,600 generated malformed requests across every route with no 5xx and every error in shape", async () => {
     const rng = prng(20261122);
     const routes = [
       {
@@ -203,6 +203,30 @@ describe("malformed input", () => {
         auth: true,
       },
       { method: "GET", path: "/healthz", auth: false },
+      {
+        method: "POST",
+        path: () => `/v1/wallets/${walletId}/send`,
+        template: {
+          to: "0x000000000000000000000000000000000000dEaD",
+          amount: "1",
+          token: "USDC",
+          chain: "base",
+        },
+        auth: true,
+      },
+      {
+        method: "PATCH",
+        path: () => `/v1/wallets/${walletId}/policy`,
+        template: { maxPerTx: "10", dailyLimit: "50", whitelist: [] },
+        auth: true,
+      },
+      {
+        method: "POST",
+        path: () =>
+          `/v1/wallets/${rng.pick([walletId, "wal_x", "x"])}/policy/${rng.pick(["pause", "resume", "stop"])}`,
+        auth: true,
+      },
+      { method: "GET", path: () => `/v1/transactions/${pathSegment(rng.pick(WEIRD_STRINGS))}`, auth: true },
     ] as const;
     const badAuthorizations = [
       "",
@@ -219,7 +243,7 @@ describe("malformed input", () => {
 
     const failures: string[] = [];
     let sent = 0;
-    const total = 1200;
+    const total = 1600;
     const one = async (i: number) => {
       const route = routes[i % routes.length] as (typeof routes)[number];
       const path = typeof route.path === "function" ? route.path() : route.path;

@@ -30,6 +30,7 @@ const envSchema = z.object({
   SVC_RATE_LIMIT_PER_ADDRESS_PER_MINUTE: positiveInt.default(1200),
   SVC_LOGIN_LIMIT_PER_MINUTE: positiveInt.default(10),
   SVC_TRUST_PROXY: z.enum(["true", "false"]).default("false"),
+  SVC_CONFIRMER_INTERVAL_MS: positiveInt.default(1000),
 });
 
 /** Requests allowed per fixed one-minute window, by what is being limited. */
@@ -56,6 +57,8 @@ export interface Config {
   logLevel: string;
   rateLimits: RateLimits;
   trustProxy: boolean;
+  /** How often pending spends are checked against their chain. */
+  confirmerIntervalMs: number;
 }
 
 /** Thrown when the environment holds a bad value; its message is one line per bad variable. */
@@ -92,5 +95,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       loginAttempts: e.SVC_LOGIN_LIMIT_PER_MINUTE,
     },
     trustProxy: e.SVC_TRUST_PROXY === "true",
+    confirmerIntervalMs: e.SVC_CONFIRMER_INTERVAL_MS,
   };
 }
