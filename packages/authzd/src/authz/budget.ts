@@ -20,10 +20,16 @@ export class Queue<T> {
   }
 }
 
-interface Reservation {
-  decisionId: string;
-  credits: number;
-  expiresAt: number;
+/**
+ * What the ledger needs of an approved spend. The decision record itself is passed in, so a decision
+ * costs the ledger no object of its own.
+ */
+export interface Reservation {
+  readonly credits: number;
+  /** When the reservation is released if not settled by then (ms since the epoch). */
+  readonly expiresAt: number;
+  /** When it was settled, or null. Set by {@link PayerLedger.settle}. */
+  settledAt: number | null;
 }
 
 /** What a payer has used, in credits, at one instant. */
@@ -34,11 +40,16 @@ export interface BudgetUsage {
   settled: number;
 }
 
+/** Whether a reservation still holds its credits at `now` (neither settled nor expired). */
+export function isHeld(reservation: Reservation, now: number): boolean {
+  return reservation.settledAt === null && reservation.expiresAt > now;
+}
+
 /**
- * Credits of one payer. An approval reserves credits until it is settled or until the reservation
- * expires; settled credits count for one window from the time of settlement. Usage at any instant is
- * reserved plus settled, and the caller admits a spend only while usage plus its credits stays within
- * the budget. Both queues are ordered by time, so expiry is a pop from the front.
+ * Credits of one payer. An approval reserves credits until it is settled or its reservation expires;
+ * settled credits count for one window from the time of settlement. Usage at any instant is reserved
+ * plus settled, and the caller admits a spend only while usage plus its credits stays within the
+ * budget. Both queues are ordered by time, so expiry is a pop from the front.
  *
  * Time is passed in (milliseconds since the epoch) so that replaying audit rows at their own times
  * rebuilds exactly the state the live daemon had.
@@ -46,14 +57,10 @@ export interface BudgetUsage {
 export class PayerLedger {
   private reservedCredits = 0;
   private settledCredits = 0;
-  private readonly live = new Map<string, Reservation>();
   private readonly reservations = new Queue<Reservation>();
-  private readonly settlements = new Queue<{ at: number; credits: number }>();
+  private readonly settlements = new Queue<Reservation>();
 
-  constructor(
-    private readonly windowMs: number,
-    private readonly reservationTtlMs: number,
-  ) {}
+  constructor(private readonly windowMs: number) {}
 
   /** Usage at `now`, after releasing expired reservations and settlements that left the window. */
   usage(now: number): BudgetUsage {
@@ -62,30 +69,20 @@ export class PayerLedger {
   }
 
   /** Reserves credits for an approved decision made at `at`. */
-  reserve(decisionId: string, credits: number, at: number): void {
+  reserve(reservation: Reservation, at: number): void {
     this.expire(at);
-    const reservation = { decisionId, credits, expiresAt: at + this.reservationTtlMs };
-    this.live.set(decisionId, reservation);
     this.reservations.push(reservation);
-    this.reservedCredits += credits;
+    this.reservedCredits += reservation.credits;
   }
 
-  /** Whether the decision's reservation is still held at `now` (neither settled nor expired). */
-  holds(decisionId: string, now: number): boolean {
-    this.expire(now);
-    return this.live.has(decisionId);
-  }
-
-  /** Commits a reservation: its credits now count as settled for one window from `at`. */
-  settle(decisionId: string, credits: number, at: number): void {
+  /** Commits a reservation: its credits count as settled for one window from `at`. Once only. */
+  settle(reservation: Reservation, at: number): void {
     this.expire(at);
-    const reservation = this.live.get(decisionId);
-    if (reservation !== undefined) {
-      this.live.delete(decisionId);
-      this.reservedCredits -= reservation.credits;
-    }
-    this.settlements.push({ at, credits });
-    this.settledCredits += credits;
+    if (reservation.settledAt !== null) return;
+    if (isHeld(reservation, at)) this.reservedCredits -= reservation.credits;
+    reservation.settledAt = at;
+    this.settlements.push(reservation);
+    this.settledCredits += reservation.credits;
   }
 
   private expire(now: number): void {
@@ -95,13 +92,15 @@ export class PayerLedger {
       r = this.reservations.peek()
     ) {
       this.reservations.shift();
-      if (this.live.get(r.decisionId) === r) {
-        this.live.delete(r.decisionId);
-        this.reservedCredits -= r.credits;
-      }
+      // A settled reservation gave its credits back when it was settled.
+      if (r.settledAt === null) this.reservedCredits -= r.credits;
     }
     const horizon = now - this.windowMs;
-    for (let s = this.settlements.peek(); s !== undefined && s.at <= horizon; s = this.settlements.peek()) {
+    for (
+      let s = this.settlements.peek();
+      s !== undefined && (s.settledAt ?? 0) <= horizon;
+      s = this.settlements.peek()
+    ) {
       this.settlements.shift();
       this.settledCredits -= s.credits;
     }

@@ -126,21 +126,21 @@ export class AuthzService {
     const request = parsed.value;
     const now = Date.now();
     const decision = this.state.decision(request.decision_id, now);
-    if (decision === undefined || decision.row.payer !== caller.name) throw errors.decisionNotFound();
-    const differing = SETTLED_FACTS.filter((fact) => decision.row[fact] !== request[fact]);
+    if (decision === undefined || decision.payer !== caller.name) throw errors.decisionNotFound();
+    const differing = SETTLED_FACTS.filter((fact) => decision[fact] !== request[fact]);
     if (differing.length > 0) throw errors.settleMismatch(differing);
-    if (decision.settlement !== null) {
+    if (decision.receiptId !== null) {
       // A duplicate that arrives while the first settlement is being synced answers only after it.
       await this.pendingSettles.get(request.decision_id)?.catch(() => {
         throw errors.auditUnavailable();
       });
       return {
         kind: "spend_settled",
-        receipt_id: decision.settlement.receipt_id,
+        receipt_id: decision.receiptId,
         decision_id: request.decision_id,
       };
     }
-    if (!this.state.reservationHeld(caller.name, request.decision_id, now)) throw errors.reservationExpired();
+    if (!this.state.reservationHeld(decision, now)) throw errors.reservationExpired();
     const fields: SpendSettledFields = {
       kind: "spend_settled",
       decision_id: request.decision_id,

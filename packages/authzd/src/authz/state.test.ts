@@ -68,15 +68,17 @@ describe("AuthzState", () => {
     const state = new AuthzState(WINDOW, TTL);
     state.apply(decided("a", 0));
     state.apply(settled("a", 50));
-    expect(state.decision("a", 1_049)?.settlement?.receipt_id).toBe("rcp_a");
+    expect(state.decision("a", 1_049)?.receiptId).toBe("rcp_a");
     expect(state.decision("a", 1_050)).toBeUndefined();
   });
 
   it("remembers an unsettled decision for its reservation time plus one window, then forgets it", () => {
     const state = new AuthzState(WINDOW, TTL);
     state.apply(decided("a", 0));
-    expect(state.decision("a", 1_099)?.settlement).toBeNull();
-    expect(state.reservationHeld("agent", "a", 1_099)).toBe(false);
+    const decision = state.decision("a", 1_099);
+    expect(decision).toMatchObject({ receiptId: null, settledAt: null, amount: "5", credits: 1 });
+    expect(decision !== undefined && state.reservationHeld(decision, 99)).toBe(true);
+    expect(decision !== undefined && state.reservationHeld(decision, 100)).toBe(false);
     expect(state.decision("a", 1_100)).toBeUndefined();
   });
 });

@@ -1,5 +1,5 @@
-import type { AuditRow, SpendDecidedFields, SpendSettledFields } from "../audit/rows.ts";
-import { type BudgetUsage, PayerLedger, Queue } from "./budget.ts";
+import type { AuditRow } from "../audit/rows.ts";
+import { type BudgetUsage, isHeld, PayerLedger, Queue, type Reservation } from "./budget.ts";
 
 /** Capabilities an identity can hold. */
 export const CAPABILITIES = ["wallet.spend.authorize", "wallet.spend.settle", "audit.read"] as const;
@@ -20,17 +20,23 @@ export interface Identity {
   grants: Map<Capability, number | null>;
 }
 
-/** An approved decision, kept for settlement. */
-export interface ApprovedDecision {
-  row: SpendDecidedFields;
-  decidedAt: number;
-  settlement: SpendSettledFields | null;
+/**
+ * An approved decision, kept for settlement: only the facts a settlement must match, and the
+ * reservation the payer's ledger holds. Deliberately small; the audit row has everything else.
+ */
+export interface ApprovedDecision extends Reservation {
+  readonly payer: string;
+  readonly provider: string;
+  readonly network: string;
+  readonly asset: string;
+  readonly amount: string;
+  readonly credits: number;
+  readonly decidedAt: number;
+  receiptId: string | null;
 }
 
-interface Forget {
-  at: number;
-  decisionId: string;
-}
+/** Distinct strings kept for sharing; beyond this, strings are stored as they come. */
+const INTERN_LIMIT = 10_000;
 
 /**
  * Everything the daemon knows, derived only from audit rows. The live daemon and the start-up replay
@@ -41,10 +47,12 @@ export class AuthzState {
   private readonly byToken = new Map<string, Identity>();
   private readonly approved = new Map<string, ApprovedDecision>();
   private readonly ledgers = new Map<string, PayerLedger>();
-  /** When unsettled decisions may be forgotten, in decision order. */
-  private readonly forgetUnsettled = new Queue<Forget>();
-  /** When settled decisions may be forgotten, in settlement order. */
-  private readonly forgetSettled = new Queue<Forget>();
+  /** Approved decisions in decision order, to forget the unsettled ones. */
+  private readonly byDecision = new Queue<{ id: string; decision: ApprovedDecision }>();
+  /** Settled decisions in settlement order, to forget them. */
+  private readonly bySettlement = new Queue<{ id: string; decision: ApprovedDecision }>();
+  /** Providers, networks, assets and payers repeat across decisions; one copy of each is enough. */
+  private readonly strings = new Map<string, string>();
 
   constructor(
     private readonly budgetWindowMs: number,
@@ -79,23 +87,30 @@ export class AuthzState {
         if (!row.approved) return;
         const at = Date.parse(row.time);
         this.forget(at);
-        const { seq: _seq, prev: _prev, time: _time, ...fields } = row;
-        this.approved.set(row.decision_id, { row: fields, decidedAt: at, settlement: null });
-        this.ledger(row.payer).reserve(row.decision_id, row.credits, at);
-        this.forgetUnsettled.push({
-          at: at + this.reservationTtlMs + this.budgetWindowMs,
-          decisionId: row.decision_id,
-        });
+        const decision: ApprovedDecision = {
+          payer: this.intern(row.payer),
+          provider: this.intern(row.provider),
+          network: this.intern(row.network),
+          asset: this.intern(row.asset),
+          amount: row.amount,
+          credits: row.credits,
+          decidedAt: at,
+          expiresAt: at + this.reservationTtlMs,
+          settledAt: null,
+          receiptId: null,
+        };
+        this.approved.set(row.decision_id, decision);
+        this.byDecision.push({ id: row.decision_id, decision });
+        this.ledger(row.payer).reserve(decision, at);
         return;
       }
       case "spend_settled": {
         const decision = this.approved.get(row.decision_id);
-        if (decision === undefined || decision.settlement !== null) return;
-        const { seq: _seq, prev: _prev, time: _time, ...fields } = row;
-        decision.settlement = fields;
+        if (decision === undefined || decision.receiptId !== null) return;
         const at = Date.parse(row.time);
-        this.ledger(row.payer).settle(row.decision_id, row.credits, at);
-        this.forgetSettled.push({ at: at + this.budgetWindowMs, decisionId: row.decision_id });
+        decision.receiptId = row.receipt_id;
+        this.ledger(row.payer).settle(decision, at);
+        this.bySettlement.push({ id: row.decision_id, decision });
         return;
       }
       case "audit_repaired":
@@ -130,30 +145,42 @@ export class AuthzState {
     return this.ledger(payer).usage(now);
   }
 
-  /** Whether the decision's reservation is still held (not expired) at `now`. */
-  reservationHeld(payer: string, decisionId: string, now: number): boolean {
-    return this.ledger(payer).holds(decisionId, now);
+  /** Whether the decision's reservation is still held (neither settled nor expired) at `now`. */
+  reservationHeld(decision: ApprovedDecision, now: number): boolean {
+    return isHeld(decision, now);
   }
 
   private forget(now: number): void {
+    const window = this.budgetWindowMs;
     for (
-      let f = this.forgetUnsettled.peek();
-      f !== undefined && f.at <= now;
-      f = this.forgetUnsettled.peek()
+      let f = this.byDecision.peek();
+      f !== undefined && f.decision.expiresAt + window <= now;
+      f = this.byDecision.peek()
     ) {
-      this.forgetUnsettled.shift();
-      if (this.approved.get(f.decisionId)?.settlement === null) this.approved.delete(f.decisionId);
+      this.byDecision.shift();
+      if (f.decision.settledAt === null) this.approved.delete(f.id);
     }
-    for (let f = this.forgetSettled.peek(); f !== undefined && f.at <= now; f = this.forgetSettled.peek()) {
-      this.forgetSettled.shift();
-      this.approved.delete(f.decisionId);
+    for (
+      let f = this.bySettlement.peek();
+      f !== undefined && (f.decision.settledAt ?? 0) + window <= now;
+      f = this.bySettlement.peek()
+    ) {
+      this.bySettlement.shift();
+      this.approved.delete(f.id);
     }
+  }
+
+  private intern(value: string): string {
+    const known = this.strings.get(value);
+    if (known !== undefined) return known;
+    if (this.strings.size < INTERN_LIMIT) this.strings.set(value, value);
+    return value;
   }
 
   private ledger(payer: string): PayerLedger {
     let ledger = this.ledgers.get(payer);
     if (ledger === undefined) {
-      ledger = new PayerLedger(this.budgetWindowMs, this.reservationTtlMs);
+      ledger = new PayerLedger(this.budgetWindowMs);
       this.ledgers.set(payer, ledger);
     }
     return ledger;
