@@ -25,6 +25,7 @@ export interface Identity {
  * reservation the payer's ledger holds. Deliberately small; the audit row has everything else.
  */
 export interface ApprovedDecision extends Reservation {
+  readonly id: string;
   readonly payer: string;
   readonly provider: string;
   readonly network: string;
@@ -48,9 +49,9 @@ export class AuthzState {
   private readonly approved = new Map<string, ApprovedDecision>();
   private readonly ledgers = new Map<string, PayerLedger>();
   /** Approved decisions in decision order, to forget the unsettled ones. */
-  private readonly byDecision = new Queue<{ id: string; decision: ApprovedDecision }>();
+  private readonly byDecision = new Queue<ApprovedDecision>();
   /** Settled decisions in settlement order, to forget them. */
-  private readonly bySettlement = new Queue<{ id: string; decision: ApprovedDecision }>();
+  private readonly bySettlement = new Queue<ApprovedDecision>();
   /** Providers, networks, assets and payers repeat across decisions; one copy of each is enough. */
   private readonly strings = new Map<string, string>();
 
@@ -88,6 +89,7 @@ export class AuthzState {
         const at = Date.parse(row.time);
         this.forget(at);
         const decision: ApprovedDecision = {
+          id: row.decision_id,
           payer: this.intern(row.payer),
           provider: this.intern(row.provider),
           network: this.intern(row.network),
@@ -100,7 +102,7 @@ export class AuthzState {
           receiptId: null,
         };
         this.approved.set(row.decision_id, decision);
-        this.byDecision.push({ id: row.decision_id, decision });
+        this.byDecision.push(decision);
         this.ledger(row.payer).reserve(decision, at);
         return;
       }
@@ -110,7 +112,7 @@ export class AuthzState {
         const at = Date.parse(row.time);
         decision.receiptId = row.receipt_id;
         this.ledger(row.payer).settle(decision, at);
-        this.bySettlement.push({ id: row.decision_id, decision });
+        this.bySettlement.push(decision);
         return;
       }
       case "audit_repaired":
@@ -153,20 +155,20 @@ export class AuthzState {
   private forget(now: number): void {
     const window = this.budgetWindowMs;
     for (
-      let f = this.byDecision.peek();
-      f !== undefined && f.decision.expiresAt + window <= now;
-      f = this.byDecision.peek()
+      let d = this.byDecision.peek();
+      d !== undefined && d.expiresAt + window <= now;
+      d = this.byDecision.peek()
     ) {
       this.byDecision.shift();
-      if (f.decision.settledAt === null) this.approved.delete(f.id);
+      if (d.settledAt === null) this.approved.delete(d.id);
     }
     for (
-      let f = this.bySettlement.peek();
-      f !== undefined && (f.decision.settledAt ?? 0) + window <= now;
-      f = this.bySettlement.peek()
+      let d = this.bySettlement.peek();
+      d !== undefined && (d.settledAt ?? 0) + window <= now;
+      d = this.bySettlement.peek()
     ) {
       this.bySettlement.shift();
-      this.approved.delete(f.id);
+      this.approved.delete(d.id);
     }
   }
 
