@@ -1,14 +1,16 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import type { DevnetInfo } from "@svc/devnet";
 import pino, { type Logger } from "pino";
 import { AccessTokens } from "./accounts/access-tokens.ts";
 import { createApp, REDACTED_LOG_PATHS } from "./app.ts";
-import { ChainRegistry, DEFAULT_CHAINS } from "./chains/registry.ts";
+import { type ChainRegistry, createChainRegistry } from "./chains/registry.ts";
 import type { App } from "./http/types.ts";
 import type { Config } from "./internal/config.ts";
 import { newKey, randomBase62 } from "./internal/crypto.ts";
 import { openStore, type Store, type StoreLocation } from "./internal/db/store.ts";
 import { MemoryRateLimiter, type RateLimiter, RedisRateLimiter } from "./internal/rate-limit.ts";
+import { type LocalChains, openLocalChains } from "./local-chains.ts";
 import { Confirmer } from "./spends/confirmer.ts";
 import { Keyring } from "./wallets/keyring.ts";
 
@@ -26,6 +28,11 @@ export interface StartOptions {
   store?: StoreLocation;
   /** Where log lines go; default stdout. */
   logDestination?: pino.DestinationStream;
+  /**
+   * Local chains already running, for the devnet profile without RPC URLs (tests share one devnet per
+   * file). Without it that configuration starts its own devnet and stops it on close.
+   */
+  devnet?: DevnetInfo;
 }
 
 /**
@@ -48,19 +55,23 @@ export async function startService(config: Config, options: StartOptions = {}): 
       : { pgliteDir: join(resolve(config.dataDir), "pg") });
   const store = await openStore(location);
   let rateLimiter: RateLimiter | undefined;
+  let local: LocalChains | undefined;
+  let chains: ChainRegistry | undefined;
   try {
     const keyring = new Keyring(secrets.masterKey);
     await keyring.checkAgainst(store.db);
     rateLimiter = config.redisUrl ? new RedisRateLimiter(config.redisUrl) : new MemoryRateLimiter();
-    // Replaced by the chain layer's clients (issue 3).
-    const chainClient = () => undefined;
+    local = await openLocalChains(config, options.devnet);
+    chains = await createChainRegistry(local?.network ?? config.network);
+    const registry = chains;
+    const chainClient = (name: string) => registry.client(name);
     const app = await createApp(
       {
         config,
         store,
         keyring,
         accessTokens: new AccessTokens(secrets.jwtSecret),
-        chains: new ChainRegistry(DEFAULT_CHAINS),
+        chains: registry,
         chainClient,
         rateLimiter,
       },
@@ -74,6 +85,7 @@ export async function startService(config: Config, options: StartOptions = {}): 
     );
     confirmer.start();
     const limiter = rateLimiter;
+    const localChains = local;
     return {
       app,
       url,
@@ -84,11 +96,15 @@ export async function startService(config: Config, options: StartOptions = {}): 
         await app.close();
         await limiter.close();
         await store.close();
+        await registry.close();
+        await localChains?.stop();
       },
     };
   } catch (error) {
     await rateLimiter?.close();
     await store.close();
+    await chains?.close();
+    await local?.stop();
     throw error;
   }
 }

@@ -5,7 +5,13 @@ import { privateKeyToAddress } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { walletKeys, wallets } from "../src/internal/db/schema.ts";
 import { getPolicy } from "../src/policy/policy.ts";
-import { createTestServer, expectErrorShape, seedAccount, type TestServer } from "./support/test-server.ts";
+import {
+  createTestServer,
+  expectErrorShape,
+  seedAccount,
+  sharedDevnet,
+  type TestServer,
+} from "./support/test-server.ts";
 
 let server: TestServer;
 let apiKey: string;
@@ -61,17 +67,34 @@ describe("POST /v1/wallets", () => {
   });
 
   it("gives a wallet of EVM chains only an evm address, one address for every EVM chain", async () => {
-    const response = await server.api.post(
-      "/v1/wallets",
-      { name: "evm only", chains: ["base", "ethereum", "arbitrum"] },
-      apiKey,
-    );
-    expect(response.status).toBe(201);
-    expect(response.body.evm.address).toMatch(/^0x[0-9a-fA-F]{40}$/);
-    expect(response.body.solana).toBeUndefined();
-    const solanaOnly = await server.api.post("/v1/wallets", { name: "sol", chains: ["solana"] }, apiKey);
-    expect(solanaOnly.body.evm).toBeUndefined();
-    expect(solanaOnly.body.solana.address).toBeTruthy();
+    // The mainnet profile serves three EVM chains; its RPC URLs point at the local chains here, since
+    // creating a wallet makes no chain call.
+    const devnet = await sharedDevnet();
+    const mainnet = await createTestServer({
+      env: {
+        SVC_NETWORK_PROFILE: "mainnet",
+        SVC_RPC_BASE: devnet.evm.rpcUrl,
+        SVC_RPC_ETHEREUM: devnet.evm.rpcUrl,
+        SVC_RPC_ARBITRUM: devnet.evm.rpcUrl,
+        SVC_RPC_SOLANA: devnet.solana.rpcUrl,
+      },
+    });
+    try {
+      const key = (await seedAccount(mainnet.api)).apiKey;
+      const response = await mainnet.api.post(
+        "/v1/wallets",
+        { name: "evm only", chains: ["base", "ethereum", "arbitrum"] },
+        key,
+      );
+      expect(response.status).toBe(201);
+      expect(response.body.evm.address).toMatch(/^0x[0-9a-fA-F]{40}$/);
+      expect(response.body.solana).toBeUndefined();
+      const solanaOnly = await mainnet.api.post("/v1/wallets", { name: "sol", chains: ["solana"] }, key);
+      expect(solanaOnly.body.evm).toBeUndefined();
+      expect(solanaOnly.body.solana.address).toBeTruthy();
+    } finally {
+      await mainnet.close();
+    }
   });
 
   it("stores a policy given at creation", async () => {

@@ -31,6 +31,11 @@ export interface ChainConfig {
   tokens: TokenInfo[];
   /** A local or test network: the faucet is offered only on these. */
   testnet: boolean;
+  /**
+   * Blocks (EVM) a transfer must be behind the newest one before it counts as confirmed and before the
+   * watcher records it, so a shallow reorganisation cannot undo what was seen. Default 0.
+   */
+  scanDepth?: number;
 }
 
 /** A transfer signed but not yet broadcast: recorded first, so a crash can never lose a broadcast. */
@@ -57,7 +62,10 @@ export type TransferStatus =
 /** A transfer into one of the watched addresses, found by history scanning. */
 export interface IncomingTransfer {
   txHash: string;
-  /** Distinguishes several transfers in one transaction (EVM log index; Solana instruction index). */
+  /**
+   * Distinguishes several transfers in one transaction: EVM log index, or -1 for the transaction's own
+   * value; Solana position of the instruction in the transaction, inner instructions counted in order.
+   */
   index: number;
   from: string;
   to: string;
@@ -96,12 +104,23 @@ export interface ChainClient {
   /** EVM: the next nonce of `address` counting pending transactions. */
   getPendingNonce?(address: string): Promise<number>;
   /**
-   * Incoming native and token transfers to `addresses` after `cursor` (opaque, persisted by the caller; null
-   * for "from now"). Returns the transfers found and the cursor to resume from.
+   * Incoming native and token transfers to the watched addresses after `cursor` (opaque, persisted by the
+   * caller; null for "from now"). Returns the transfers found and the cursor to resume from; a caller that
+   * is far behind calls again at once (one call covers a bounded range).
+   *
+   * `addresses` is asked for after the scan has fixed its upper bound: an address created after that
+   * moment can only receive later, so it is in the next scan's range; a list read before the bound was
+   * fixed could miss a wallet created (and funded) in between.
    */
   scanIncoming(
-    addresses: readonly string[],
+    addresses: () => Promise<readonly string[]>,
     cursor: string | null,
   ): Promise<{ transfers: IncomingTransfer[]; cursor: string }>;
+  /**
+   * The incoming transfers one known, confirmed transaction made to `addresses`, parsed exactly as
+   * {@link ChainClient.scanIncoming} parses it (same `index`), so a caller that records it directly and
+   * the watcher produce the same key. Empty while the transaction is not confirmed.
+   */
+  getIncomingTransfers(txHash: string, addresses: readonly string[]): Promise<IncomingTransfer[]>;
   close?(): Promise<void>;
 }

@@ -11,6 +11,35 @@ const base64Key32 = z
   })
   .transform((value) => Buffer.from(value, "base64"));
 
+const httpUrl = z.string().regex(/^https?:\/\/\S+$/, "must be an http:// or https:// URL");
+const usdPrice = z
+  .string()
+  .regex(/^(0|[1-9]\d*)(\.\d{1,6})?$/, "must be a decimal USD price with at most 6 decimals");
+const tokenAmount = z.string().regex(/^(0|[1-9]\d*)(\.\d{1,18})?$/, "must be a decimal amount");
+
+/** An EVM private key: 0x and 64 hex digits. */
+const evmPrivateKey = z
+  .string()
+  .regex(/^0x[0-9a-fA-F]{64}$/, "must be 0x followed by 64 hex digits")
+  .transform((value) => Buffer.from(value.slice(2), "hex"));
+
+/** A Solana key in solana-keygen's file format (a JSON array of 64 bytes); its first 32 bytes are the seed. */
+const solanaSecretKey = z.string().transform((value, ctx) => {
+  let bytes: unknown;
+  try {
+    bytes = JSON.parse(value);
+  } catch {}
+  if (
+    !Array.isArray(bytes) ||
+    bytes.length !== 64 ||
+    !bytes.every((b) => Number.isInteger(b) && b >= 0 && b <= 255)
+  ) {
+    ctx.addIssue({ code: "custom", message: "must be a JSON array of 64 bytes (solana-keygen format)" });
+    return z.NEVER;
+  }
+  return Buffer.from((bytes as number[]).slice(0, 32));
+});
+
 const envSchema = z.object({
   PORT: port.default(8080),
   HOST: z.string().min(1).default("127.0.0.1"),
@@ -31,7 +60,71 @@ const envSchema = z.object({
   SVC_LOGIN_LIMIT_PER_MINUTE: positiveInt.default(10),
   SVC_TRUST_PROXY: z.enum(["true", "false"]).default("false"),
   SVC_CONFIRMER_INTERVAL_MS: positiveInt.default(1000),
+  SVC_NETWORK_PROFILE: z.enum(["devnet", "testnet", "mainnet"]).default("devnet"),
+  SVC_RPC_BASE: httpUrl.optional(),
+  SVC_RPC_ETHEREUM: httpUrl.optional(),
+  SVC_RPC_ARBITRUM: httpUrl.optional(),
+  SVC_RPC_SOLANA: httpUrl.optional(),
+  SVC_RPC_BASE_SEPOLIA: httpUrl.optional(),
+  SVC_RPC_SOLANA_DEVNET: httpUrl.optional(),
+  SVC_USDC_BASE: z.string().min(1).optional(),
+  SVC_USDC_ETHEREUM: z.string().min(1).optional(),
+  SVC_USDC_ARBITRUM: z.string().min(1).optional(),
+  SVC_USDC_SOLANA: z.string().min(1).optional(),
+  SVC_USDC_BASE_SEPOLIA: z.string().min(1).optional(),
+  SVC_USDC_SOLANA_DEVNET: z.string().min(1).optional(),
+  SVC_PRICE_ETH_USD: usdPrice.optional(),
+  SVC_PRICE_SOL_USD: usdPrice.optional(),
+  SVC_WATCH_INTERVAL_MS: positiveInt.default(2000),
+  SVC_FAUCET_DAILY_USDC: tokenAmount.default("1000"),
+  SVC_FAUCET_DAILY_NATIVE: tokenAmount.default("10"),
+  SVC_FAUCET_EVM_PRIVATE_KEY: evmPrivateKey.optional(),
+  SVC_FAUCET_SOLANA_SECRET_KEY: solanaSecretKey.optional(),
 });
+
+/** Which networks stand behind the chain names: local chains, public test networks or mainnets. */
+export type NetworkProfile = "devnet" | "testnet" | "mainnet";
+
+/** Every chain name a profile can serve (stable API words), and its suffix in `SVC_RPC_*` / `SVC_USDC_*`. */
+export const CHAIN_ENV_SUFFIX = {
+  base: "BASE",
+  ethereum: "ETHEREUM",
+  arbitrum: "ARBITRUM",
+  solana: "SOLANA",
+  "base-sepolia": "BASE_SEPOLIA",
+  "solana-devnet": "SOLANA_DEVNET",
+} as const;
+
+/** A chain name some profile serves. */
+export type ChainName = keyof typeof CHAIN_ENV_SUFFIX;
+
+/** Fixed prices of the devnet's native coins, so local balances show a USD value. */
+const DEVNET_PRICES = { ETH: "3000", SOL: "150" } as const;
+
+/** The chains the service talks to, and how it watches and funds them. */
+export interface NetworkConfig {
+  profile: NetworkProfile;
+  /** RPC endpoint per chain name where configured; the profile's public default otherwise. */
+  rpcUrls: Partial<Record<ChainName, string>>;
+  /** USDC contract (EVM) or mint (Solana) per chain name, overriding the profile's. */
+  usdcAddresses: Partial<Record<ChainName, string>>;
+  /** USD per whole native coin, as decimal strings; absent means unknown (shown as `usdValue: null`). */
+  usdPrices: { ETH?: string; SOL?: string };
+  /** How often the incoming-transfer watcher polls each chain. */
+  watchIntervalMs: number;
+  faucet: FaucetConfig;
+}
+
+/** The faucet's daily caps and, where the service does not start the chains itself, its funded keys. */
+export interface FaucetConfig {
+  /** Per wallet, chain and rolling 24 h, in whole tokens (decimal strings). */
+  dailyUsdc: string;
+  dailyNative: string;
+  /** 32-byte secp256k1 secret of a funded account on the test EVM chains. */
+  evmPrivateKey: Buffer | undefined;
+  /** 32-byte ed25519 seed of a funded account on the test Solana chain. */
+  solanaSeed: Buffer | undefined;
+}
 
 /** Requests allowed per fixed one-minute window, by what is being limited. */
 export interface RateLimits {
@@ -59,6 +152,7 @@ export interface Config {
   trustProxy: boolean;
   /** How often pending spends are checked against their chain. */
   confirmerIntervalMs: number;
+  network: NetworkConfig;
 }
 
 /** Thrown when the environment holds a bad value; its message is one line per bad variable. */
@@ -96,5 +190,47 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     trustProxy: e.SVC_TRUST_PROXY === "true",
     confirmerIntervalMs: e.SVC_CONFIRMER_INTERVAL_MS,
+    network: networkConfig(e),
+  };
+}
+
+/** The chain settings, checked across variables (an external devnet needs both chains and their tokens). */
+function networkConfig(e: z.infer<typeof envSchema>): NetworkConfig {
+  const rpcUrls: Partial<Record<ChainName, string>> = {};
+  const usdcAddresses: Partial<Record<ChainName, string>> = {};
+  for (const [name, suffix] of Object.entries(CHAIN_ENV_SUFFIX) as [ChainName, string][]) {
+    const rpc = e[`SVC_RPC_${suffix}` as keyof typeof e];
+    const usdc = e[`SVC_USDC_${suffix}` as keyof typeof e];
+    if (typeof rpc === "string") rpcUrls[name] = rpc;
+    if (typeof usdc === "string") usdcAddresses[name] = usdc;
+  }
+  const problems: string[] = [];
+  if (e.SVC_NETWORK_PROFILE === "devnet" && (rpcUrls.base || rpcUrls.solana)) {
+    // Without RPC URLs the service starts the local chains itself; with them it uses a devnet run elsewhere.
+    for (const [name, suffix] of [
+      ["base", "BASE"],
+      ["solana", "SOLANA"],
+    ] as const) {
+      if (!rpcUrls[name]) problems.push(`SVC_RPC_${suffix}: required when another devnet RPC URL is set`);
+      else if (!usdcAddresses[name])
+        problems.push(`SVC_USDC_${suffix}: required with SVC_RPC_${suffix} on the devnet profile`);
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(`Invalid configuration: ${problems.join("; ")}`);
+  const devnet = e.SVC_NETWORK_PROFILE === "devnet";
+  const eth = e.SVC_PRICE_ETH_USD ?? (devnet ? DEVNET_PRICES.ETH : undefined);
+  const sol = e.SVC_PRICE_SOL_USD ?? (devnet ? DEVNET_PRICES.SOL : undefined);
+  return {
+    profile: e.SVC_NETWORK_PROFILE,
+    rpcUrls,
+    usdcAddresses,
+    usdPrices: { ...(eth ? { ETH: eth } : {}), ...(sol ? { SOL: sol } : {}) },
+    watchIntervalMs: e.SVC_WATCH_INTERVAL_MS,
+    faucet: {
+      dailyUsdc: e.SVC_FAUCET_DAILY_USDC,
+      dailyNative: e.SVC_FAUCET_DAILY_NATIVE,
+      evmPrivateKey: e.SVC_FAUCET_EVM_PRIVATE_KEY,
+      solanaSeed: e.SVC_FAUCET_SOLANA_SECRET_KEY,
+    },
   };
 }

@@ -1,6 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { Writable } from "node:stream";
+import { type DevnetInfo, startDevnet } from "@svc/devnet";
 import pg from "pg";
+import { afterAll } from "vitest";
 import { type Config, loadConfig } from "../../src/internal/config.ts";
 import type { StoreLocation } from "../../src/internal/db/store.ts";
 import { type RunningService, startService } from "../../src/service.ts";
@@ -42,11 +44,30 @@ export class LogCapture extends Writable {
   }
 }
 
+let fileDevnet: ReturnType<typeof startDevnet> | undefined;
+
+/**
+ * The local chains of the current test file: started on first use, shared by every test server of the
+ * file, stopped after the file's tests (vitest evaluates this module once per file).
+ */
+export function sharedDevnet(): ReturnType<typeof startDevnet> {
+  fileDevnet ??= startDevnet();
+  return fileDevnet;
+}
+
+afterAll(async () => {
+  const running = fileDevnet;
+  fileDevnet = undefined;
+  await (await running)?.stop();
+});
+
 export interface TestServerOptions {
   /** Environment on top of the test defaults (generous rate limits, fixed secrets). */
   env?: Record<string, string>;
   /** Use this store instead of a fresh one (a second instance, or a restart). */
   store?: StoreLocation;
+  /** The local chains to serve; default the file's {@link sharedDevnet}. */
+  devnet?: DevnetInfo;
 }
 
 export interface TestServer {
@@ -89,10 +110,13 @@ export async function createTestServer(options: TestServerOptions = {}): Promise
     SVC_RATE_LIMIT_PER_ADDRESS_PER_MINUTE: "100000",
     SVC_LOGIN_LIMIT_PER_MINUTE: "1000",
     SVC_DATA_DIR: "/nonexistent-test-data-dir",
+    SVC_WATCH_INTERVAL_MS: "100",
+    SVC_CONFIRMER_INTERVAL_MS: "100",
     ...options.env,
   });
   const logs = new LogCapture();
-  const service = await startService(config, { store: storeLocation, logDestination: logs });
+  const devnet = options.devnet ?? (await sharedDevnet());
+  const service = await startService(config, { store: storeLocation, logDestination: logs, devnet });
   return {
     url: service.url,
     service,

@@ -1,0 +1,183 @@
+import { type Devnet, fundEvm, startDevnet } from "@svc/devnet";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { devnetClients, evmKey } from "../../test/support/chains.ts";
+import type { ChainClient, TokenInfo } from "./types.ts";
+
+let devnet: Devnet;
+let base: ChainClient;
+let usdc: TokenInfo;
+let eth: TokenInfo;
+
+beforeAll(async () => {
+  devnet = await startDevnet();
+  ({ base } = await devnetClients(devnet));
+  eth = base.config.nativeToken;
+  usdc = base.config.tokens[0] as TokenInfo;
+});
+afterAll(() => devnet.stop());
+
+async function fundedSender() {
+  const sender = evmKey();
+  await fundEvm(devnet, sender.address, { eth: 10n ** 18n, usdc: 50_000_000n });
+  return sender;
+}
+
+describe("EvmChain on the local chain", () => {
+  it("describes the devnet chain with a local chain id, ETH and the devnet USDC", () => {
+    expect(base.config).toMatchObject({ name: "base", kind: "evm", network: "eip155:31337", testnet: true });
+    expect(eth).toMatchObject({ symbol: "ETH", address: null, decimals: 18 });
+    expect(usdc).toMatchObject({
+      symbol: "USDC",
+      address: devnet.evm.usdc,
+      decimals: 6,
+      usdPrice: "1",
+      eip712: { name: "USD Coin", version: "2" },
+    });
+  });
+
+  it("validates addresses, checksums included", () => {
+    expect(base.isValidAddress("0x70997970C51812dc3A010C7d01b50e0d17dc79C8")).toBe(true);
+    expect(base.isValidAddress("0x70997970c51812dc3a010c7d01b50e0d17dc79c8")).toBe(true);
+    expect(base.isValidAddress("0x70997970C51812dc3A010C7d01b50e0d17dc79c8")).toBe(false);
+    expect(base.isValidAddress("E2DYNoae5S1dao9FU9szVNJyw3gwANvgcQ8V7j4ZYqu")).toBe(false);
+  });
+
+  it("signs a USDC transfer that is pending until broadcast, then confirmed, moving exactly the amount", async () => {
+    const sender = await fundedSender();
+    const recipient = evmKey().address;
+    const fee = await base.estimateTransferFee(sender.address, recipient, usdc, 12_345_678n);
+    expect(fee).toBeGreaterThan(0n);
+    const signed = await base.signTransfer({
+      privateKey: sender.privateKey,
+      to: recipient,
+      token: usdc,
+      amount: 12_345_678n,
+    });
+    expect(signed.txHash).toMatch(/^0x[0-9a-f]{64}$/);
+    expect(signed.nonce).toBe(0);
+    expect(await base.getTransferStatus(signed, sender.address)).toEqual({ state: "pending" });
+
+    const ethBefore = await base.getBalance(sender.address, eth);
+    await base.broadcast(signed);
+    await base.broadcast(signed); // the same transfer twice is harmless
+    const status = await base.getTransferStatus(signed, sender.address);
+    expect(status.state).toBe("confirmed");
+    expect(await base.getBalance(recipient, usdc)).toBe(12_345_678n);
+    expect(await base.getBalance(sender.address, usdc)).toBe(50_000_000n - 12_345_678n);
+    expect(ethBefore - (await base.getBalance(sender.address, eth))).toBeLessThanOrEqual(fee);
+  });
+
+  it("signs a native transfer with the pending nonce and confirms it", async () => {
+    const sender = await fundedSender();
+    const recipient = evmKey().address;
+    const first = await base.signTransfer({
+      privateKey: sender.privateKey,
+      to: recipient,
+      token: eth,
+      amount: 10n ** 15n,
+    });
+    await base.broadcast(first);
+    expect(await base.getPendingNonce?.(sender.address)).toBe(1);
+    const second = await base.signTransfer({
+      privateKey: sender.privateKey,
+      to: recipient,
+      token: eth,
+      amount: 2n * 10n ** 15n,
+    });
+    expect(second.nonce).toBe(1);
+    await base.broadcast(second);
+    expect((await base.getTransferStatus(second, sender.address)).state).toBe("confirmed");
+    expect(await base.getBalance(recipient, eth)).toBe(3n * 10n ** 15n);
+    expect(await base.estimateTransferFee(sender.address, recipient, eth, 1n)).toBeGreaterThanOrEqual(
+      21_000n,
+    );
+  });
+
+  it("reports dropped when the transfer's nonce was used by another transaction", async () => {
+    const sender = await fundedSender();
+    const a = await base.signTransfer({
+      privateKey: sender.privateKey,
+      to: evmKey().address,
+      token: usdc,
+      amount: 1n,
+      nonce: 0,
+    });
+    const b = await base.signTransfer({
+      privateKey: sender.privateKey,
+      to: evmKey().address,
+      token: usdc,
+      amount: 2n,
+      nonce: 0,
+    });
+    await base.broadcast(b);
+    expect((await base.getTransferStatus(b, sender.address)).state).toBe("confirmed");
+    expect(await base.getTransferStatus(a, sender.address)).toEqual({
+      state: "dropped",
+      reason: "nonce 0 was used by another transaction",
+    });
+    await expect(base.broadcast(a)).rejects.toThrow(/nonce/i);
+  });
+
+  it("reports failed for a transfer that reverts on chain", async () => {
+    const sender = await fundedSender();
+    // More USDC than the sender holds: estimation reverts, so the fallback gas limit is used and it lands.
+    const signed = await base.signTransfer({
+      privateKey: sender.privateKey,
+      to: evmKey().address,
+      token: usdc,
+      amount: 10n ** 12n,
+    });
+    await base.broadcast(signed);
+    expect(await base.getTransferStatus(signed, sender.address)).toEqual({
+      state: "failed",
+      reason: "reverted",
+    });
+  });
+
+  it("scans incoming native and USDC transfers to watched addresses once, with stable indexes", async () => {
+    const watched = evmKey().address;
+    const other = evmKey().address;
+    const start = await base.scanIncoming(async () => [watched], null);
+    expect(start.transfers).toEqual([]);
+    const funded = await fundEvm(devnet, watched, { eth: 7n, usdc: 3_000_000n });
+    await fundEvm(devnet, other, { usdc: 1n });
+    let asked = 0;
+    const scan = await base.scanIncoming(async () => {
+      asked++;
+      return [watched.toLowerCase()];
+    }, start.cursor);
+    expect(asked).toBe(1);
+    const summary = scan.transfers.map((t) => ({
+      txHash: t.txHash,
+      token: t.token.symbol,
+      amount: t.amount,
+      to: t.to,
+      from: t.from,
+    }));
+    expect(summary).toEqual([
+      {
+        txHash: funded.ethTx,
+        token: "ETH",
+        amount: 7n,
+        to: watched.toLowerCase(),
+        from: devnet.treasury.evm.address,
+      },
+      {
+        txHash: funded.usdcTx,
+        token: "USDC",
+        amount: 3_000_000n,
+        to: watched.toLowerCase(),
+        from: devnet.treasury.evm.address,
+      },
+    ]);
+    expect(scan.transfers[0]?.index).toBe(-1);
+    expect(scan.transfers[1]?.index).toBeGreaterThanOrEqual(0);
+    // The same transaction, looked up directly, gives the same key.
+    const direct = await base.getIncomingTransfers(funded.usdcTx ?? "", [watched]);
+    expect(direct.map((t) => [t.txHash, t.index, t.amount])).toEqual([
+      [funded.usdcTx, scan.transfers[1]?.index, 3_000_000n],
+    ]);
+    // Nothing new: the next scan from the returned cursor finds nothing.
+    expect((await base.scanIncoming(async () => [watched], scan.cursor)).transfers).toEqual([]);
+  });
+});

@@ -1,0 +1,413 @@
+import {
+  type Address,
+  type Chain,
+  createPublicClient,
+  defineChain,
+  encodeFunctionData,
+  erc20Abi,
+  getAbiItem,
+  getAddress,
+  type Hash,
+  type Hex,
+  http,
+  isAddress,
+  keccak256,
+  type PublicClient,
+  type Transport,
+} from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { isUnreachable } from "./errors.ts";
+import type {
+  ChainClient,
+  ChainConfig,
+  IncomingTransfer,
+  SignedTransfer,
+  TokenInfo,
+  TransferStatus,
+} from "./types.ts";
+
+const TRANSFER_EVENT = getAbiItem({ abi: erc20Abi, name: "Transfer" });
+/** Gas of a plain value transfer to an account without code. */
+const NATIVE_TRANSFER_GAS = 21_000n;
+/** Used when a token transfer cannot be estimated (the sender does not hold the amount yet). */
+const FALLBACK_TOKEN_TRANSFER_GAS = 100_000n;
+/** Blocks looked at by one scan: bounded, so one call stays cheap and the caller persists progress often. */
+const MAX_BLOCKS_PER_SCAN = 200n;
+/** How far back a scan restarts when the block it stopped at was replaced (a reorganisation). */
+const REORG_RESCAN_BLOCKS = 128n;
+
+/** Options of {@link EvmChain}, for tests and tuning; every field has a default. */
+export interface EvmChainOptions {
+  /** viem's receipt polling interval in ms; default 250. */
+  pollingIntervalMs?: number;
+}
+
+/**
+ * The chain layer over an EVM JSON-RPC endpoint (viem). EIP-1559 transfers of the native coin and of
+ * ERC-20 tokens, statuses from receipts and nonces, and incoming transfers from blocks and `Transfer` logs.
+ *
+ * Incoming native value is seen only as a transaction's own `value` to a watched address (not value moved
+ * by contract calls, which would need traces).
+ *
+ * @example
+ * ```ts
+ * const base = new EvmChain(registry.get("base")!);
+ * await base.getBalance("0x70997970C51812dc3A010C7d01b50e0d17dc79C8", base.config.nativeToken); // wei
+ * ```
+ */
+export class EvmChain implements ChainClient {
+  readonly config: ChainConfig;
+  readonly #client: PublicClient<Transport, Chain>;
+  readonly #chain: Chain;
+  readonly #depth: bigint;
+
+  constructor(config: ChainConfig, options: EvmChainOptions = {}) {
+    if (config.kind !== "evm") throw new Error(`EvmChain given a ${config.kind} chain`);
+    this.config = config;
+    this.#chain = defineChain({
+      id: evmChainId(config.network),
+      name: config.name,
+      nativeCurrency: { name: config.nativeToken.symbol, symbol: config.nativeToken.symbol, decimals: 18 },
+      rpcUrls: { default: { http: [config.rpcUrl] } },
+    });
+    this.#client = createPublicClient({
+      chain: this.#chain,
+      transport: http(config.rpcUrl, { retryCount: 1, timeout: 15_000 }),
+      pollingInterval: options.pollingIntervalMs ?? 250,
+    });
+    this.#depth = BigInt(config.scanDepth ?? 0);
+  }
+
+  isValidAddress(address: string): boolean {
+    return isAddress(address, { strict: true });
+  }
+
+  async getBalance(address: string, token: TokenInfo): Promise<bigint> {
+    const owner = getAddress(address);
+    if (token.address === null) return this.#client.getBalance({ address: owner });
+    return this.#client.readContract({
+      address: getAddress(token.address),
+      abi: erc20Abi,
+      functionName: "balanceOf",
+      args: [owner],
+    });
+  }
+
+  async estimateTransferFee(from: string, to: string, token: TokenInfo, amount: bigint): Promise<bigint> {
+    const plan = await this.#plan(getAddress(from), getAddress(to), token, amount);
+    return plan.gas * plan.maxFeePerGas;
+  }
+
+  async signTransfer(input: {
+    privateKey: Uint8Array;
+    to: string;
+    token: TokenInfo;
+    amount: bigint;
+    nonce?: number;
+  }): Promise<SignedTransfer> {
+    if (input.privateKey.length !== 32) throw new Error("EVM private key must be 32 bytes");
+    const account = privateKeyToAccount(`0x${Buffer.from(input.privateKey).toString("hex")}`);
+    const [plan, nonce] = await Promise.all([
+      this.#plan(account.address, getAddress(input.to), input.token, input.amount),
+      input.nonce ?? this.getPendingNonce(account.address),
+    ]);
+    const raw = await account.signTransaction({
+      type: "eip1559",
+      chainId: this.#chain.id,
+      nonce,
+      to: plan.to,
+      value: plan.value,
+      ...(plan.data ? { data: plan.data } : {}),
+      gas: plan.gas,
+      maxFeePerGas: plan.maxFeePerGas,
+      maxPriorityFeePerGas: plan.maxPriorityFeePerGas,
+    });
+    return { txHash: keccak256(raw), raw, nonce };
+  }
+
+  async broadcast(signed: SignedTransfer): Promise<void> {
+    try {
+      await this.#client.sendRawTransaction({ serializedTransaction: signed.raw as Hex });
+    } catch (error) {
+      // A node that already has it (in its pool or mined) may say so as an error: that is success.
+      const known = await this.#client
+        .getTransaction({ hash: signed.txHash as Hash })
+        .then(() => true)
+        .catch(() => false);
+      if (!known) throw error;
+    }
+  }
+
+  async getTransferStatus(
+    signed: Pick<SignedTransfer, "txHash" | "nonce" | "lastValidBlockHeight">,
+    from: string,
+  ): Promise<TransferStatus> {
+    const hash = signed.txHash as Hash;
+    // The account's mined nonce is read before the receipt: if the receipt is then missing while that
+    // nonce had already moved past ours, another transaction took it, and ours can never be mined.
+    const minedNonce =
+      signed.nonce === undefined
+        ? undefined
+        : await this.#client.getTransactionCount({ address: getAddress(from), blockTag: "latest" });
+    const receipt = await this.#client.getTransactionReceipt({ hash }).catch((error: unknown) => {
+      if (isNotFound(error)) return null;
+      throw error;
+    });
+    if (receipt) {
+      if (receipt.status === "reverted") return { state: "failed", reason: "reverted" };
+      if (this.#depth > 0n) {
+        const head = await this.#client.getBlockNumber({ cacheTime: 0 });
+        if (receipt.blockNumber + this.#depth > head) return { state: "pending" };
+      }
+      const block = await this.#client.getBlock({ blockNumber: receipt.blockNumber });
+      return { state: "confirmed", blockTime: new Date(Number(block.timestamp) * 1000) };
+    }
+    if (signed.nonce !== undefined && minedNonce !== undefined && minedNonce > signed.nonce) {
+      return { state: "dropped", reason: `nonce ${signed.nonce} was used by another transaction` };
+    }
+    return { state: "pending" };
+  }
+
+  getPendingNonce(address: string): Promise<number> {
+    return this.#client.getTransactionCount({ address: getAddress(address), blockTag: "pending" });
+  }
+
+  /**
+   * Cursor: `<block number>:<block hash>` of the last block scanned. A block replaced since (a
+   * reorganisation deeper than `scanDepth`) restarts the scan a little earlier; a chain shorter than the
+   * cursor (a local chain restarted) is scanned from its first block. Records already made are kept by the
+   * caller's uniqueness, so scanning a range twice is harmless.
+   */
+  async scanIncoming(
+    addresses: () => Promise<readonly string[]>,
+    cursor: string | null,
+  ): Promise<{ transfers: IncomingTransfer[]; cursor: string }> {
+    const head = await this.#client.getBlockNumber({ cacheTime: 0 });
+    const safeHead = head > this.#depth ? head - this.#depth : 0n;
+    if (cursor === null) {
+      return { transfers: [], cursor: await this.#cursorAt(safeHead) };
+    }
+    const [numberText, hash] = cursor.split(":");
+    const last = BigInt(numberText ?? "0");
+    let from: bigint;
+    if (last > head) {
+      from = 0n;
+    } else {
+      const block = await this.#client.getBlock({ blockNumber: last });
+      from = block.hash === hash ? last + 1n : last > REORG_RESCAN_BLOCKS ? last - REORG_RESCAN_BLOCKS : 0n;
+    }
+    const to = safeHead < from + MAX_BLOCKS_PER_SCAN - 1n ? safeHead : from + MAX_BLOCKS_PER_SCAN - 1n;
+    if (from > to) return { transfers: [], cursor };
+
+    const watched = watchSet(await addresses());
+    const blocks = await Promise.all(
+      range(from, to).map((blockNumber) => this.#client.getBlock({ blockNumber, includeTransactions: true })),
+    );
+    const times = new Map(blocks.map((b) => [b.number, new Date(Number(b.timestamp) * 1000)]));
+    const transfers: IncomingTransfer[] = [];
+    if (watched.size > 0) {
+      const valueTxs = blocks.flatMap((b) =>
+        b.transactions.filter((tx) => tx.to && tx.value > 0n && watched.has(tx.to.toLowerCase())),
+      );
+      const receipts = await Promise.all(
+        valueTxs.map((tx) => this.#client.getTransactionReceipt({ hash: tx.hash })),
+      );
+      valueTxs.forEach((tx, i) => {
+        if (receipts[i]?.status !== "success" || !tx.to) return;
+        transfers.push({
+          txHash: tx.hash,
+          index: -1,
+          from: getAddress(tx.from),
+          to: watched.get(tx.to.toLowerCase()) ?? tx.to,
+          token: this.config.nativeToken,
+          amount: tx.value,
+          blockTime: times.get(tx.blockNumber ?? 0n) ?? new Date(),
+        });
+      });
+      transfers.push(...(await this.#tokenTransfers(watched, from, to, times)));
+    }
+    const end = blocks[blocks.length - 1];
+    return { transfers, cursor: `${to}:${end?.hash ?? ""}` };
+  }
+
+  async getIncomingTransfers(txHash: string, addresses: readonly string[]): Promise<IncomingTransfer[]> {
+    const watched = watchSet(addresses);
+    const receipt = await this.#client
+      .getTransactionReceipt({ hash: txHash as Hash })
+      .catch((error: unknown) => {
+        if (isNotFound(error)) return null;
+        throw error;
+      });
+    if (receipt?.status !== "success") return [];
+    const [tx, block] = await Promise.all([
+      this.#client.getTransaction({ hash: txHash as Hash }),
+      this.#client.getBlock({ blockNumber: receipt.blockNumber }),
+    ]);
+    const time = new Date(Number(block.timestamp) * 1000);
+    const transfers: IncomingTransfer[] = [];
+    if (tx.to && tx.value > 0n && watched.has(tx.to.toLowerCase())) {
+      transfers.push({
+        txHash: tx.hash,
+        index: -1,
+        from: getAddress(tx.from),
+        to: watched.get(tx.to.toLowerCase()) ?? tx.to,
+        token: this.config.nativeToken,
+        amount: tx.value,
+        blockTime: time,
+      });
+    }
+    const logs = await this.#tokenTransfers(
+      watched,
+      receipt.blockNumber,
+      receipt.blockNumber,
+      new Map([[receipt.blockNumber, time]]),
+    );
+    transfers.push(...logs.filter((t) => t.txHash.toLowerCase() === txHash.toLowerCase()));
+    return transfers;
+  }
+
+  async #tokenTransfers(
+    watched: Map<string, string>,
+    fromBlock: bigint,
+    toBlock: bigint,
+    times: Map<bigint, Date>,
+  ): Promise<IncomingTransfer[]> {
+    const tokens = this.config.tokens.filter((t) => t.address !== null);
+    if (tokens.length === 0) return [];
+    const byAddress = new Map(tokens.map((t) => [(t.address ?? "").toLowerCase(), t]));
+    const logs = await this.#client.getLogs({
+      address: tokens.map((t) => getAddress(t.address ?? "")),
+      event: TRANSFER_EVENT,
+      fromBlock,
+      toBlock,
+    });
+    const transfers: IncomingTransfer[] = [];
+    for (const log of logs) {
+      const { from, to, value } = log.args;
+      const token = byAddress.get(log.address.toLowerCase());
+      if (!token || !from || !to || value === undefined || value === 0n) continue;
+      const watchedTo = watched.get(to.toLowerCase());
+      if (!watchedTo || log.transactionHash === null || log.logIndex === null) continue;
+      transfers.push({
+        txHash: log.transactionHash,
+        index: log.logIndex,
+        from: getAddress(from),
+        to: watchedTo,
+        token,
+        amount: value,
+        blockTime: times.get(log.blockNumber ?? 0n) ?? new Date(),
+      });
+    }
+    return transfers;
+  }
+
+  async #cursorAt(blockNumber: bigint): Promise<string> {
+    const block = await this.#client.getBlock({ blockNumber });
+    return `${blockNumber}:${block.hash}`;
+  }
+
+  /** The transaction a transfer sends, its gas limit and fees: shared by the estimate and the signature. */
+  async #plan(
+    from: Address,
+    to: Address,
+    token: TokenInfo,
+    amount: bigint,
+  ): Promise<{
+    to: Address;
+    value: bigint;
+    data: Hex | undefined;
+    gas: bigint;
+    maxFeePerGas: bigint;
+    maxPriorityFeePerGas: bigint;
+  }> {
+    const call =
+      token.address === null
+        ? { to, value: amount, data: undefined }
+        : {
+            to: getAddress(token.address),
+            value: 0n,
+            data: encodeFunctionData({ abi: erc20Abi, functionName: "transfer", args: [to, amount] }),
+          };
+    const [fees, gas] = await Promise.all([
+      this.#client.estimateFeesPerGas({ type: "eip1559" }),
+      this.#estimateGas(from, call, token.address === null),
+    ]);
+    return {
+      ...call,
+      gas,
+      maxFeePerGas: fees.maxFeePerGas,
+      maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+    };
+  }
+
+  async #estimateGas(
+    from: Address,
+    call: { to: Address; value: bigint; data: Hex | undefined },
+    native: boolean,
+  ): Promise<bigint> {
+    try {
+      const estimate = await this.#client.estimateGas({
+        account: from,
+        to: call.to,
+        value: call.value,
+        ...(call.data ? { data: call.data } : {}),
+      });
+      // A plain transfer to an account without code costs exactly 21,000; anything else gets a margin.
+      return native && estimate === NATIVE_TRANSFER_GAS ? estimate : (estimate * 12n) / 10n;
+    } catch (error) {
+      if (isUnreachable(error)) throw error;
+      // Estimation replays the call against the current state; a sender not yet holding the amount makes it
+      // revert. The limit then falls back to a bound that covers a standard transfer.
+      return native ? NATIVE_TRANSFER_GAS : FALLBACK_TOKEN_TRANSFER_GAS;
+    }
+  }
+}
+
+/**
+ * The CAIP-2 network and the EIP-712 domain of the USDC token of an EVM node, read from the node (for
+ * local chains, whose ids are not known in advance).
+ * @example await discoverEvmNetwork("http://127.0.0.1:8545", usdc) // { network: "eip155:31337", eip712: {…} }
+ */
+export async function discoverEvmNetwork(
+  rpcUrl: string,
+  usdc: string,
+): Promise<{ network: string; eip712: { name: string; version: string } | undefined }> {
+  const client = createPublicClient({ transport: http(rpcUrl, { retryCount: 1 }) });
+  const chainId = await client.getChainId();
+  const token = getAddress(usdc);
+  const eip712Abi = [
+    { type: "function", name: "name", stateMutability: "view", inputs: [], outputs: [{ type: "string" }] },
+    { type: "function", name: "version", stateMutability: "view", inputs: [], outputs: [{ type: "string" }] },
+  ] as const;
+  const eip712 = await Promise.all([
+    client.readContract({ address: token, abi: eip712Abi, functionName: "name" }),
+    client.readContract({ address: token, abi: eip712Abi, functionName: "version" }),
+  ]).then(
+    ([name, version]) => ({ name, version }),
+    () => undefined,
+  );
+  return { network: `eip155:${chainId}`, eip712 };
+}
+
+/** The numeric chain id of an `eip155:<id>` network. */
+function evmChainId(network: string): number {
+  const match = /^eip155:(\d+)$/.exec(network);
+  if (!match) throw new Error(`not an EVM CAIP-2 network: ${network}`);
+  return Number(match[1]);
+}
+
+/** Watched addresses by their lowercase form, each mapped to the form the caller gave. */
+function watchSet(addresses: readonly string[]): Map<string, string> {
+  return new Map(addresses.map((a) => [a.toLowerCase(), a]));
+}
+
+function range(from: bigint, to: bigint): bigint[] {
+  const out: bigint[] = [];
+  for (let n = from; n <= to; n++) out.push(n);
+  return out;
+}
+
+function isNotFound(error: unknown): boolean {
+  const name = (error as { name?: unknown })?.name;
+  return name === "TransactionReceiptNotFoundError" || name === "TransactionNotFoundError";
+}

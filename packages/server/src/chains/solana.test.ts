@@ -1,0 +1,169 @@
+import { createSolanaRpc } from "@solana/kit";
+import { type Devnet, fundSolana, startDevnet } from "@svc/devnet";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { devnetClients, solanaKey } from "../../test/support/chains.ts";
+import type { ChainClient, SignedTransfer, TokenInfo, TransferStatus } from "./types.ts";
+
+let devnet: Devnet;
+let solana: ChainClient;
+let usdc: TokenInfo;
+let sol: TokenInfo;
+
+beforeAll(async () => {
+  devnet = await startDevnet();
+  ({ solana } = await devnetClients(devnet));
+  sol = solana.config.nativeToken;
+  usdc = solana.config.tokens[0] as TokenInfo;
+});
+afterAll(() => devnet.stop());
+
+async function fundedSender() {
+  const sender = await solanaKey();
+  await fundSolana(devnet, sender.address, { sol: 2_000_000_000n, usdc: 50_000_000n });
+  return sender;
+}
+
+/** Asks for the status until it leaves `pending` (slots pass every 100 ms on the devnet). */
+async function settled(signed: SignedTransfer, from: string): Promise<TransferStatus> {
+  for (;;) {
+    const status = await solana.getTransferStatus(signed, from);
+    if (status.state !== "pending") return status;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+describe("SolanaChain on the local cluster", () => {
+  it("describes the local cluster by its genesis hash, with SOL and the devnet USDC mint", async () => {
+    const genesis = await createSolanaRpc(devnet.solana.rpcUrl).getGenesisHash().send();
+    expect(solana.config).toMatchObject({
+      name: "solana",
+      kind: "solana",
+      network: `solana:${genesis.slice(0, 32)}`,
+      testnet: true,
+    });
+    expect(solana.config.network).not.toBe("solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp");
+    expect(sol).toMatchObject({ symbol: "SOL", address: null, decimals: 9 });
+    expect(usdc).toMatchObject({
+      symbol: "USDC",
+      address: devnet.solana.usdcMint,
+      decimals: 6,
+      usdPrice: "1",
+    });
+    expect(solana.isValidAddress(devnet.treasury.solana.address)).toBe(true);
+    expect(solana.isValidAddress("0x70997970C51812dc3A010C7d01b50e0d17dc79C8")).toBe(false);
+  });
+
+  it("sends USDC with TransferChecked, creating the recipient's token account, pending until it lands", async () => {
+    const sender = await fundedSender();
+    const recipient = (await solanaKey()).address;
+    const fee = await solana.estimateTransferFee(sender.address, recipient, usdc, 1_500_000n);
+    // The base fee plus the rent of the recipient's new token account.
+    expect(fee).toBeGreaterThan(5_000n);
+    const signed = await solana.signTransfer({
+      privateKey: sender.privateKey,
+      to: recipient,
+      token: usdc,
+      amount: 1_500_000n,
+    });
+    expect(signed.lastValidBlockHeight).toBeTypeOf("bigint");
+    expect(await solana.getTransferStatus(signed, sender.address)).toEqual({ state: "pending" });
+    const solBefore = await solana.getBalance(sender.address, sol);
+    await solana.broadcast(signed);
+    const status = await settled(signed, sender.address);
+    expect(status.state).toBe("confirmed");
+    await solana.broadcast(signed); // already landed: harmless
+    expect(await solana.getBalance(recipient, usdc)).toBe(1_500_000n);
+    expect(await solana.getBalance(sender.address, usdc)).toBe(48_500_000n);
+    expect(solBefore - (await solana.getBalance(sender.address, sol))).toBe(fee);
+    // The account exists now: the next transfer costs only the base fee.
+    expect(await solana.estimateTransferFee(sender.address, recipient, usdc, 1n)).toBe(5_000n);
+  });
+
+  it("sends SOL and confirms it", async () => {
+    const sender = await fundedSender();
+    const recipient = (await solanaKey()).address;
+    const signed = await solana.signTransfer({
+      privateKey: sender.privateKey,
+      to: recipient,
+      token: sol,
+      amount: 1_000_000_000n,
+    });
+    await solana.broadcast(signed);
+    expect((await settled(signed, sender.address)).state).toBe("confirmed");
+    expect(await solana.getBalance(recipient, sol)).toBe(1_000_000_000n);
+  });
+
+  it("makes two identical transfers in a row distinct transactions", async () => {
+    const sender = await fundedSender();
+    const recipient = (await solanaKey()).address;
+    const input = { privateKey: sender.privateKey, to: recipient, token: usdc, amount: 1n };
+    const [a, b] = await Promise.all([solana.signTransfer(input), solana.signTransfer(input)]);
+    expect(a?.txHash).not.toBe(b?.txHash);
+  });
+
+  it("reports dropped when the blockhash expired before the transfer landed, and refuses to broadcast it", async () => {
+    const sender = await fundedSender();
+    const signed = await solana.signTransfer({
+      privateKey: sender.privateKey,
+      to: (await solanaKey()).address,
+      token: sol,
+      amount: 1n,
+    });
+    devnet.advanceSolanaSlots(200);
+    expect(await solana.getTransferStatus(signed, sender.address)).toEqual({
+      state: "dropped",
+      reason: "blockhash expired before the transaction landed",
+    });
+    await expect(solana.broadcast(signed)).rejects.toThrow(/blockhash/i);
+  });
+
+  it("reports failed for a transfer that fails in execution", async () => {
+    const sender = await fundedSender();
+    const signed = await solana.signTransfer({
+      privateKey: sender.privateKey,
+      to: (await solanaKey()).address,
+      token: usdc,
+      amount: 10n ** 12n,
+    });
+    // Preflight refuses it; landing it needs a node that skips preflight, so only the rejection is seen here.
+    await expect(solana.broadcast(signed)).rejects.toThrow(
+      /insufficient funds|custom program error: 0x1|Custom/i,
+    );
+  });
+
+  it("scans incoming SOL and USDC transfers to watched owners once, with stable indexes", async () => {
+    const watched = (await solanaKey()).address;
+    const start = await solana.scanIncoming(async () => [watched], null);
+    expect(start.transfers).toEqual([]);
+    const funded = await fundSolana(devnet, watched, { sol: 3_000_000n, usdc: 4_000_000n });
+    await fundSolana(devnet, (await solanaKey()).address, { usdc: 1n });
+    devnet.advanceSolanaSlots(2);
+    const scan = await solana.scanIncoming(async () => [watched], start.cursor);
+    const summary = scan.transfers
+      .map((t) => ({ txHash: t.txHash, token: t.token.symbol, amount: t.amount, to: t.to, from: t.from }))
+      .sort((x, y) => x.token.localeCompare(y.token));
+    expect(summary).toEqual([
+      {
+        txHash: funded.solTx,
+        token: "SOL",
+        amount: 3_000_000n,
+        to: watched,
+        from: devnet.treasury.solana.address,
+      },
+      {
+        txHash: funded.usdcTx,
+        token: "USDC",
+        amount: 4_000_000n,
+        to: watched,
+        from: devnet.treasury.solana.address,
+      },
+    ]);
+    const usdcIndex = scan.transfers.find((t) => t.token.symbol === "USDC")?.index;
+    const direct = await solana.getIncomingTransfers(funded.usdcTx ?? "", [watched]);
+    expect(direct.map((t) => [t.txHash, t.index, t.amount])).toEqual([
+      [funded.usdcTx, usdcIndex, 4_000_000n],
+    ]);
+    devnet.advanceSolanaSlots(1);
+    expect((await solana.scanIncoming(async () => [watched], scan.cursor)).transfers).toEqual([]);
+  });
+});

@@ -1,0 +1,437 @@
+import { randomInt } from "node:crypto";
+import {
+  type Address,
+  appendTransactionMessageInstructions,
+  type Base64EncodedWireTransaction,
+  type Blockhash,
+  createKeyPairSignerFromPrivateKeyBytes,
+  createSolanaRpc,
+  createTransactionMessage,
+  getBase64EncodedWireTransaction,
+  getSignatureFromTransaction,
+  type Instruction,
+  isAddress,
+  pipe,
+  type Signature,
+  setTransactionMessageFeePayerSigner,
+  setTransactionMessageLifetimeUsingBlockhash,
+  signTransactionMessageWithSigners,
+  address as toAddress,
+} from "@solana/kit";
+import { getTransferSolInstruction } from "@solana-program/system";
+import {
+  findAssociatedTokenPda,
+  getCreateAssociatedTokenIdempotentInstruction,
+  getTransferCheckedInstruction,
+  TOKEN_PROGRAM_ADDRESS,
+} from "@solana-program/token";
+import type {
+  ChainClient,
+  ChainConfig,
+  IncomingTransfer,
+  SignedTransfer,
+  TokenInfo,
+  TransferStatus,
+} from "./types.ts";
+
+type SolanaRpc = ReturnType<typeof createSolanaRpc>;
+
+/** The base fee per signature; Svc's transfers carry one signature and no priority fee. */
+const LAMPORTS_PER_SIGNATURE = 5_000n;
+/** Size of an SPL token account, whose rent a transfer pays when it creates the recipient's. */
+const TOKEN_ACCOUNT_SIZE = 165n;
+const COMPUTE_BUDGET_PROGRAM = "ComputeBudget111111111111111111111111111111" as Address;
+/** Signatures looked at per address and page of `getSignaturesForAddress`. */
+const SIGNATURES_PAGE = 1000;
+/** Addresses whose history is read at once. */
+const SCAN_CONCURRENCY = 8;
+
+/**
+ * The chain layer over a Solana JSON-RPC endpoint (`@solana/kit`). SOL transfers through the System
+ * program; SPL token transfers with TransferChecked between associated token accounts, creating the
+ * recipient's (idempotently) when missing; statuses from signature statuses and blockhash expiry; incoming
+ * transfers from each watched address's (and its token accounts') signature history, at `confirmed`.
+ *
+ * Token balances and incoming token transfers are those of the owner's associated token account (the
+ * account transfers to an address go to).
+ *
+ * @example
+ * ```ts
+ * const solana = new SolanaChain(registry.get("solana")!);
+ * await solana.getBalance(owner, solana.config.tokens[0]!); // USDC atomic units
+ * ```
+ */
+export class SolanaChain implements ChainClient {
+  readonly config: ChainConfig;
+  readonly #rpc: SolanaRpc;
+  /** Varies the compute-unit limit so two identical transfers in one slot are distinct transactions. */
+  #uniquifier = randomInt(50_000);
+
+  constructor(config: ChainConfig) {
+    if (config.kind !== "solana") throw new Error(`SolanaChain given a ${config.kind} chain`);
+    this.config = config;
+    this.#rpc = createSolanaRpc(config.rpcUrl);
+  }
+
+  isValidAddress(address: string): boolean {
+    return isAddress(address);
+  }
+
+  async getBalance(owner: string, token: TokenInfo): Promise<bigint> {
+    if (token.address === null) {
+      return (await this.#rpc.getBalance(toAddress(owner), { commitment: "confirmed" }).send()).value;
+    }
+    const ata = await associatedTokenAccount(owner, token.address);
+    const { value } = await this.#rpc
+      .getAccountInfo(ata, { commitment: "confirmed", encoding: "jsonParsed" })
+      .send();
+    if (value === null) return 0n;
+    const amount = (value.data as { parsed?: { info?: { tokenAmount?: { amount?: unknown } } } }).parsed?.info
+      ?.tokenAmount?.amount;
+    if (typeof amount !== "string") throw new Error(`${ata} is not a token account`);
+    return BigInt(amount);
+  }
+
+  async estimateTransferFee(_from: string, to: string, token: TokenInfo, _amount: bigint): Promise<bigint> {
+    if (token.address === null) return LAMPORTS_PER_SIGNATURE;
+    const ata = await associatedTokenAccount(to, token.address);
+    const { value } = await this.#rpc
+      .getAccountInfo(ata, {
+        commitment: "confirmed",
+        encoding: "base64",
+        dataSlice: { offset: 0, length: 0 },
+      })
+      .send();
+    if (value !== null) return LAMPORTS_PER_SIGNATURE;
+    // The sender also pays the rent of the recipient's token account it creates.
+    const rent = await this.#rpc.getMinimumBalanceForRentExemption(TOKEN_ACCOUNT_SIZE).send();
+    return LAMPORTS_PER_SIGNATURE + rent;
+  }
+
+  async signTransfer(input: {
+    privateKey: Uint8Array;
+    to: string;
+    token: TokenInfo;
+    amount: bigint;
+    nonce?: number;
+  }): Promise<SignedTransfer> {
+    if (input.privateKey.length !== 32) throw new Error("Solana private key must be a 32-byte seed");
+    const signer = await createKeyPairSignerFromPrivateKeyBytes(input.privateKey);
+    const to = toAddress(input.to);
+    const instructions: Instruction[] = [this.#uniqueComputeLimit()];
+    if (input.token.address === null) {
+      instructions.push(getTransferSolInstruction({ source: signer, destination: to, amount: input.amount }));
+    } else {
+      const mint = toAddress(input.token.address);
+      const [source, destination] = await Promise.all([
+        associatedTokenAccount(signer.address, mint),
+        associatedTokenAccount(to, mint),
+      ]);
+      instructions.push(
+        getCreateAssociatedTokenIdempotentInstruction({ payer: signer, ata: destination, owner: to, mint }),
+        getTransferCheckedInstruction({
+          source,
+          mint,
+          destination,
+          authority: signer,
+          amount: input.amount,
+          decimals: input.token.decimals,
+        }),
+      );
+    }
+    const { value: blockhash } = await this.#rpc.getLatestBlockhash({ commitment: "confirmed" }).send();
+    const message = pipe(
+      createTransactionMessage({ version: 0 }),
+      (m) => setTransactionMessageFeePayerSigner(signer, m),
+      (m) =>
+        setTransactionMessageLifetimeUsingBlockhash(
+          {
+            blockhash: blockhash.blockhash as Blockhash,
+            lastValidBlockHeight: blockhash.lastValidBlockHeight,
+          },
+          m,
+        ),
+      (m) => appendTransactionMessageInstructions(instructions, m),
+    );
+    const signed = await signTransactionMessageWithSigners(message);
+    return {
+      txHash: getSignatureFromTransaction(signed),
+      raw: getBase64EncodedWireTransaction(signed),
+      lastValidBlockHeight: blockhash.lastValidBlockHeight,
+    };
+  }
+
+  async broadcast(signed: SignedTransfer): Promise<void> {
+    try {
+      await this.#rpc
+        .sendTransaction(signed.raw as Base64EncodedWireTransaction, {
+          encoding: "base64",
+          preflightCommitment: "confirmed",
+        })
+        .send();
+    } catch (error) {
+      // Sending one that already landed fails preflight (AlreadyProcessed): that is success.
+      const { value } = await this.#rpc
+        .getSignatureStatuses([signed.txHash as Signature], { searchTransactionHistory: true })
+        .send()
+        .catch(() => ({ value: [null] }));
+      if (value[0]) return;
+      throw withCauseInMessage(error);
+    }
+  }
+
+  async getTransferStatus(
+    signed: Pick<SignedTransfer, "txHash" | "nonce" | "lastValidBlockHeight">,
+    _from: string,
+  ): Promise<TransferStatus> {
+    // The height is read before the status: if the status is then missing while the chain had already
+    // passed the transaction's last valid height, it can never land.
+    const height =
+      signed.lastValidBlockHeight === undefined
+        ? undefined
+        : await this.#rpc.getBlockHeight({ commitment: "confirmed" }).send();
+    const {
+      value: [status],
+    } = await this.#rpc
+      .getSignatureStatuses([signed.txHash as Signature], { searchTransactionHistory: true })
+      .send();
+    if (status) {
+      if (status.err) return { state: "failed", reason: describeTransactionError(status.err) };
+      if (status.confirmationStatus === "confirmed" || status.confirmationStatus === "finalized") {
+        const blockTime = await this.#rpc
+          .getBlockTime(status.slot)
+          .send()
+          .catch(() => null);
+        return blockTime === null
+          ? { state: "confirmed" }
+          : { state: "confirmed", blockTime: new Date(Number(blockTime) * 1000) };
+      }
+      return { state: "pending" };
+    }
+    if (
+      height !== undefined &&
+      signed.lastValidBlockHeight !== undefined &&
+      height > signed.lastValidBlockHeight
+    ) {
+      return { state: "dropped", reason: "blockhash expired before the transaction landed" };
+    }
+    return { state: "pending" };
+  }
+
+  /**
+   * Cursor: the last `confirmed` slot scanned. A chain whose newest slot is below the cursor (a local chain
+   * restarted) is scanned from its start; records already made are kept by the caller's uniqueness.
+   */
+  async scanIncoming(
+    addresses: () => Promise<readonly string[]>,
+    cursor: string | null,
+  ): Promise<{ transfers: IncomingTransfer[]; cursor: string }> {
+    const head = await this.#rpc.getSlot({ commitment: "confirmed" }).send();
+    if (cursor === null) return { transfers: [], cursor: head.toString() };
+    let after = BigInt(cursor);
+    if (head < after) after = -1n;
+    if (head === after) return { transfers: [], cursor };
+
+    const watch = await this.#watchMap(await addresses());
+    const signatures = new Set<Signature>();
+    await forEachLimited([...watch.keys()], SCAN_CONCURRENCY, async (account) => {
+      for (const signature of await this.#signaturesBetween(account, after, head)) signatures.add(signature);
+    });
+    const transfers: IncomingTransfer[] = [];
+    await forEachLimited([...signatures], SCAN_CONCURRENCY, async (signature) => {
+      transfers.push(...(await this.#transfersIn(signature, watch)));
+    });
+    return { transfers, cursor: head.toString() };
+  }
+
+  async getIncomingTransfers(txHash: string, addresses: readonly string[]): Promise<IncomingTransfer[]> {
+    return this.#transfersIn(txHash as Signature, await this.#watchMap(addresses));
+  }
+
+  /** Landed, successful signatures touching `account` in slots (after, upTo], newest first. */
+  async #signaturesBetween(account: Address, after: bigint, upTo: bigint): Promise<Signature[]> {
+    const found: Signature[] = [];
+    let before: Signature | undefined;
+    for (;;) {
+      const page = await this.#rpc
+        .getSignaturesForAddress(account, {
+          commitment: "confirmed",
+          limit: SIGNATURES_PAGE,
+          ...(before ? { before } : {}),
+        })
+        .send();
+      for (const entry of page) {
+        if (entry.slot > after && entry.slot <= upTo && entry.err === null) found.push(entry.signature);
+      }
+      const last = page[page.length - 1];
+      if (!last || page.length < SIGNATURES_PAGE || last.slot <= after) return found;
+      before = last.signature;
+    }
+  }
+
+  /**
+   * The accounts to read history from, each mapped to the watched owner and, for a token account, the
+   * token: the owner itself (SOL arrives there) and its associated account for each token.
+   */
+  async #watchMap(owners: readonly string[]): Promise<Map<Address, { owner: string; token: TokenInfo }>> {
+    const map = new Map<Address, { owner: string; token: TokenInfo }>();
+    const tokens = this.config.tokens.filter((t) => t.address !== null);
+    await forEachLimited([...owners], SCAN_CONCURRENCY, async (owner) => {
+      if (!isAddress(owner)) return;
+      map.set(owner, { owner, token: this.config.nativeToken });
+      for (const token of tokens) {
+        map.set(await associatedTokenAccount(owner, token.address ?? ""), { owner, token });
+      }
+    });
+    return map;
+  }
+
+  /** The transfers one transaction made into the watched accounts, from its parsed instructions. */
+  async #transfersIn(
+    signature: Signature,
+    watch: Map<Address, { owner: string; token: TokenInfo }>,
+  ): Promise<IncomingTransfer[]> {
+    const tx = (await this.#rpc
+      .getTransaction(signature, {
+        commitment: "confirmed",
+        encoding: "jsonParsed",
+        maxSupportedTransactionVersion: 0,
+      })
+      .send()) as unknown as ParsedTransaction | null;
+    if (!tx || tx.meta?.err) return [];
+    const blockTime =
+      tx.blockTime === null || tx.blockTime === undefined
+        ? new Date()
+        : new Date(Number(tx.blockTime) * 1000);
+    const transfers: IncomingTransfer[] = [];
+    flattenInstructions(tx).forEach((instruction, index) => {
+      const found = parseTransfer(instruction, watch);
+      if (found) transfers.push({ txHash: signature, index, blockTime, ...found });
+    });
+    return transfers;
+  }
+
+  #uniqueComputeLimit(): Instruction {
+    this.#uniquifier = (this.#uniquifier + 1) % 50_000;
+    const data = new Uint8Array(5);
+    data[0] = 2; // SetComputeUnitLimit
+    new DataView(data.buffer).setUint32(1, 200_000 + this.#uniquifier, true);
+    return { programAddress: COMPUTE_BUDGET_PROGRAM, accounts: [], data };
+  }
+}
+
+/**
+ * The CAIP-2 network of a Solana cluster: `solana:` and the first 32 characters of its genesis hash (for
+ * local clusters, whose genesis is not known in advance).
+ * @example await discoverSolanaNetwork("http://127.0.0.1:8899") // "solana:CjJHGAB339vEkJ3wVELsSe6GV1Bz3XKV"
+ */
+export async function discoverSolanaNetwork(rpcUrl: string): Promise<string> {
+  const genesis = await createSolanaRpc(rpcUrl).getGenesisHash().send();
+  return `solana:${genesis.slice(0, 32)}`;
+}
+
+/** The associated token account of `owner` for `mint` (SPL Token program). */
+async function associatedTokenAccount(owner: string, mint: string): Promise<Address> {
+  const [ata] = await findAssociatedTokenPda({
+    owner: toAddress(owner),
+    mint: toAddress(mint),
+    tokenProgram: TOKEN_PROGRAM_ADDRESS,
+  });
+  return ata;
+}
+
+/** The shape of a `jsonParsed` transaction this module reads; everything else is ignored. */
+interface ParsedInstruction {
+  program?: string;
+  parsed?: { type?: string; info?: Record<string, unknown> } | string;
+}
+interface ParsedTransaction {
+  blockTime?: bigint | number | null;
+  meta?: {
+    err?: unknown;
+    innerInstructions?: { index: number | bigint; instructions: ParsedInstruction[] }[] | null;
+  } | null;
+  transaction: { message: { instructions: ParsedInstruction[] } };
+}
+
+/** Top-level instructions in order, each followed by the inner instructions it invoked. */
+function flattenInstructions(tx: ParsedTransaction): ParsedInstruction[] {
+  const inner = new Map<number, ParsedInstruction[]>();
+  for (const group of tx.meta?.innerInstructions ?? []) inner.set(Number(group.index), group.instructions);
+  return tx.transaction.message.instructions.flatMap((instruction, i) => [
+    instruction,
+    ...(inner.get(i) ?? []),
+  ]);
+}
+
+/** A SOL or SPL token transfer into a watched account, if `instruction` is one. */
+function parseTransfer(
+  instruction: ParsedInstruction,
+  watch: Map<Address, { owner: string; token: TokenInfo }>,
+): Pick<IncomingTransfer, "from" | "to" | "token" | "amount"> | undefined {
+  const parsed = instruction.parsed;
+  if (!parsed || typeof parsed === "string" || !parsed.info) return undefined;
+  const info = parsed.info;
+  const destination = typeof info.destination === "string" ? (info.destination as Address) : undefined;
+  const target = destination ? watch.get(destination) : undefined;
+  if (!target) return undefined;
+  if (instruction.program === "system" && parsed.type === "transfer" && target.token.address === null) {
+    const amount = toBigInt(info.lamports);
+    const from = info.source;
+    if (amount === undefined || amount === 0n || typeof from !== "string") return undefined;
+    return { from, to: target.owner, token: target.token, amount };
+  }
+  if (instruction.program === "spl-token" && target.token.address !== null) {
+    let amount: bigint | undefined;
+    if (parsed.type === "transfer") amount = toBigInt(info.amount);
+    else if (parsed.type === "transferChecked") {
+      if (info.mint !== target.token.address) return undefined;
+      amount = toBigInt((info.tokenAmount as { amount?: unknown } | undefined)?.amount);
+    } else return undefined;
+    // The sender is the owner (or delegate) that signed for the source account.
+    const from = info.authority ?? info.multisigAuthority ?? info.source;
+    if (amount === undefined || amount === 0n || typeof from !== "string") return undefined;
+    return { from, to: target.owner, token: target.token, amount };
+  }
+  return undefined;
+}
+
+function toBigInt(value: unknown): bigint | undefined {
+  if (typeof value === "bigint") return value;
+  if (typeof value === "number" && Number.isSafeInteger(value)) return BigInt(value);
+  if (typeof value === "string" && /^\d+$/.test(value)) return BigInt(value);
+  return undefined;
+}
+
+/** A transaction error as one line, e.g. `{"InstructionError":[1,{"Custom":1}]}`. */
+function describeTransactionError(err: unknown): string {
+  return JSON.stringify(err, (_key, value: unknown) =>
+    typeof value === "bigint" ? value.toString() : value,
+  );
+}
+
+/** kit's preflight failure says "simulation failed"; the cause says why (e.g. BlockhashNotFound). */
+function withCauseInMessage(error: unknown): unknown {
+  if (!(error instanceof Error) || !(error.cause instanceof Error)) return error;
+  if (error.message.includes(error.cause.message)) return error;
+  const wrapped = new Error(`${error.message.split("\n")[0]}: ${error.cause.message.split("\n")[0]}`, {
+    cause: error,
+  });
+  wrapped.name = error.name;
+  return wrapped;
+}
+
+async function forEachLimited<T>(
+  items: readonly T[],
+  limit: number,
+  work: (item: T) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) {
+      const item = items[next++] as T;
+      await work(item);
+    }
+  });
+  await Promise.all(lanes);
+}

@@ -1,0 +1,34 @@
+import { randomBytes } from "node:crypto";
+import { type Address, createKeyPairSignerFromPrivateKeyBytes } from "@solana/kit";
+import type { DevnetInfo } from "@svc/devnet";
+import { privateKeyToAddress } from "viem/accounts";
+import { createChainClient, resolveChains } from "../../src/chains/registry.ts";
+import type { ChainClient } from "../../src/chains/types.ts";
+import { loadConfig } from "../../src/internal/config.ts";
+
+/** The chain-layer clients of a running devnet, built as the service builds them. */
+export async function devnetClients(devnet: DevnetInfo): Promise<{ base: ChainClient; solana: ChainClient }> {
+  const network = loadConfig({}).network;
+  const configs = await resolveChains({
+    ...network,
+    rpcUrls: { base: devnet.evm.rpcUrl, solana: devnet.solana.rpcUrl },
+    usdcAddresses: { base: devnet.evm.usdc, solana: devnet.solana.usdcMint },
+  });
+  const byName = new Map(configs.map((c) => [c.name, createChainClient(c)]));
+  const base = byName.get("base");
+  const solana = byName.get("solana");
+  if (!base || !solana) throw new Error("devnet profile without base and solana");
+  return { base, solana };
+}
+
+/** A fresh EVM key and its address. */
+export function evmKey(): { privateKey: Buffer; address: `0x${string}` } {
+  const privateKey = randomBytes(32);
+  return { privateKey, address: privateKeyToAddress(`0x${privateKey.toString("hex")}`) };
+}
+
+/** A fresh Solana seed and its address. */
+export async function solanaKey(): Promise<{ privateKey: Buffer; address: Address }> {
+  const privateKey = randomBytes(32);
+  return { privateKey, address: (await createKeyPairSignerFromPrivateKeyBytes(privateKey)).address };
+}
