@@ -1,0 +1,202 @@
+import { fundEvm } from "@svc/devnet";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ChainClient } from "../src/chains/types.ts";
+import { devnetClients } from "./support/chains.ts";
+import { waitForSettled } from "./support/spends.ts";
+import {
+  createTestServer,
+  expectErrorShape,
+  STORE_KIND,
+  seedAccount,
+  sharedDevnet,
+  type TestServer,
+} from "./support/test-server.ts";
+
+const USDC = 1_000_000n;
+let server: TestServer;
+let apiKey: string;
+let base: ChainClient;
+let devnet: Awaited<ReturnType<typeof sharedDevnet>>;
+
+beforeAll(async () => {
+  devnet = await sharedDevnet();
+  server = await createTestServer();
+  ({ apiKey } = await seedAccount(server.api));
+  ({ base } = await devnetClients(devnet));
+});
+afterAll(() => server.close());
+
+const usdc = () => base.config.tokens.find((t) => t.symbol === "USDC") ?? base.config.nativeToken;
+
+/** A fresh address to receive into, so its balance counts only this test's transfers. */
+function freshRecipient(): `0x${string}` {
+  return `0x${Array.from({ length: 40 }, () => "0123456789abcdef"[Math.floor(Math.random() * 16)]).join("")}` as `0x${string}`;
+}
+
+async function fundedWallet(policy: Record<string, unknown>) {
+  const wallet = (await server.api.post("/v1/wallets", { name: "burst", chains: ["base"], policy }, apiKey))
+    .body;
+  await fundEvm(devnet, wallet.evm.address, { eth: 10n ** 18n, usdc: 500n * USDC });
+  return wallet as { id: string; evm: { address: string } };
+}
+
+async function burstAgainstDailyLimit(servers: TestServer[]) {
+  const wallet = await fundedWallet({ dailyLimit: "50" });
+  const to = freshRecipient();
+  const responses = await Promise.all(
+    Array.from({ length: 100 }, (_, i) =>
+      (servers[i % servers.length] as TestServer).api.post(
+        `/v1/wallets/${wallet.id}/send`,
+        { to, amount: "1", chain: "base" },
+        apiKey,
+      ),
+    ),
+  );
+  const admitted = responses.filter((r) => r.status === 201);
+  const refused = responses.filter((r) => r.status === 403);
+  expect(admitted).toHaveLength(50);
+  expect(refused).toHaveLength(50);
+  for (const r of refused) {
+    const error = expectErrorShape(r);
+    expect(error.reason).toBe("daily_limit");
+    expect(error.message).toBe(
+      "Daily limit of $50.00 exceeded: $50.00 used in the last 24h, this spend is $1.00",
+    );
+    expect(error.details).toMatchObject({
+      rule: "dailyLimit",
+      limit: "50.00",
+      used: "50.00",
+      requested: "1.00",
+      remaining: "0.00",
+    });
+  }
+  const settled = await Promise.all(admitted.map((r) => waitForSettled(server.api, apiKey, r.body.id)));
+  expect(settled.every((t) => t.status === "confirmed")).toBe(true);
+  // The chain and the ledger agree: 50 transfers of 1 USDC, each recorded once.
+  expect(await base.getBalance(to, usdc())).toBe(50n * USDC);
+  const history = await server.api.get(`/v1/wallets/${wallet.id}/transactions?type=send&limit=100`, apiKey);
+  expect(history.body.total).toBe(50);
+  expect(new Set(history.body.data.map((t: { txHash: string }) => t.txHash)).size).toBe(50);
+}
+
+describe("the daily limit under concurrency", () => {
+  it(`admits exactly 50 of 100 simultaneous $1 sends against dailyLimit 50 (${STORE_KIND})`, async () => {
+    await burstAgainstDailyLimit([server]);
+  });
+
+  it.runIf(STORE_KIND === "postgres")(
+    "admits exactly 50 of 100 with two instances on one PostgreSQL",
+    async () => {
+      const second = await createTestServer({ store: server.storeLocation });
+      try {
+        await burstAgainstDailyLimit([server, second]);
+      } finally {
+        await second.service.close();
+      }
+    },
+  );
+
+  it("releases the amount of a failed spend back to the daily limit", async () => {
+    const wallet = await fundedWallet({ dailyLimit: "5" });
+    const to = freshRecipient();
+    const first = await server.api.post(
+      `/v1/wallets/${wallet.id}/send`,
+      { to, amount: "5", chain: "base" },
+      apiKey,
+    );
+    expect(first.status).toBe(201);
+    await waitForSettled(server.api, apiKey, first.body.id);
+    const over = await server.api.post(
+      `/v1/wallets/${wallet.id}/send`,
+      { to, amount: "0.01", chain: "base" },
+      apiKey,
+    );
+    expect(expectErrorShape(over).reason).toBe("daily_limit");
+  });
+});
+
+describe("Idempotency-Key", () => {
+  it("makes one transfer for 20 simultaneous requests with one key, and replays the same body afterwards", async () => {
+    const wallet = await fundedWallet({});
+    const to = freshRecipient();
+    const body = { to, amount: "3", chain: "base" };
+    const headers = { "idempotency-key": "order-42" };
+    const responses = await Promise.all(
+      Array.from({ length: 20 }, () =>
+        server.api.post(`/v1/wallets/${wallet.id}/send`, body, apiKey, headers),
+      ),
+    );
+    const created = responses.filter((r) => r.status === 201);
+    expect(created.length).toBeGreaterThanOrEqual(1);
+    for (const r of responses.filter((r) => r.status !== 201)) {
+      expect(r.status).toBe(409);
+      expect(expectErrorShape(r).reason).toBe("idempotency_key_in_use");
+    }
+    const ids = new Set(created.map((r) => r.body.id));
+    expect(ids.size).toBe(1);
+    const first = created[0]?.body;
+    await waitForSettled(server.api, apiKey, first.id);
+
+    const replay = await server.api.post(`/v1/wallets/${wallet.id}/send`, body, apiKey, headers);
+    expect(replay.status).toBe(201);
+    expect(replay.body).toEqual(first);
+    expect(replay.headers.get("idempotent-replayed")).toBe("true");
+    expect(await base.getBalance(to, usdc())).toBe(3n * USDC);
+    const history = await server.api.get(`/v1/wallets/${wallet.id}/transactions?type=send`, apiKey);
+    expect(history.body.total).toBe(1);
+  });
+
+  it("refuses the same key with another body with 409 idempotency_key_reused", async () => {
+    const wallet = await fundedWallet({});
+    const to = freshRecipient();
+    const headers = { "idempotency-key": "order-43" };
+    expect(
+      (
+        await server.api.post(
+          `/v1/wallets/${wallet.id}/send`,
+          { to, amount: "1", chain: "base" },
+          apiKey,
+          headers,
+        )
+      ).status,
+    ).toBe(201);
+    const other = await server.api.post(
+      `/v1/wallets/${wallet.id}/send`,
+      { to, amount: "2", chain: "base" },
+      apiKey,
+      headers,
+    );
+    expect(other.status).toBe(409);
+    expect(expectErrorShape(other).reason).toBe("idempotency_key_reused");
+  });
+
+  it("replays a refusal too, without sending", async () => {
+    const wallet = await fundedWallet({ maxPerTx: "1" });
+    const headers = { "idempotency-key": "too-big" };
+    const body = { to: freshRecipient(), amount: "2", chain: "base" };
+    const first = await server.api.post(`/v1/wallets/${wallet.id}/send`, body, apiKey, headers);
+    expect(first.status).toBe(403);
+    const again = await server.api.post(`/v1/wallets/${wallet.id}/send`, body, apiKey, headers);
+    expect(again.status).toBe(403);
+    expect({ ...expectErrorShape(again), requestId: "" }).toEqual({
+      ...expectErrorShape(first),
+      requestId: "",
+    });
+  });
+});
+
+describe("EVM nonces", () => {
+  it("gives 30 concurrent sends from one wallet consecutive nonces that all confirm", async () => {
+    const wallet = await fundedWallet({});
+    const to = freshRecipient();
+    const responses = await Promise.all(
+      Array.from({ length: 30 }, () =>
+        server.api.post(`/v1/wallets/${wallet.id}/send`, { to, amount: "0.5", chain: "base" }, apiKey),
+      ),
+    );
+    expect(responses.map((r) => r.status)).toEqual(Array(30).fill(201));
+    const settled = await Promise.all(responses.map((r) => waitForSettled(server.api, apiKey, r.body.id)));
+    expect(settled.every((t) => t.status === "confirmed")).toBe(true);
+    expect(await base.getBalance(to, usdc())).toBe(15n * USDC);
+  });
+});
