@@ -1,0 +1,96 @@
+import { fundSolana } from "@svc/devnet";
+import { eq } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { transactions, wallets } from "../src/internal/db/schema.ts";
+import { admitSpend } from "../src/spends/admission.ts";
+import { findToken } from "../src/spends/send.ts";
+import { openSigningKey } from "../src/wallets/wallets.ts";
+import { devnetClients, solanaKey } from "./support/chains.ts";
+import { createTestServer, seedAccount, sharedDevnet, type TestServer } from "./support/test-server.ts";
+
+let server: TestServer;
+let devnet: Awaited<ReturnType<typeof sharedDevnet>>;
+
+beforeAll(async () => {
+  devnet = await sharedDevnet();
+  // The confirmer makes its start-up pass only; this test drives it by hand.
+  server = await createTestServer({ env: { SVC_CONFIRMER_INTERVAL_MS: "3600000" } });
+});
+afterAll(() => server.close());
+
+describe("a Solana spend whose blockhash expired before it landed", () => {
+  it("is re-signed with a new blockhash only once the first can no longer land, and pays once", async () => {
+    const { apiKey } = await seedAccount(server.api);
+    const created = (await server.api.post("/v1/wallets", { name: "expiry", chains: ["solana"] }, apiKey))
+      .body;
+    await fundSolana(devnet, created.solana.address, { sol: 10n ** 9n, usdc: 10_000_000n });
+    const { solana } = await devnetClients(devnet);
+    const usdc = findToken(solana, "USDC");
+    const recipient = (await solanaKey()).address;
+    const db = server.service.store.db;
+    const [wallet] = await db.select().from(wallets).where(eq(wallets.id, created.id));
+    if (!wallet) throw new Error("no wallet");
+
+    // Recorded and signed, as a send is before its broadcast, and then the process "lost" the broadcast.
+    const privateKey = await openSigningKey(db, server.service.keyring, wallet, "solana");
+    const row = await admitSpend(
+      db,
+      {
+        walletId: wallet.id,
+        type: "send",
+        chain: "solana",
+        token: usdc,
+        amount: 2_000_000n,
+        from: created.solana.address,
+        to: recipient,
+        usdMicros: 2_000_000n,
+      },
+      { sign: () => solana.signTransfer({ privateKey, to: recipient, token: usdc, amount: 2_000_000n }) },
+    );
+    const firstSignature = row.txHash ?? "";
+
+    // While its blockhash is still valid, the confirmer sends the same transaction: nothing is re-signed.
+    await server.service.confirmer.runOnce();
+    devnet.advanceSolanaSlots(1);
+    const [afterResend] = await db.select().from(transactions).where(eq(transactions.id, row.id));
+    expect(afterResend?.txHash).toBe(firstSignature);
+    await server.service.confirmer.runOnce();
+    const [landed] = await db.select().from(transactions).where(eq(transactions.id, row.id));
+    expect(landed?.status).toBe("confirmed");
+    expect(await solana.getBalance(recipient, usdc)).toBe(2_000_000n);
+
+    // Now one that never reached the chain, and whose blockhash is past its last valid height.
+    const second = await admitSpend(
+      db,
+      {
+        walletId: wallet.id,
+        type: "send",
+        chain: "solana",
+        token: usdc,
+        amount: 3_000_000n,
+        from: created.solana.address,
+        to: recipient,
+        usdMicros: 3_000_000n,
+      },
+      { sign: () => solana.signTransfer({ privateKey, to: recipient, token: usdc, amount: 3_000_000n }) },
+    );
+    privateKey.fill(0);
+    devnet.advanceSolanaSlots(400);
+    await server.service.confirmer.runOnce(); // dropped: rebuilt, re-signed, sent
+    const [rebuilt] = await db.select().from(transactions).where(eq(transactions.id, second.id));
+    expect(rebuilt?.txHash).not.toBe(second.txHash);
+    expect(rebuilt?.status).toBe("pending");
+    devnet.advanceSolanaSlots(2);
+    await server.service.confirmer.runOnce();
+    const [done] = await db.select().from(transactions).where(eq(transactions.id, second.id));
+    expect(done?.status).toBe("confirmed");
+    // The first signature never landed, the second did: 3 USDC moved once.
+    expect(
+      await solana.getTransferStatus(
+        { txHash: second.txHash ?? "", lastValidBlockHeight: second.lastValidBlockHeight ?? 0n },
+        created.solana.address,
+      ),
+    ).toMatchObject({ state: "dropped" });
+    expect(await solana.getBalance(recipient, usdc)).toBe(5_000_000n);
+  });
+});
