@@ -5,12 +5,14 @@ import pino, { type Logger } from "pino";
 import { AccessTokens } from "./accounts/access-tokens.ts";
 import { createApp, REDACTED_LOG_PATHS } from "./app.ts";
 import { type ChainRegistry, createChainRegistry } from "./chains/registry.ts";
+import { Faucet, type FaucetAccounts } from "./faucet/faucet.ts";
 import type { App } from "./http/types.ts";
 import type { Config } from "./internal/config.ts";
 import { newKey, randomBase62 } from "./internal/crypto.ts";
 import { openStore, type Store, type StoreLocation } from "./internal/db/store.ts";
 import { MemoryRateLimiter, type RateLimiter, RedisRateLimiter } from "./internal/rate-limit.ts";
 import { type LocalChains, openLocalChains } from "./local-chains.ts";
+import { IncomingWatcher } from "./receives/watcher.ts";
 import { Confirmer } from "./spends/confirmer.ts";
 import { Keyring } from "./wallets/keyring.ts";
 
@@ -65,6 +67,19 @@ export async function startService(config: Config, options: StartOptions = {}): 
     chains = await createChainRegistry(local?.network ?? config.network);
     const registry = chains;
     const chainClient = (name: string) => registry.client(name);
+    const faucet = new Faucet({
+      db: store.db,
+      chains: registry,
+      accounts: local?.faucet ?? configuredFaucetAccounts(config),
+      caps: { usdc: config.network.faucet.dailyUsdc, native: config.network.faucet.dailyNative },
+      log: logger,
+    });
+    const watcher = new IncomingWatcher(
+      { db: store.db, chains: registry, log: logger },
+      config.network.watchIntervalMs,
+    );
+    // Cursors exist before the first request, so nothing paid to a new wallet can fall before them.
+    await watcher.initialize();
     const app = await createApp(
       {
         config,
@@ -74,6 +89,7 @@ export async function startService(config: Config, options: StartOptions = {}): 
         chains: registry,
         chainClient,
         rateLimiter,
+        faucet,
       },
       { logger },
     );
@@ -84,6 +100,7 @@ export async function startService(config: Config, options: StartOptions = {}): 
       config.confirmerIntervalMs,
     );
     confirmer.start();
+    watcher.start();
     const limiter = rateLimiter;
     const localChains = local;
     return {
@@ -93,6 +110,7 @@ export async function startService(config: Config, options: StartOptions = {}): 
       keyring,
       close: async () => {
         await confirmer.stop();
+        await watcher.stop();
         await app.close();
         await limiter.close();
         await store.close();
@@ -107,6 +125,15 @@ export async function startService(config: Config, options: StartOptions = {}): 
     await local?.stop();
     throw error;
   }
+}
+
+/** The faucet's accounts from the configuration (public test networks, or a devnet run elsewhere). */
+function configuredFaucetAccounts(config: Config): FaucetAccounts {
+  const { evmPrivateKey, solanaSeed } = config.network.faucet;
+  return {
+    ...(evmPrivateKey ? { evm: { privateKey: evmPrivateKey } } : {}),
+    ...(solanaSeed ? { solana: { privateKey: solanaSeed } } : {}),
+  };
 }
 
 /**

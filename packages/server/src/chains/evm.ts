@@ -181,7 +181,7 @@ export class EvmChain implements ChainClient {
   async scanIncoming(
     addresses: () => Promise<readonly string[]>,
     cursor: string | null,
-  ): Promise<{ transfers: IncomingTransfer[]; cursor: string }> {
+  ): Promise<{ transfers: IncomingTransfer[]; cursor: string; more?: boolean }> {
     const head = await this.#client.getBlockNumber({ cacheTime: 0 });
     const safeHead = head > this.#depth ? head - this.#depth : 0n;
     if (cursor === null) {
@@ -227,7 +227,7 @@ export class EvmChain implements ChainClient {
       transfers.push(...(await this.#tokenTransfers(watched, from, to, times)));
     }
     const end = blocks[blocks.length - 1];
-    return { transfers, cursor: `${to}:${end?.hash ?? ""}` };
+    return { transfers, cursor: `${to}:${end?.hash ?? ""}`, more: to < safeHead };
   }
 
   async getIncomingTransfers(txHash: string, addresses: readonly string[]): Promise<IncomingTransfer[]> {

@@ -105,8 +105,8 @@ export interface ChainClient {
   getPendingNonce?(address: string): Promise<number>;
   /**
    * Incoming native and token transfers to the watched addresses after `cursor` (opaque, persisted by the
-   * caller; null for "from now"). Returns the transfers found and the cursor to resume from; a caller that
-   * is far behind calls again at once (one call covers a bounded range).
+   * caller; null for "from now"). Returns the transfers found and the cursor to resume from; `more` when
+   * the scan stopped short of the chain's head (one call covers a bounded range): call again at once.
    *
    * `addresses` is asked for after the scan has fixed its upper bound: an address created after that
    * moment can only receive later, so it is in the next scan's range; a list read before the bound was
@@ -115,7 +115,7 @@ export interface ChainClient {
   scanIncoming(
     addresses: () => Promise<readonly string[]>,
     cursor: string | null,
-  ): Promise<{ transfers: IncomingTransfer[]; cursor: string }>;
+  ): Promise<{ transfers: IncomingTransfer[]; cursor: string; more?: boolean }>;
   /**
    * The incoming transfers one known, confirmed transaction made to `addresses`, parsed exactly as
    * {@link ChainClient.scanIncoming} parses it (same `index`), so a caller that records it directly and

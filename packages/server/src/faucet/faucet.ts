@@ -1,4 +1,20 @@
-/** Faucet accounts (placeholder until the faucet lands). */
+import { randomUUID } from "node:crypto";
+import { createKeyPairSignerFromPrivateKeyBytes } from "@solana/kit";
+import { and, eq, gt, sql } from "drizzle-orm";
+import type { Logger } from "pino";
+import { privateKeyToAddress } from "viem/accounts";
+import { chainCall } from "../chains/errors.ts";
+import type { ChainRegistry } from "../chains/registry.ts";
+import type { ChainClient, SignedTransfer, TokenInfo } from "../chains/types.ts";
+import { faucetGrants, wallets } from "../internal/db/schema.ts";
+import type { Db } from "../internal/db/store.ts";
+import { AppError, errors } from "../internal/errors.ts";
+import { formatUnits, parseUnitsStrict } from "../internal/money.ts";
+import { recordIncoming } from "../receives/watcher.ts";
+import { findTransfer, type TransactionRow } from "../transactions/transactions.ts";
+import { findWalletForAccount } from "../wallets/wallets.ts";
+
+/** An account the faucet pays from. */
 export interface FaucetAccount {
   /** 32-byte secret: secp256k1 (EVM) or ed25519 seed (Solana). */
   privateKey: Uint8Array;
@@ -10,4 +26,249 @@ export interface FaucetAccount {
 export interface FaucetAccounts {
   evm?: FaucetAccount;
   solana?: FaucetAccount;
+}
+
+/** Caps per wallet, chain and rolling 24 h, in whole tokens (decimal strings). */
+export interface FaucetCaps {
+  usdc: string;
+  native: string;
+}
+
+export interface FaucetRequest {
+  chain: string;
+  token: string;
+  /** Decimal string in whole tokens; default {@link DEFAULT_AMOUNTS}. */
+  amount?: string | undefined;
+}
+
+/** What one faucet call pays when no amount is given, in whole tokens. */
+export const DEFAULT_AMOUNTS = { usdc: "100", native: "1" } as const;
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+const CONFIRMATION_TIMEOUT_MS = 60_000;
+const CONFIRMATION_POLL_MS = 50;
+/** Attempts when a payment's EVM nonce is taken by another sender of the same key (another instance). */
+const NONCE_ATTEMPTS = 3;
+
+/**
+ * Test coins on local and test networks: pays a wallet from the faucet account on chain, within a cap per
+ * wallet, chain and token over a rolling 24 h, and records the payment as the wallet's `receive` (the
+ * same row the incoming-transfer watcher would record; the store's unique key keeps exactly one).
+ *
+ * The cap is enforced atomically (the wallet row is locked while the window is summed and the grant
+ * inserted), so concurrent requests never pass it. Payments from one account on one chain are signed and
+ * broadcast one at a time within the process (EVM nonces); confirmations are awaited concurrently.
+ *
+ * @example
+ * const row = await faucet.pay(accountId, walletId, { chain: "base", token: "USDC", amount: "25" });
+ */
+export class Faucet {
+  readonly #deps: { db: Db; chains: ChainRegistry; accounts: FaucetAccounts; caps: FaucetCaps; log: Logger };
+  readonly #queues = new Map<string, Promise<unknown>>();
+  readonly #prepared = new Map<string, Promise<void>>();
+
+  constructor(deps: {
+    db: Db;
+    chains: ChainRegistry;
+    accounts: FaucetAccounts;
+    caps: FaucetCaps;
+    log: Logger;
+  }) {
+    this.#deps = deps;
+  }
+
+  async pay(accountId: string, walletId: string, request: FaucetRequest): Promise<TransactionRow> {
+    const { db, chains } = this.#deps;
+    const wallet = await findWalletForAccount(db, accountId, walletId);
+    const config = chains.get(request.chain);
+    if (!config) throw errors.unknownChain(request.chain, chains.names());
+    if (!config.testnet) throw errors.faucetUnavailable(request.chain, "it is not a local or test network");
+    if (!wallet.chains.includes(request.chain)) throw errors.chainNotInWallet(request.chain, wallet.chains);
+    const account = this.#deps.accounts[config.kind];
+    const client = chains.client(request.chain);
+    if (!account || !client) throw errors.faucetUnavailable(request.chain, "no faucet account is configured");
+    const all = [config.nativeToken, ...config.tokens];
+    const token = all.find((t) => t.symbol.toUpperCase() === request.token.toUpperCase());
+    if (!token)
+      throw errors.unknownToken(
+        request.token,
+        request.chain,
+        all.map((t) => t.symbol),
+      );
+    const isNative = token.address === null;
+    const amount = parseUnitsStrict(
+      request.amount ?? (isNative ? DEFAULT_AMOUNTS.native : DEFAULT_AMOUNTS.usdc),
+      token.decimals,
+    );
+    if (amount === undefined || amount === 0n) {
+      throw errors.invalidAmount(
+        `Amount must be a positive decimal number with at most ${token.decimals} decimals for ${token.symbol}`,
+      );
+    }
+    const to = config.kind === "evm" ? wallet.evmAddress : wallet.solanaAddress;
+    if (!to) throw errors.chainNotInWallet(request.chain, wallet.chains);
+
+    const cap =
+      parseUnitsStrict(isNative ? this.#deps.caps.native : this.#deps.caps.usdc, token.decimals) ?? 0n;
+    const grantId = await this.#reserve(wallet.id, request.chain, token, amount, cap);
+    let signed: SignedTransfer;
+    try {
+      signed = await chainCall(request.chain, () => this.#send(client, account, to, token, amount));
+    } catch (error) {
+      await db.delete(faucetGrants).where(eq(faucetGrants.id, grantId));
+      if (error instanceof AppError) throw error;
+      const firstLine = String((error as { message?: unknown })?.message ?? "rejected").split("\n")[0] ?? "";
+      throw errors.broadcastRejected(request.chain, firstLine, error);
+    }
+    await db.update(faucetGrants).set({ txHash: signed.txHash }).where(eq(faucetGrants.id, grantId));
+    await chainCall(request.chain, () => this.#confirmed(client, signed, account, grantId));
+
+    const transfers = await chainCall(request.chain, () => client.getIncomingTransfers(signed.txHash, [to]));
+    const transfer = transfers[0];
+    if (!transfer)
+      throw errors.internal(new Error(`faucet payment ${signed.txHash} shows no transfer to ${to}`));
+    const watched = { walletId: wallet.id, address: to };
+    const row =
+      (await recordIncoming(db, client, transfer, watched)) ??
+      (await findTransfer(db, {
+        chain: request.chain,
+        txHash: transfer.txHash,
+        transferIndex: transfer.index,
+        walletId: wallet.id,
+      }));
+    if (!row) throw errors.internal(new Error(`faucet payment ${signed.txHash} was not recorded`));
+    return row;
+  }
+
+  /** Admits the grant against the cap, atomically; returns its id. */
+  async #reserve(
+    walletId: string,
+    chain: string,
+    token: TokenInfo,
+    amount: bigint,
+    cap: bigint,
+  ): Promise<string> {
+    const id = randomUUID();
+    await this.#deps.db.transaction(async (tx) => {
+      // The wallet row is the lock: grants of one wallet are admitted one at a time.
+      await tx.execute(sql`SELECT id FROM ${wallets} WHERE ${wallets.id} = ${walletId} FOR UPDATE`);
+      const since = new Date(Date.now() - DAY_MS);
+      const [window] = await tx
+        .select({
+          used: sql<string>`coalesce(sum(${faucetGrants.amountAtomic}), 0)`,
+          oldest: sql<Date | string | null>`min(${faucetGrants.createdAt})`,
+        })
+        .from(faucetGrants)
+        .where(
+          and(
+            eq(faucetGrants.walletId, walletId),
+            eq(faucetGrants.chain, chain),
+            eq(faucetGrants.token, token.symbol),
+            gt(faucetGrants.createdAt, since),
+          ),
+        );
+      const used = BigInt(window?.used ?? "0");
+      if (used + amount > cap) {
+        const oldest = window?.oldest ? new Date(window.oldest) : new Date();
+        const fmt = (value: bigint) => formatUnits(value, token.decimals);
+        const remaining = cap > used ? cap - used : 0n;
+        throw errors.faucetCapExceeded(
+          `Faucet cap of ${fmt(cap)} ${token.symbol} per wallet per 24h on ${chain} exceeded: ${fmt(used)} used, this request is ${fmt(amount)}`,
+          {
+            chain,
+            token: token.symbol,
+            cap: fmt(cap),
+            used: fmt(used),
+            requested: fmt(amount),
+            remaining: fmt(remaining),
+            resetsAt: new Date(oldest.getTime() + DAY_MS).toISOString(),
+          },
+        );
+      }
+      await tx
+        .insert(faucetGrants)
+        .values({ id, walletId, chain, token: token.symbol, amountAtomic: amount });
+    });
+    return id;
+  }
+
+  /** Signs and broadcasts the payment, one at a time per chain (nonces); retries a nonce taken elsewhere. */
+  #send(
+    client: ChainClient,
+    account: FaucetAccount,
+    to: string,
+    token: TokenInfo,
+    amount: bigint,
+  ): Promise<SignedTransfer> {
+    const chain = client.config.name;
+    return this.#serialised(chain, async () => {
+      await this.#prepare(chain, account);
+      for (let attempt = 1; ; attempt++) {
+        const signed = await client.signTransfer({ privateKey: account.privateKey, to, token, amount });
+        try {
+          await client.broadcast(signed);
+          return signed;
+        } catch (error) {
+          const nonceTaken = /nonce/i.test(String((error as { message?: unknown })?.message ?? ""));
+          if (!nonceTaken || attempt >= NONCE_ATTEMPTS) throw error;
+          this.#deps.log.info({ chain }, "faucet nonce taken by another sender; re-signing");
+        }
+      }
+    });
+  }
+
+  /** Waits until the payment is confirmed; a payment that failed or was dropped releases its grant. */
+  async #confirmed(
+    client: ChainClient,
+    signed: SignedTransfer,
+    account: FaucetAccount,
+    grantId: string,
+  ): Promise<void> {
+    const from = await faucetAddress(client, account);
+    const deadline = Date.now() + CONFIRMATION_TIMEOUT_MS;
+    for (;;) {
+      const status = await client.getTransferStatus(signed, from);
+      if (status.state === "confirmed") return;
+      if (status.state === "failed" || status.state === "dropped") {
+        await this.#deps.db.delete(faucetGrants).where(eq(faucetGrants.id, grantId));
+        throw errors.broadcastRejected(
+          client.config.name,
+          `faucet payment ${status.state}: ${status.reason}`,
+        );
+      }
+      // Still pending: the watcher records it when it lands; the grant stays counted meanwhile.
+      if (Date.now() > deadline) throw errors.chainUnavailable(client.config.name);
+      await new Promise((resolve) => setTimeout(resolve, CONFIRMATION_POLL_MS));
+    }
+  }
+
+  #prepare(chain: string, account: FaucetAccount): Promise<void> {
+    let prepared = this.#prepared.get(chain);
+    if (!prepared) {
+      prepared = (account.prepare?.() ?? Promise.resolve()).catch((error: unknown) => {
+        this.#prepared.delete(chain);
+        throw error;
+      });
+      this.#prepared.set(chain, prepared);
+    }
+    return prepared;
+  }
+
+  #serialised<T>(key: string, task: () => Promise<T>): Promise<T> {
+    const previous = this.#queues.get(key) ?? Promise.resolve();
+    const next = previous.then(task, task);
+    this.#queues.set(
+      key,
+      next.catch(() => undefined),
+    );
+    return next;
+  }
+}
+
+/** The faucet account's address on a chain, derived as the chain derives a signer's. */
+async function faucetAddress(client: ChainClient, account: FaucetAccount): Promise<string> {
+  if (client.config.kind === "evm") {
+    return privateKeyToAddress(`0x${Buffer.from(account.privateKey).toString("hex")}`);
+  }
+  return (await createKeyPairSignerFromPrivateKeyBytes(account.privateKey)).address;
 }

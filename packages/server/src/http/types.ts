@@ -9,6 +9,7 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import type { AccessTokens } from "../accounts/access-tokens.ts";
 import type { ChainRegistry } from "../chains/registry.ts";
 import type { ChainClient } from "../chains/types.ts";
+import type { Faucet } from "../faucet/faucet.ts";
 import type { Config } from "../internal/config.ts";
 import type { Store } from "../internal/db/store.ts";
 import type { RateLimiter } from "../internal/rate-limit.ts";
@@ -33,6 +34,7 @@ export interface Services {
   /** The chain layer for a served chain name; undefined for a name this deployment does not serve. */
   chainClient(name: string): ChainClient | undefined;
   rateLimiter: RateLimiter;
+  faucet: Faucet;
 }
 
 /** Who a request acts for, set by authentication on every route that needs it. */

@@ -136,6 +136,11 @@ export const errors = {
   /** Same status and message for an unknown email and a wrong password. */
   loginFailed: () => new AppError(401, "Unauthorized", "Invalid email or password", "invalid_credentials"),
 
+  faucetUnavailable: (chain: string, why: string) =>
+    new AppError(404, "NotFound", `No faucet on ${chain}: ${why}`, "faucet_unavailable", { chain }),
+  /** Over the faucet's daily cap for this wallet, chain and token; `details` says how much is left. */
+  faucetCapExceeded: (message: string, details: Record<string, unknown>) =>
+    new AppError(400, "ValidationError", message, "faucet_cap_exceeded", details),
   walletNotFound: (walletId: string) => new AppError(404, "NotFound", `Wallet ${walletId} not found`),
   apiKeyNotFound: (keyId: string) => new AppError(404, "NotFound", `API key ${keyId} not found`),
   transactionNotFound: (txId: string) => new AppError(404, "NotFound", `Transaction ${txId} not found`),

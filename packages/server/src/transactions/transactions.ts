@@ -71,6 +71,57 @@ export async function recordTransaction(db: Db, input: NewTransaction): Promise<
   return db.transaction((tx) => write(tx as unknown as Db));
 }
 
+/** A transfer into a wallet, keyed by where it is on chain. */
+export type NewTransfer = NewTransaction & { txHash: string; transferIndex: number };
+
+/**
+ * Records a transfer into a wallet unless the same (chain, txHash, transferIndex, wallet) is already
+ * recorded, counting it only when it is inserted, in one database transaction. However many watchers and
+ * faucet calls record one transfer, at once or later, exactly one row exists and it is counted once.
+ * Returns the row inserted, or undefined when it was already there.
+ * @example await recordTransferOnce(db, { walletId, type: "receive", chain: "base", txHash, transferIndex: -1, … });
+ */
+export async function recordTransferOnce(db: Db, input: NewTransfer): Promise<TransactionRow | undefined> {
+  return db.transaction(async (handle) => {
+    const tx = handle as unknown as Db;
+    const [row] = await tx
+      .insert(transactions)
+      .values({ ...input, id: input.id ?? newId("tx") })
+      .onConflictDoNothing({
+        target: [transactions.chain, transactions.txHash, transactions.transferIndex, transactions.walletId],
+      })
+      .returning();
+    if (!row) return undefined;
+    await tx
+      .insert(transactionCounts)
+      .values({ walletId: input.walletId, chain: input.chain, type: input.type, count: 1 })
+      .onConflictDoUpdate({
+        target: [transactionCounts.walletId, transactionCounts.chain, transactionCounts.type],
+        set: { count: sql`${transactionCounts.count} + 1` },
+      });
+    return row;
+  });
+}
+
+/** The row recording a transfer into a wallet, if any. */
+export async function findTransfer(
+  db: Db,
+  key: { chain: string; txHash: string; transferIndex: number; walletId: string },
+): Promise<TransactionRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(transactions)
+    .where(
+      and(
+        eq(transactions.chain, key.chain),
+        eq(transactions.txHash, key.txHash),
+        eq(transactions.transferIndex, key.transferIndex),
+        eq(transactions.walletId, key.walletId),
+      ),
+    );
+  return row;
+}
+
 export interface TransactionFilter {
   chain?: string | undefined;
   type?: TransactionType | undefined;

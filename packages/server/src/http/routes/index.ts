@@ -4,6 +4,7 @@ import { registerListApiKeys } from "./api-keys/list.ts";
 import { registerRevokeApiKey } from "./api-keys/revoke.ts";
 import { registerLogin } from "./auth/login.ts";
 import { registerRegister } from "./auth/register.ts";
+import { registerListChains } from "./chains/list.ts";
 import { registerHealthz } from "./health/healthz.ts";
 import { registerGetPolicy } from "./policy/get.ts";
 import { registerSetPolicyStatus } from "./policy/set-status.ts";
@@ -12,7 +13,9 @@ import { registerSend } from "./spends/send.ts";
 import { registerGetTransaction } from "./transactions/get.ts";
 import { registerListTransactions } from "./transactions/list.ts";
 import { registerArchiveWallet } from "./wallets/archive.ts";
+import { registerGetBalance } from "./wallets/balance.ts";
 import { registerCreateWallet } from "./wallets/create.ts";
+import { registerFaucet } from "./wallets/faucet.ts";
 import { registerGetWallet } from "./wallets/get.ts";
 import { registerListWallets } from "./wallets/list.ts";
 
@@ -28,6 +31,9 @@ export function registerRoutes(app: App, services: Services): void {
   registerListWallets(app, services);
   registerGetWallet(app, services);
   registerArchiveWallet(app, services);
+  registerGetBalance(app, services);
+  registerFaucet(app, services);
+  registerListChains(app, services);
   registerListTransactions(app, services);
   registerGetTransaction(app, services);
   registerSend(app, services);

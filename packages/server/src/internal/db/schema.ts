@@ -97,6 +97,8 @@ export const transactions = pgTable("transactions", {
   nonce: integer("nonce"),
   lastValidBlockHeight: numeric("last_valid_block_height", { mode: "bigint" }),
   broadcastAt: timestamp("broadcast_at", { withTimezone: true, mode: "date" }),
+  /** Which transfer of its transaction a receive records; NULL for spends. */
+  transferIndex: integer("transfer_index"),
 });
 
 export const transactionCounts = pgTable(
@@ -135,3 +137,24 @@ export const idempotencyKeys = pgTable(
   },
   (t) => [primaryKey({ columns: [t.accountId, t.key] })],
 );
+
+export const chainCursors = pgTable(
+  "chain_cursors",
+  {
+    chain: text("chain").notNull(),
+    network: text("network").notNull(),
+    cursor: text("cursor").notNull(),
+    updatedAt: timestamp("updated_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.chain, t.network] })],
+);
+
+export const faucetGrants = pgTable("faucet_grants", {
+  id: text("id").primaryKey(),
+  walletId: text("wallet_id").notNull(),
+  chain: text("chain").notNull(),
+  token: text("token").notNull(),
+  amountAtomic: numeric("amount_atomic", { mode: "bigint" }).notNull(),
+  txHash: text("tx_hash"),
+  createdAt: createdAt(),
+});
