@@ -15,7 +15,8 @@ import pg from "pg";
 import { loadConfig } from "../src/internal/config.ts";
 import type { StoreLocation } from "../src/internal/db/store.ts";
 import { startService } from "../src/service.ts";
-import { LogCapture } from "../test/support/test-server.ts";
+import { LogCapture } from "../test/support/api-client.ts";
+import { benchSends } from "./sends.ts";
 
 const MAIN = fileURLToPath(new URL("../src/main.ts", import.meta.url));
 const DEFAULT_PG = "postgres://postgres@127.0.0.1:5432/test";
@@ -236,4 +237,17 @@ async function main() {
   );
 }
 
-await main();
+async function sends() {
+  await benchSends("pglite", { pgliteMemory: true });
+  const pgDb = await freshPostgres();
+  if (!pgDb) return;
+  try {
+    await benchSends("postgres", { databaseUrl: pgDb.url });
+  } finally {
+    await pgDb.drop();
+  }
+}
+
+// BENCH_ONLY=http or BENCH_ONLY=sends runs one half.
+if (process.env.BENCH_ONLY !== "sends") await main();
+if (process.env.BENCH_ONLY !== "http") await sends();

@@ -22,6 +22,8 @@ export interface RunningService {
   url: string;
   store: Store;
   keyring: Keyring;
+  /** Settles pending spends; tests run passes by hand with a long interval. */
+  confirmer: Confirmer;
   close(): Promise<void>;
 }
 
@@ -94,6 +96,11 @@ export async function startService(config: Config, options: StartOptions = {}): 
       { logger },
     );
     const url = await app.listen({ port: config.port, host: config.host });
+    if (local) {
+      // Local chains only: their endpoints are worth knowing (to send from outside) and hold no secret.
+      const served = registry.list().map(({ name, network, rpcUrl }) => ({ name, network, rpcUrl }));
+      logger.info({ chains: served }, "serving the local devnet chains");
+    }
     // Its first pass reconciles whatever a previous process left pending.
     const confirmer = new Confirmer(
       { db: store.db, keyring, chainClient, log: logger },
@@ -108,6 +115,7 @@ export async function startService(config: Config, options: StartOptions = {}): 
       url,
       store,
       keyring,
+      confirmer,
       close: async () => {
         await confirmer.stop();
         await watcher.stop();
