@@ -1,0 +1,295 @@
+import { fundEvm, fundSolana } from "@svc/devnet";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ChainClient } from "../src/chains/types.ts";
+import { devnetClients } from "./support/chains.ts";
+import { waitForHistory, waitForSettled } from "./support/spends.ts";
+import {
+  createTestServer,
+  expectErrorShape,
+  seedAccount,
+  sharedDevnet,
+  type TestServer,
+} from "./support/test-server.ts";
+
+let server: TestServer;
+let apiKey: string;
+let chains: { base: ChainClient; solana: ChainClient };
+type Devnet = Awaited<ReturnType<typeof sharedDevnet>>;
+let devnet: Devnet;
+
+const USDC = 1_000_000n;
+const ETH = 10n ** 18n;
+const SOL = 1_000_000_000n;
+
+beforeAll(async () => {
+  devnet = await sharedDevnet();
+  server = await createTestServer();
+  ({ apiKey } = await seedAccount(server.api));
+  chains = await devnetClients(devnet);
+});
+afterAll(() => server.close());
+
+async function createWallet(policy?: Record<string, unknown>) {
+  const response = await server.api.post(
+    "/v1/wallets",
+    { name: "sender", chains: ["base", "solana"], ...(policy ? { policy } : {}) },
+    apiKey,
+  );
+  if (response.status !== 201) throw new Error(response.text);
+  return response.body as { id: string; evm: { address: `0x${string}` }; solana: { address: string } };
+}
+
+async function fundedWallet(policy?: Record<string, unknown>) {
+  const wallet = await createWallet(policy);
+  await fundEvm(devnet, wallet.evm.address, { eth: ETH, usdc: 500n * USDC });
+  await fundSolana(devnet, wallet.solana.address as never, { sol: 2n * SOL, usdc: 500n * USDC });
+  return wallet;
+}
+
+const usdcOf = (chain: ChainClient) =>
+  chain.config.tokens.find((t) => t.symbol === "USDC") ?? chain.config.nativeToken;
+
+describe("POST /v1/wallets/:id/send", () => {
+  it.each([
+    ["base", "USDC"],
+    ["base", "ETH"],
+    ["solana", "USDC"],
+    ["solana", "SOL"],
+  ] as const)(
+    "sends %s %s: balances move by exactly the amount, send confirmed, the recipient wallet has the receive",
+    async (chainName, symbol) => {
+      const sender = await fundedWallet();
+      const recipient = await createWallet();
+      const chain = chains[chainName];
+      const token = symbol === "USDC" ? usdcOf(chain) : chain.config.nativeToken;
+      const native = chain.config.nativeToken;
+      const from = chainName === "base" ? sender.evm.address : sender.solana.address;
+      const to = chainName === "base" ? recipient.evm.address : recipient.solana.address;
+      const amount = symbol === "USDC" ? "12.345678" : "0.25";
+      const atomic = symbol === "USDC" ? 12_345_678n : chainName === "base" ? ETH / 4n : SOL / 4n;
+
+      const before = {
+        sender: await chain.getBalance(from, token),
+        senderNative: await chain.getBalance(from, native),
+        recipient: await chain.getBalance(to, token),
+      };
+      const response = await server.api.post(
+        `/v1/wallets/${sender.id}/send`,
+        { to, amount, token: symbol, chain: chainName },
+        apiKey,
+      );
+      expect(response.status, response.text).toBe(201);
+      expect(response.body).toMatchObject({
+        type: "send",
+        status: "pending",
+        amount,
+        token: symbol,
+        chain: chainName,
+        from,
+        to,
+        walletId: sender.id,
+      });
+      expect(response.body.txHash).toBeTruthy();
+
+      const settled = await waitForSettled(server.api, apiKey, response.body.id);
+      expect(settled.status).toBe("confirmed");
+      expect(settled.confirmedAt).toBeTruthy();
+      expect(await chain.getBalance(to, token)).toBe(before.recipient + atomic);
+      if (token.address === null) {
+        const spent = before.sender - (await chain.getBalance(from, token));
+        expect(spent).toBeGreaterThan(atomic); // the amount plus a fee
+        expect(spent - atomic).toBeLessThan(chainName === "base" ? ETH / 100n : SOL / 100n);
+      } else {
+        expect(await chain.getBalance(from, token)).toBe(before.sender - atomic);
+        expect(await chain.getBalance(from, native)).toBeLessThan(before.senderNative); // the fee, in the native coin
+      }
+      const receives = await waitForHistory(server.api, apiKey, recipient.id, (rows) =>
+        rows.some((r) => r.txHash === response.body.txHash),
+      );
+      expect(receives.filter((r) => r.txHash === response.body.txHash)).toEqual([
+        expect.objectContaining({
+          type: "receive",
+          status: "confirmed",
+          amount,
+          token: symbol,
+          chain: chainName,
+          from,
+          to,
+        }),
+      ]);
+    },
+  );
+
+  it("stores the spend authorization's decision id and returns it as spendDecisionId", async () => {
+    const sender = await fundedWallet();
+    const response = await server.api.post(
+      `/v1/wallets/${sender.id}/send`,
+      {
+        to: "0x000000000000000000000000000000000000dEaD",
+        amount: "1",
+        chain: "base",
+        spendAuthorization: { decisionId: "dec_123" },
+      },
+      apiKey,
+    );
+    expect(response.status, response.text).toBe(201);
+    expect(response.body.spendDecisionId).toBe("dec_123");
+    expect((await server.api.get(`/v1/transactions/${response.body.id}`, apiKey)).body.spendDecisionId).toBe(
+      "dec_123",
+    );
+  });
+});
+
+describe("refused sends move nothing and record nothing", () => {
+  const DEAD = "0x000000000000000000000000000000000000dEaD";
+
+  async function expectRefused(
+    walletId: string,
+    body: Record<string, unknown>,
+    status: number,
+    code: string,
+    reason: string,
+  ) {
+    const historyBefore = (await server.api.get(`/v1/wallets/${walletId}/transactions`, apiKey)).body.total;
+    const response = await server.api.post(`/v1/wallets/${walletId}/send`, body, apiKey);
+    expect(response.status, response.text).toBe(status);
+    const error = expectErrorShape(response);
+    expect(error).toMatchObject({ code, reason });
+    expect((await server.api.get(`/v1/wallets/${walletId}/transactions`, apiKey)).body.total).toBe(
+      historyBefore,
+    );
+    return error;
+  }
+
+  it("refuses each case with its documented error", async () => {
+    const wallet = await fundedWallet({
+      maxPerTx: "10",
+      whitelist: [DEAD, "11111111111111111111111111111112"],
+    });
+    const usdcBefore = await chains.base.getBalance(wallet.evm.address, usdcOf(chains.base));
+
+    const overMax = await expectRefused(
+      wallet.id,
+      { to: DEAD, amount: "10.01", chain: "base" },
+      403,
+      "PolicyViolation",
+      "max_per_tx",
+    );
+    expect(overMax.message).toBe("Per-transaction limit of $10.00 exceeded: this spend is $10.01");
+    expect(overMax.details).toMatchObject({ rule: "maxPerTx", limit: "10.00", requested: "10.01" });
+    await expectRefused(
+      wallet.id,
+      { to: "0x0000000000000000000000000000000000000001", amount: "1", chain: "base" },
+      403,
+      "PolicyViolation",
+      "recipient_not_allowed",
+    );
+    await expectRefused(
+      wallet.id,
+      { to: DEAD, amount: "1.0000001", chain: "base" },
+      400,
+      "ValidationError",
+      "invalid_amount",
+    );
+    await expectRefused(
+      wallet.id,
+      { to: DEAD, amount: "0", chain: "base" },
+      400,
+      "ValidationError",
+      "invalid_amount",
+    );
+    await expectRefused(
+      wallet.id,
+      { to: "0x123", amount: "1", chain: "base" },
+      400,
+      "ValidationError",
+      "invalid_address",
+    );
+    // A Solana address on an EVM chain, and an EVM address on Solana.
+    await expectRefused(
+      wallet.id,
+      { to: wallet.solana.address, amount: "1", chain: "base" },
+      400,
+      "ValidationError",
+      "invalid_address",
+    );
+    await expectRefused(
+      wallet.id,
+      { to: DEAD, amount: "1", chain: "solana" },
+      400,
+      "ValidationError",
+      "invalid_address",
+    );
+    await expectRefused(
+      wallet.id,
+      { to: DEAD, amount: "1", chain: "base", token: "DOGE" },
+      400,
+      "ValidationError",
+      "unknown_token",
+    );
+
+    expect((await server.api.post(`/v1/wallets/${wallet.id}/policy/pause`, undefined, apiKey)).status).toBe(
+      200,
+    );
+    await expectRefused(
+      wallet.id,
+      { to: DEAD, amount: "1", chain: "base" },
+      403,
+      "PolicyViolation",
+      "policy_paused",
+    );
+    await server.api.post(`/v1/wallets/${wallet.id}/policy/resume`, undefined, apiKey);
+
+    await expectRefused(
+      wallet.id,
+      { to: DEAD, amount: "9", chain: "base", token: "ETH" },
+      403,
+      "PolicyViolation",
+      "max_per_tx",
+    );
+    expect(await chains.base.getBalance(wallet.evm.address, usdcOf(chains.base))).toBe(usdcBefore);
+  });
+
+  it("refuses a send beyond the balance, and one without gas for the fee, with 422 InsufficientFunds", async () => {
+    const wallet = await createWallet();
+    await fundEvm(devnet, wallet.evm.address, { usdc: 5n * USDC });
+    const noGas = await expectRefused(
+      wallet.id,
+      { to: DEAD, amount: "1", chain: "base" },
+      422,
+      "InsufficientFunds",
+      "insufficient_gas",
+    );
+    expect(noGas.message).toMatch(/^Insufficient ETH for fees/);
+    await fundEvm(devnet, wallet.evm.address, { eth: ETH / 10n });
+    const tooMuch = await expectRefused(
+      wallet.id,
+      { to: DEAD, amount: "5.000001", chain: "base" },
+      422,
+      "InsufficientFunds",
+      "insufficient_token",
+    );
+    expect(tooMuch.message).toBe("Insufficient USDC: balance 5, this send needs 5.000001");
+    await fundSolana(devnet, wallet.solana.address as never, { usdc: 5n * USDC });
+    await expectRefused(
+      wallet.id,
+      { to: "11111111111111111111111111111112", amount: "1", chain: "solana" },
+      422,
+      "InsufficientFunds",
+      "insufficient_gas",
+    );
+    expect(await chains.base.getBalance(wallet.evm.address, usdcOf(chains.base))).toBe(5n * USDC);
+  });
+
+  it("refuses a send from an archived wallet with 409 wallet_archived", async () => {
+    const wallet = await fundedWallet();
+    await server.api.delete(`/v1/wallets/${wallet.id}`, apiKey);
+    await expectRefused(
+      wallet.id,
+      { to: DEAD, amount: "1", chain: "base" },
+      409,
+      "ValidationError",
+      "wallet_archived",
+    );
+  });
+});
