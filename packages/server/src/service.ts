@@ -22,6 +22,8 @@ export interface RunningService {
   url: string;
   store: Store;
   keyring: Keyring;
+  /** Settles pending spends; tests run passes by hand with a long interval. */
+  confirmer: Confirmer;
   close(): Promise<void>;
 }
 
@@ -113,6 +115,7 @@ export async function startService(config: Config, options: StartOptions = {}): 
       url,
       store,
       keyring,
+      confirmer,
       close: async () => {
         await confirmer.stop();
         await watcher.stop();
