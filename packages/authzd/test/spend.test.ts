@@ -236,6 +236,20 @@ describe("spend authorization daemon (enabled)", () => {
     expect(budget.body).toMatchObject({ reserved_credits: 0, settled_credits: 5, available_credits: 95 });
   });
 
+  it("takes tx_sig: null in a settle body as absent", async () => {
+    const verdict = await authorize(other);
+    const reply = await daemon.call<Receipt>("POST", "/spend/settle", {
+      token: other,
+      body: settleBody(verdict.body.decision_id, { tx_sig: null }),
+    });
+    expect(reply.status).toBe(200);
+    expect(reply.body.kind).toBe("spend_settled");
+    const row = daemon
+      .auditRows()
+      .find((r) => r.kind === "spend_settled" && r.decision_id === verdict.body.decision_id);
+    expect(row).toMatchObject({ receipt_id: reply.body.receipt_id, tx_sig: null });
+  });
+
   it("settles concurrently sent duplicates of a fresh decision into one receipt", async () => {
     const verdict = await authorize(other);
     const body = settleBody(verdict.body.decision_id);

@@ -32,7 +32,7 @@ describe("request validation", () => {
     expect(parseAuthorizeRequest([VALID])).toEqual({ ok: false, error: "body must be a JSON object" });
   });
 
-  it("takes tx_sig as the only optional settle field", () => {
+  it("takes tx_sig as the only optional settle field, null meaning absent", () => {
     const settle = {
       decision_id: `dec_${"ab".repeat(16)}`,
       provider: "svc",
@@ -43,7 +43,11 @@ describe("request validation", () => {
     };
     expect(parseSettleRequest(settle).ok).toBe(true);
     expect(parseSettleRequest({ ...settle, tx_sig: "0xabc" }).ok).toBe(true);
-    expect(parseSettleRequest({ ...settle, tx_sig: null })).toEqual({
+    // null means "absent": the settlement records tx_sig null, as when the field is left out.
+    const withNull = parseSettleRequest({ ...settle, tx_sig: null });
+    expect(withNull.ok).toBe(true);
+    expect(withNull.ok && (withNull.value.tx_sig ?? null)).toBe(null);
+    expect(parseSettleRequest({ ...settle, tx_sig: "" })).toEqual({
       ok: false,
       error:
         "tx_sig must be a non-empty string of at most 256 printable ASCII characters without spaces (transaction signature)",

@@ -10,7 +10,7 @@ export type AuthorizeRequest = Pick<
 export type SettleRequest = Pick<
   SpendSettledFields,
   "decision_id" | "provider" | "network" | "asset" | "amount" | "credits"
-> & { tx_sig?: string };
+> & { tx_sig?: string | null };
 
 /** A parsed value, or the reason it was rejected (safe to return to the client). */
 export type Parsed<T> = { ok: true; value: T } | { ok: false; error: string };
@@ -90,7 +90,8 @@ function parseObject<T>(
     if (problem !== null) return { ok: false, error: `${key} ${problem}` };
   }
   for (const [key, check] of Object.entries(optional)) {
-    if (!Object.hasOwn(record, key)) continue;
+    // An optional field sent as null is taken as absent.
+    if (!Object.hasOwn(record, key) || record[key] === null) continue;
     const problem = check(record[key]);
     if (problem !== null) return { ok: false, error: `${key} ${problem}` };
   }
@@ -109,7 +110,7 @@ export function parseAuthorizeRequest(body: unknown): Parsed<AuthorizeRequest> {
 }
 
 /**
- * Validates a settle body strictly; `tx_sig` is the only optional field.
+ * Validates a settle body strictly; `tx_sig` is the only optional field (null counts as absent).
  *
  * @example
  * parseSettleRequest({ decision_id: "dec_…", provider: "svc", network: "eip155:8453", asset: "0xa0b8",
