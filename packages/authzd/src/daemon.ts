@@ -80,6 +80,9 @@ export async function startDaemon(config: Config, options: DaemonOptions = {}): 
       );
     }
 
+    // The rows just replayed may have been read from the page cache after a failed sync (the daemon
+    // then stopped); make them durable before answering from them.
+    syncFileIfExists(paths.auditLog);
     const log = AuditLog.open(
       paths.auditLog,
       { rows: scan.goodRows, headHash: scan.report.headHash, bytes: scan.goodBytes },
@@ -117,6 +120,21 @@ export async function startDaemon(config: Config, options: DaemonOptions = {}): 
   } catch (error) {
     releaseHome();
     throw error;
+  }
+}
+
+function syncFileIfExists(file: string): void {
+  let fd: number;
+  try {
+    fd = fs.openSync(file, "r+");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
+    throw error;
+  }
+  try {
+    fs.fdatasyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
   }
 }
 

@@ -27,8 +27,10 @@ const RECENT_CAPACITY = 1000;
  * flush. Under load a flush carries as many rows as arrived during the previous one, which is how
  * durable throughput scales with concurrency.
  *
- * After a failed write or sync the log refuses further appends: the file may hold a partial line,
- * and only a restart (which scans and repairs the tail) can tell what is durable.
+ * After a failed write or sync the log refuses further appends and rejects every row not yet
+ * acknowledged (even one whose own sync later succeeds): the file may hold a partial line, and only a
+ * restart (which scans and repairs the tail) can tell what is durable. Listeners registered with
+ * {@link AuditLog.onFailure} hear of the failure once, when it happens.
  */
 export class AuditLog {
   private seq: number;
@@ -38,8 +40,12 @@ export class AuditLog {
   private queuedWaiters: Waiter[] = [];
   private flushing = false;
   private failure: Error | null = null;
+  private readonly failureListeners: ((error: Error) => void)[] = [];
   private durableBytesCount: number;
   private durableRowsCount: number;
+  private durableHeadHash: string;
+  /** Settles when the newest appended row is durable (rows become durable in chain order). */
+  private tail: Promise<void> = Promise.resolve();
   private readonly recentRows: HashedRow[] = [];
 
   private constructor(
@@ -50,6 +56,7 @@ export class AuditLog {
     this.head = head.headHash;
     this.durableBytesCount = head.bytes;
     this.durableRowsCount = head.rows;
+    this.durableHeadHash = head.headHash;
   }
 
   /**
@@ -80,8 +87,29 @@ export class AuditLog {
     const durable = new Promise<void>((resolve, reject) => {
       this.queuedWaiters.push({ resolve, reject });
     });
+    this.tail = durable;
     if (!this.flushing) this.flush();
     return { row, durable };
+  }
+
+  /**
+   * Resolves once every row appended so far is durable; rejects if the log has failed. An answer that
+   * reflects state built from appended rows waits for this, so it never reports a row that is lost.
+   * The returned promise is the newest row's own `durable`, which its appender also awaits.
+   */
+  whenDurable(): Promise<void> {
+    return this.failure === null ? this.tail : Promise.reject(this.failure);
+  }
+
+  /** Calls `listener` once if a write or sync fails (at once if it already has). */
+  onFailure(listener: (error: Error) => void): void {
+    if (this.failure !== null) listener(this.failure);
+    else this.failureListeners.push(listener);
+  }
+
+  /** The failure that stopped the log, or null. */
+  get failureCause(): Error | null {
+    return this.failure;
   }
 
   /** Bytes of the file known to be complete and synced; verifying past them could see a line mid-write. */
@@ -91,6 +119,11 @@ export class AuditLog {
 
   get durableRows(): number {
     return this.durableRowsCount;
+  }
+
+  /** Row count and hash of the last row that is known to be on disk. */
+  get durableHead(): { rows: number; headHash: string } {
+    return { rows: this.durableRowsCount, headHash: this.durableHeadHash };
   }
 
   /** The newest durable rows, oldest first; at most `limit` (and at most 1000). */
@@ -116,22 +149,31 @@ export class AuditLog {
     this.queuedWaiters = [];
     this.writeAll(data, 0, (error) => {
       if (error !== null) {
-        this.fail(error, waiters);
+        this.flushed(error, waiters);
         return;
       }
       fs.fdatasync(this.fd, (syncError) => {
-        if (syncError !== null) {
-          this.fail(syncError, waiters);
-          return;
+        if (syncError === null) {
+          this.durableBytesCount += data.length;
+          this.durableRowsCount += rows.length;
+          this.durableHeadHash = (rows.at(-1) as HashedRow).hash;
+          this.remember(rows);
         }
-        this.durableBytesCount += data.length;
-        this.durableRowsCount += rows.length;
-        this.remember(rows);
-        for (const waiter of waiters) waiter.resolve();
-        this.flushing = false;
-        if (this.queuedLines.length > 0) this.flush();
+        this.flushed(syncError, waiters);
       });
     });
+  }
+
+  /** Ends one flush: acknowledges its rows, unless this or any other write has failed meanwhile. */
+  private flushed(error: Error | null, waiters: Waiter[]): void {
+    this.flushing = false;
+    if (error !== null) this.fail(error);
+    if (this.failure !== null) {
+      for (const waiter of waiters) waiter.reject(this.failure);
+      return;
+    }
+    for (const waiter of waiters) waiter.resolve();
+    if (this.queuedLines.length > 0) this.flush();
   }
 
   private writeAll(data: Buffer, offset: number, done: (error: Error | null) => void): void {
@@ -146,13 +188,17 @@ export class AuditLog {
     });
   }
 
-  private fail(error: Error, inFlight: Waiter[]): void {
-    this.failure = new Error(`audit log write failed: ${error.message}`, { cause: error });
-    for (const waiter of [...inFlight, ...this.queuedWaiters]) waiter.reject(this.failure);
+  /** Stops the log: rejects the queued rows, refuses new ones and tells the listeners (once). */
+  private fail(error: Error, what = "audit log write failed"): void {
+    if (this.failure !== null) return;
+    const failure = new Error(`${what}: ${error.message}`, { cause: error });
+    this.failure = failure;
+    const queued = this.queuedWaiters;
     this.queuedLines = [];
     this.queuedRows = [];
     this.queuedWaiters = [];
-    this.flushing = false;
+    for (const waiter of queued) waiter.reject(failure);
+    for (const listener of this.failureListeners.splice(0)) listener(failure);
   }
 
   private remember(rows: HashedRow[]): void {

@@ -51,12 +51,18 @@ const SETTLED_FACTS = ["provider", "network", "asset", "amount", "credits"] as c
 
 /**
  * The daemon's decisions. Every change is one audit row: the row is chained (synchronously, so
- * check-and-reserve cannot interleave with another request), applied to the state through the same
- * `apply` that replays the log on start, and the answer is given only once the row is durable.
+ * check-and-reserve cannot interleave with another request) and applied to the state through the same
+ * `apply` that replays the log on start. The state therefore runs ahead of the disk by the rows being
+ * synced, so every answer drawn from it (verdict, receipt, budget, listing, or an error such as
+ * `identity_exists`) is held until every row appended so far is durable; rows become durable in chain
+ * order, so that covers every row the answer could depend on.
+ *
+ * Fail-stop: once an audit write or sync has failed, the state may hold rows that are not on disk, so
+ * every further answer drawn from it is 503 `audit_unavailable` until a restart rebuilds the state
+ * from the file. `onAuditFailure` is called once, when the failure happens.
  */
 export class AuthzService {
-  /** Settlements whose row is not yet durable; a concurrent repeat waits for the same write. */
-  private readonly pendingSettles = new Map<string, Promise<void>>();
+  private failure: Error | null = null;
 
   constructor(
     private readonly config: Config,
@@ -64,15 +70,21 @@ export class AuthzService {
     private readonly log: AuditLog,
     private readonly auditFile: string,
     private readonly onAuditFailure: (error: Error) => void,
-  ) {}
+  ) {
+    log.onFailure((error) => this.reportFailure(error));
+  }
 
   /** The identity whose token hashes to `sha256`, if any. */
   identityForTokenSha256(sha256: string): Identity | undefined {
     return this.state.identityByToken(sha256);
   }
 
-  /** Throws unless spend authorization is enabled and `caller` holds `capability` now. */
+  /**
+   * Throws unless the audit log is usable, spend authorization is enabled and `caller` holds
+   * `capability` now.
+   */
   assertSpendAllowed(caller: Identity, capability: Capability): void {
+    this.assertAuditUsable();
     if (!this.config.spendAuthzEnabled) throw errors.spendAuthzDisabled();
     if (!this.state.holds(caller, capability, Date.now())) throw errors.missingCapability(capability);
   }
@@ -87,7 +99,11 @@ export class AuthzService {
    * an allow-list rejects a fact, or when the payer's budget would be exceeded; approval reserves the
    * credits. Both verdicts are audited and returned with HTTP 200.
    */
-  async authorize(caller: Identity, body: unknown): Promise<AuthorizeResult> {
+  authorize(caller: Identity, body: unknown): Promise<AuthorizeResult> {
+    return this.durably(() => this.decide(caller, body));
+  }
+
+  private decide(caller: Identity, body: unknown): AuthorizeResult {
     this.assertSpendAllowed(caller, "wallet.spend.authorize");
     const parsed = parseAuthorizeRequest(body);
     if (!parsed.ok) throw errors.invalidBody(parsed.error);
@@ -109,7 +125,7 @@ export class AuthzService {
       decision_id: decisionId,
       payer: caller.name,
     };
-    await this.record(fields, now);
+    this.append(fields, now);
     return reason === null
       ? { kind: "spend_authorized", approved: true, decision_id: decisionId }
       : { kind: "spend_authorized", approved: false, decision_id: decisionId, reason };
@@ -119,7 +135,11 @@ export class AuthzService {
    * Settles an approved decision of `caller`: the facts must equal the authorized ones, and the
    * reservation must still be held. A repeat returns the first receipt and commits nothing.
    */
-  async settle(caller: Identity, body: unknown): Promise<SettleResult> {
+  settle(caller: Identity, body: unknown): Promise<SettleResult> {
+    return this.durably(() => this.settleNow(caller, body));
+  }
+
+  private settleNow(caller: Identity, body: unknown): SettleResult {
     this.assertSpendAllowed(caller, "wallet.spend.settle");
     const parsed = parseSettleRequest(body);
     if (!parsed.ok) throw errors.invalidBody(parsed.error);
@@ -130,10 +150,8 @@ export class AuthzService {
     const differing = SETTLED_FACTS.filter((fact) => decision[fact] !== request[fact]);
     if (differing.length > 0) throw errors.settleMismatch(differing);
     if (decision.receiptId !== null) {
-      // A duplicate that arrives while the first settlement is being synced answers only after it.
-      await this.pendingSettles.get(request.decision_id)?.catch(() => {
-        throw errors.auditUnavailable();
-      });
+      // A repeat. If the first settlement's row is still being synced, `durably` holds this answer
+      // until it is on disk, and turns it into 503 if that write fails.
       return {
         kind: "spend_settled",
         receipt_id: decision.receiptId,
@@ -153,50 +171,54 @@ export class AuthzService {
       credits: request.credits,
       tx_sig: request.tx_sig ?? null,
     };
-    const durable = this.record(fields, now);
-    this.pendingSettles.set(request.decision_id, durable);
-    try {
-      await durable;
-    } finally {
-      this.pendingSettles.delete(request.decision_id);
-    }
+    this.append(fields, now);
     return { kind: "spend_settled", receipt_id: fields.receipt_id, decision_id: request.decision_id };
   }
 
   /** Creates an identity and returns its token; the token is shown once and stored only hashed. */
-  async createIdentity(
+  createIdentity(
     name: string,
     budgetCredits: number | null,
   ): Promise<{ kind: "identity_created"; name: string; token: string; budget_credits: number | null }> {
-    if (!IDENTITY_NAME.test(name)) {
-      throw errors.invalidBody("name must be 1-64 characters of letters, digits, '.', '_' or '-'");
-    }
-    if (this.state.identities.has(name)) throw errors.identityExists(name);
-    const token = mintToken("azd");
-    await this.record(
-      { kind: "identity_created", name, token_sha256: tokenSha256(token), budget_credits: budgetCredits },
-      Date.now(),
-    );
-    return { kind: "identity_created", name, token, budget_credits: budgetCredits };
+    return this.durably(() => {
+      if (!IDENTITY_NAME.test(name)) {
+        throw errors.invalidBody("name must be 1-64 characters of letters, digits, '.', '_' or '-'");
+      }
+      if (this.state.identities.has(name)) throw errors.identityExists(name);
+      const token = mintToken("azd");
+      this.append(
+        { kind: "identity_created", name, token_sha256: tokenSha256(token), budget_credits: budgetCredits },
+        Date.now(),
+      );
+      return { kind: "identity_created", name, token, budget_credits: budgetCredits };
+    });
   }
 
   /** All identities with their grants (never their tokens). */
-  listIdentities(): {
-    name: string;
-    created_at: string;
-    budget_credits: number | null;
-    capabilities: GrantView[];
-  }[] {
-    return [...this.state.identities.values()].map((identity) => ({
-      name: identity.name,
-      created_at: identity.createdAt,
-      budget_credits: identity.budgetCredits,
-      capabilities: this.grantsOf(identity),
-    }));
+  listIdentities(): Promise<
+    {
+      name: string;
+      created_at: string;
+      budget_credits: number | null;
+      capabilities: GrantView[];
+    }[]
+  > {
+    return this.durably(() =>
+      [...this.state.identities.values()].map((identity) => ({
+        name: identity.name,
+        created_at: identity.createdAt,
+        budget_credits: identity.budgetCredits,
+        capabilities: this.grantsOf(identity),
+      })),
+    );
   }
 
   /** Grants `capability` to an identity, optionally until `expiresAt` (ISO 8601). */
-  async grant(identityName: string, capability: string, expiresAt: string | null): Promise<GrantView> {
+  grant(identityName: string, capability: string, expiresAt: string | null): Promise<GrantView> {
+    return this.durably(() => this.grantNow(identityName, capability, expiresAt));
+  }
+
+  private grantNow(identityName: string, capability: string, expiresAt: string | null): GrantView {
     if (!isCapability(capability)) {
       throw errors.invalidBody(`unknown capability ${capability}; known: ${CAPABILITIES.join(", ")}`);
     }
@@ -208,7 +230,7 @@ export class AuthzService {
       expiry = new Date(ms).toISOString();
     }
     if (!this.state.identities.has(identityName)) throw errors.identityNotFound(identityName);
-    await this.record(
+    this.append(
       { kind: "capability_granted", identity: identityName, capability, expires_at: expiry },
       Date.now(),
     );
@@ -216,40 +238,46 @@ export class AuthzService {
   }
 
   /** Revokes a capability; takes effect for the next request. */
-  async revoke(identityName: string, capability: string): Promise<void> {
-    const identity = this.state.identities.get(identityName);
-    if (identity === undefined) throw errors.identityNotFound(identityName);
-    if (!isCapability(capability) || !identity.grants.has(capability)) {
-      throw errors.grantNotFound(identityName, capability);
-    }
-    await this.record({ kind: "capability_revoked", identity: identityName, capability }, Date.now());
+  revoke(identityName: string, capability: string): Promise<void> {
+    return this.durably(() => {
+      const identity = this.state.identities.get(identityName);
+      if (identity === undefined) throw errors.identityNotFound(identityName);
+      if (!isCapability(capability) || !identity.grants.has(capability)) {
+        throw errors.grantNotFound(identityName, capability);
+      }
+      this.append({ kind: "capability_revoked", identity: identityName, capability }, Date.now());
+    });
   }
 
   /** Grants of one identity, or of all when `identityName` is undefined. */
-  listGrants(identityName: string | undefined): GrantView[] {
-    if (identityName === undefined) {
-      return [...this.state.identities.values()].flatMap((identity) => this.grantsOf(identity));
-    }
-    const identity = this.state.identities.get(identityName);
-    if (identity === undefined) throw errors.identityNotFound(identityName);
-    return this.grantsOf(identity);
+  listGrants(identityName: string | undefined): Promise<GrantView[]> {
+    return this.durably(() => {
+      if (identityName === undefined) {
+        return [...this.state.identities.values()].flatMap((identity) => this.grantsOf(identity));
+      }
+      const identity = this.state.identities.get(identityName);
+      if (identity === undefined) throw errors.identityNotFound(identityName);
+      return this.grantsOf(identity);
+    });
   }
 
   /** The budget of `payer` now. */
-  budget(payer: string): BudgetView {
-    const identity = this.state.identities.get(payer);
-    if (identity === undefined) throw errors.identityNotFound(payer);
-    const usage = this.state.usage(payer, Date.now());
-    const budget = identity.budgetCredits ?? this.config.defaultBudgetCredits;
-    return {
-      payer,
-      budget_credits: budget,
-      reserved_credits: usage.reserved,
-      settled_credits: usage.settled,
-      available_credits: Math.max(0, budget - usage.reserved - usage.settled),
-      window_seconds: this.config.budgetWindowMs / 1000,
-      reservation_ttl_seconds: this.config.reservationTtlMs / 1000,
-    };
+  budget(payer: string): Promise<BudgetView> {
+    return this.durably(() => {
+      const identity = this.state.identities.get(payer);
+      if (identity === undefined) throw errors.identityNotFound(payer);
+      const usage = this.state.usage(payer, Date.now());
+      const budget = identity.budgetCredits ?? this.config.defaultBudgetCredits;
+      return {
+        payer,
+        budget_credits: budget,
+        reserved_credits: usage.reserved,
+        settled_credits: usage.settled,
+        available_credits: Math.max(0, budget - usage.reserved - usage.settled),
+        window_seconds: this.config.budgetWindowMs / 1000,
+        reservation_ttl_seconds: this.config.reservationTtlMs / 1000,
+      };
+    });
   }
 
   /** The newest durable audit rows, oldest first. */
@@ -300,23 +328,54 @@ export class AuthzService {
     return null;
   }
 
-  /** Chains, applies and persists one row; resolves once it is durable. */
-  private async record(fields: RowFields, now: number): Promise<void> {
-    let durable: Promise<void>;
+  /**
+   * Runs `decide` against the state (synchronously: it may chain one row), then answers with its
+   * result or error only once every row appended so far, its own included, is durable. Refuses at once
+   * after an audit failure, and turns any failure while waiting into 503 `audit_unavailable`.
+   */
+  private async durably<T>(decide: () => T): Promise<T> {
+    this.assertAuditUsable();
+    let outcome: { ok: true; value: T } | { ok: false; error: unknown };
     try {
-      const appended = this.log.append(fields, new Date(now));
-      this.state.apply(appended.row);
-      durable = appended.durable;
+      outcome = { ok: true, value: decide() };
     } catch (error) {
-      this.onAuditFailure(error as Error);
-      throw errors.auditUnavailable();
+      outcome = { ok: false, error };
     }
     try {
-      await durable;
+      await this.log.whenDurable();
     } catch (error) {
-      this.onAuditFailure(error as Error);
+      this.reportFailure(error as Error);
       throw errors.auditUnavailable();
     }
+    if (!outcome.ok) throw outcome.error;
+    return outcome.value;
+  }
+
+  /** Chains one row and applies it to the state; only call it inside `durably`. */
+  private append(fields: RowFields, now: number): void {
+    let appended: ReturnType<AuditLog["append"]>;
+    try {
+      appended = this.log.append(fields, new Date(now));
+    } catch (error) {
+      this.reportFailure(error as Error);
+      throw errors.auditUnavailable();
+    }
+    // Awaited through `whenDurable` (the same promise); a failure surfaces there.
+    this.state.apply(appended.row);
+  }
+
+  /** 503 once the audit log has failed: the state may hold rows that never reached the disk. */
+  private assertAuditUsable(): void {
+    const failure = this.failure ?? this.log.failureCause;
+    if (failure === null) return;
+    this.reportFailure(failure);
+    throw errors.auditUnavailable();
+  }
+
+  private reportFailure(error: Error): void {
+    if (this.failure !== null) return;
+    this.failure = error;
+    this.onAuditFailure(error);
   }
 
   private grantsOf(identity: Identity): GrantView[] {

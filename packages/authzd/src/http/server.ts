@@ -78,6 +78,7 @@ export function createHttpServer(service: AuthzService, operatorTokenSha256: str
       json: () => parseJson(req, body),
     };
     const reply = await route.handle(ctx);
+    if (reply.body instanceof Promise) throw new Error(`${route.path} replied with an unawaited promise`);
     send(res, reply.status, reply.body);
   };
 

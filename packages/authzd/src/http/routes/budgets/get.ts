@@ -7,11 +7,11 @@ export const getBudget: Route = {
   method: "GET",
   path: "/budgets/:name",
   auth: "any",
-  handle: ({ caller, service, path }) => {
+  handle: async ({ caller, service, path }) => {
     const name = lastSegment(path);
     if (caller?.kind === "identity" && caller.identity.name !== name) {
       throw errors.forbidden("an identity may read only its own budget");
     }
-    return { status: 200, body: service.budget(name) };
+    return { status: 200, body: await service.budget(name) };
   },
 };

@@ -5,8 +5,8 @@ export const listCapabilities: Route = {
   method: "GET",
   path: "/capabilities",
   auth: "operator",
-  handle: ({ service, query }) => ({
+  handle: async ({ service, query }) => ({
     status: 200,
-    body: { grants: service.listGrants(query.get("identity") ?? undefined) },
+    body: { grants: await service.listGrants(query.get("identity") ?? undefined) },
   }),
 };

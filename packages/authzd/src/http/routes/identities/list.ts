@@ -5,5 +5,5 @@ export const listIdentities: Route = {
   method: "GET",
   path: "/identities",
   auth: "operator",
-  handle: ({ service }) => ({ status: 200, body: { identities: service.listIdentities() } }),
+  handle: async ({ service }) => ({ status: 200, body: { identities: await service.listIdentities() } }),
 };
