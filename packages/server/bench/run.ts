@@ -11,11 +11,11 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import { sql } from "drizzle-orm";
-import pg from "pg";
 import { loadConfig } from "../src/internal/config.ts";
 import type { StoreLocation } from "../src/internal/db/store.ts";
 import { startService } from "../src/service.ts";
 import { LogCapture } from "../test/support/api-client.ts";
+import { createFreshDatabase } from "../test/support/databases.ts";
 import { benchSends } from "./sends.ts";
 
 const MAIN = fileURLToPath(new URL("../src/main.ts", import.meta.url));
@@ -34,28 +34,9 @@ async function freePort(): Promise<number> {
   });
 }
 
+/** A fresh database on DATABASE_URL's server, or the local one; undefined when no server answers. */
 async function freshPostgres(): Promise<{ url: string; drop(): Promise<void> } | undefined> {
-  const adminUrl = process.env.DATABASE_URL ?? DEFAULT_PG;
-  const admin = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 2000 });
-  try {
-    await admin.connect();
-  } catch {
-    return undefined;
-  }
-  const name = `svc_bench_${randomBytes(4).toString("hex")}`;
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    drop: async () => {
-      const c = new pg.Client({ connectionString: adminUrl });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
-    },
-  };
+  return createFreshDatabase(process.env.DATABASE_URL ?? DEFAULT_PG).catch(() => undefined);
 }
 
 /** The service as its own process (as `npm start` runs it), so the load generator does not share its event loop. */

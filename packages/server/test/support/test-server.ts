@@ -1,38 +1,17 @@
 import { randomBytes } from "node:crypto";
 import { type DevnetInfo, startDevnet } from "@svc/devnet";
-import pg from "pg";
 import { afterAll } from "vitest";
 import { type Config, loadConfig } from "../../src/internal/config.ts";
 import type { StoreLocation } from "../../src/internal/db/store.ts";
 import { type RunningService, startService } from "../../src/service.ts";
 import { ApiClient, type ApiResponse, LogCapture } from "./api-client.ts";
+import { createFreshDatabase } from "./databases.ts";
 
 export { ApiClient, type ApiResponse, LogCapture, seedAccount } from "./api-client.ts";
+export { createFreshDatabase } from "./databases.ts";
 
 /** Which store the suite runs on: PostgreSQL when DATABASE_URL is set (CI's second pass), else PGlite. */
 export const STORE_KIND: "pglite" | "postgres" = process.env.DATABASE_URL ? "postgres" : "pglite";
-
-/** A fresh, empty PostgreSQL database for one test server (or a group sharing it), dropped afterwards. */
-export async function createFreshDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
-  const adminUrl = process.env.DATABASE_URL;
-  if (!adminUrl) throw new Error("DATABASE_URL is not set");
-  const name = `svc_test_${randomBytes(6).toString("hex")}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    drop: async () => {
-      const client = new pg.Client({ connectionString: adminUrl });
-      await client.connect();
-      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await client.end();
-    },
-  };
-}
 
 let fileDevnet: ReturnType<typeof startDevnet> | undefined;
 
