@@ -30,3 +30,38 @@ export async function chainCall<T>(chain: string, call: () => Promise<T>): Promi
     throw error;
   }
 }
+
+/**
+ * Removes an RPC URL's path and query (where providers put their API keys) from an error and its causes,
+ * so a failed chain call can be logged or wrapped without the key. Returns the same error.
+ * @example throw scrubRpcUrl(error, "https://base-mainnet.example/v2/KEY") // "…https://base-mainnet.example/…"
+ */
+export function scrubRpcUrl<T>(error: T, rpcUrl: string): T {
+  let origin: string;
+  try {
+    const parsed = new URL(rpcUrl);
+    if ((parsed.pathname === "/" || parsed.pathname === "") && !parsed.search && !parsed.username)
+      return error;
+    origin = `${parsed.protocol}//${parsed.host}/…`;
+  } catch {
+    return error;
+  }
+  const secretForms = [rpcUrl, rpcUrl.replace(/\/$/, "")];
+  const scrub = (text: string) => secretForms.reduce((out, form) => out.split(form).join(origin), text);
+  for (let e: unknown = error, depth = 0; e && typeof e === "object" && depth < 8; depth++) {
+    const record = e as Record<string, unknown>;
+    for (const key of ["message", "shortMessage", "details", "url", "stack"]) {
+      const value = record[key];
+      if (typeof value === "string" && value.includes(secretForms[1] ?? rpcUrl)) {
+        try {
+          record[key] = scrub(value);
+        } catch {}
+      }
+    }
+    if (Array.isArray(record.metaMessages)) {
+      record.metaMessages = record.metaMessages.map((m) => (typeof m === "string" ? scrub(m) : m));
+    }
+    e = record.cause;
+  }
+  return error;
+}

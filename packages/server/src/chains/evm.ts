@@ -16,7 +16,7 @@ import {
   type Transport,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { isUnreachable } from "./errors.ts";
+import { isUnreachable, scrubRpcUrl } from "./errors.ts";
 import type {
   ChainClient,
   ChainConfig,
@@ -72,7 +72,7 @@ export class EvmChain implements ChainClient {
     });
     this.#client = createPublicClient({
       chain: this.#chain,
-      transport: http(config.rpcUrl, { retryCount: 1, timeout: 15_000 }),
+      transport: scrubbingHttp(config.rpcUrl),
       pollingInterval: options.pollingIntervalMs ?? 250,
     });
     this.#depth = BigInt(config.scanDepth ?? 0);
@@ -387,6 +387,27 @@ export async function discoverEvmNetwork(
     () => undefined,
   );
   return { network: `eip155:${chainId}`, eip712 };
+}
+
+/**
+ * viem's HTTP transport whose errors leave without the URL's path and query (providers put API keys there;
+ * viem keeps them in its messages).
+ */
+function scrubbingHttp(url: string): Transport {
+  const inner = http(url, { retryCount: 1, timeout: 15_000 });
+  return (params) => {
+    const transport = inner(params);
+    return {
+      ...transport,
+      request: async (args, options) => {
+        try {
+          return await transport.request(args, options);
+        } catch (error) {
+          throw scrubRpcUrl(error, url);
+        }
+      },
+    } as ReturnType<Transport>;
+  };
 }
 
 /** The numeric chain id of an `eip155:<id>` network. */

@@ -4,8 +4,10 @@ import {
   appendTransactionMessageInstructions,
   type Base64EncodedWireTransaction,
   type Blockhash,
+  createDefaultRpcTransport,
   createKeyPairSignerFromPrivateKeyBytes,
   createSolanaRpc,
+  createSolanaRpcFromTransport,
   createTransactionMessage,
   getBase64EncodedWireTransaction,
   getSignatureFromTransaction,
@@ -25,6 +27,7 @@ import {
   getTransferCheckedInstruction,
   TOKEN_PROGRAM_ADDRESS,
 } from "@solana-program/token";
+import { scrubRpcUrl } from "./errors.ts";
 import type {
   ChainClient,
   ChainConfig,
@@ -70,7 +73,17 @@ export class SolanaChain implements ChainClient {
   constructor(config: ChainConfig) {
     if (config.kind !== "solana") throw new Error(`SolanaChain given a ${config.kind} chain`);
     this.config = config;
-    this.#rpc = createSolanaRpc(config.rpcUrl);
+    const url = config.rpcUrl;
+    const inner = createDefaultRpcTransport({ url });
+    // Errors leave without the URL's path and query: providers put API keys there.
+    const transport = (async (request: Parameters<typeof inner>[0]) => {
+      try {
+        return await inner(request);
+      } catch (error) {
+        throw scrubRpcUrl(error, url);
+      }
+    }) as typeof inner;
+    this.#rpc = createSolanaRpcFromTransport(transport);
   }
 
   isValidAddress(address: string): boolean {
