@@ -24,7 +24,9 @@ describe("chain errors", () => {
       const config = unreachable(kind);
       const client = kind === "evm" ? new EvmChain(config) : new SolanaChain(config);
       const owner =
-        kind === "evm" ? "0x70997970C51812dc3A010C7d01b50e0d17dc79C8" : "E2DYNoae5S1dao9FU9szVNJyw3gwANvgcQ8V7j4ZYqu";
+        kind === "evm"
+          ? "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
+          : "E2DYNoae5S1dao9FU9szVNJyw3gwANvgcQ8V7j4ZYqu";
       const raw = await client.getBalance(owner, config.nativeToken).then(
         () => undefined,
         (error: unknown) => error,
