@@ -6,6 +6,8 @@ import { chainCursors, wallets } from "../internal/db/schema.ts";
 import type { Db } from "../internal/db/store.ts";
 import { recordTransferOnce, type TransactionRow } from "../transactions/transactions.ts";
 
+const INITIALIZE_TIMEOUT_MS = 10_000;
+
 /** A wallet address watched on one chain. */
 interface Watched {
   walletId: string;
@@ -51,10 +53,17 @@ export class IncomingWatcher {
   async initialize(): Promise<void> {
     await Promise.all(
       this.#deps.chains.names().map(async (name) => {
+        let timer: NodeJS.Timeout | undefined;
+        // A chain that does not answer in time must not hold up start-up; its loop keeps trying.
+        const late = new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error("no answer within 10 s")), INITIALIZE_TIMEOUT_MS);
+        });
         try {
-          await this.pollOnce(name);
+          await Promise.race([this.pollOnce(name), late]);
         } catch (error) {
           this.#deps.log.warn({ err: error, chain: name }, "incoming-transfer watcher could not reach chain");
+        } finally {
+          clearTimeout(timer);
         }
       }),
     );
