@@ -1,3 +1,4 @@
+import { fundSolana } from "@svc/devnet";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   createTestServer,
@@ -73,7 +74,7 @@ describe("GET /v1/chains", () => {
 });
 
 describe("another profile", () => {
-  it("serves the mainnet chains, accepts wallets on them, and offers no faucet there", async () => {
+  it("serves the mainnet chains, accepts wallets on them, values SOL at null without a price, and offers no faucet there", async () => {
     const devnet = await sharedDevnet();
     // The mainnet profile's names and tokens; its RPC URLs point at the local chains, which only the
     // watcher touches here (the faucet refuses before any chain call).
@@ -119,6 +120,15 @@ describe("another profile", () => {
         reason: "faucet_unavailable",
         message: "No faucet on arbitrum: it is not a local or test network",
       });
+      // No SOL price is configured on this profile: its value is null and left out of the total.
+      const solana = await mainnet.api.post("/v1/wallets", { name: "s", chains: ["solana"] }, key);
+      await fundSolana(devnet, solana.body.solana.address, { sol: 1_000_000_000n });
+      const balance = await mainnet.api.get(`/v1/wallets/${solana.body.id}/balance`, key);
+      expect(balance.body.balances).toEqual([
+        { chain: "solana", token: "SOL", amount: "1", usdValue: null },
+        { chain: "solana", token: "USDC", amount: "0", usdValue: "0.00" },
+      ]);
+      expect(balance.body.totalUsdValue).toBe("0.00");
       const devnetName = await mainnet.api.post("/v1/wallets", { name: "x", chains: ["base-sepolia"] }, key);
       expect(expectErrorShape(devnetName)).toMatchObject({ reason: "unknown_chain" });
     } finally {
