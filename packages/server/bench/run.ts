@@ -14,7 +14,7 @@ import { sql } from "drizzle-orm";
 import { loadConfig } from "../src/internal/config.ts";
 import type { StoreLocation } from "../src/internal/db/store.ts";
 import { startService } from "../src/service.ts";
-import { LogCapture } from "../test/support/api-client.ts";
+import { ApiClient, LogCapture, seedAccount } from "../test/support/api-client.ts";
 import { createFreshDatabase } from "../test/support/databases.ts";
 import { benchSends } from "./sends.ts";
 
@@ -64,15 +64,6 @@ async function spawnService(env: Record<string, string>): Promise<{ url: string;
   throw new Error("service did not become healthy");
 }
 
-async function json(url: string, method: string, body?: unknown, token?: string) {
-  const response = await fetch(url, {
-    method,
-    headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
-    ...(body ? { body: JSON.stringify(body) } : {}),
-  });
-  return response.json() as Promise<Record<string, any>>;
-}
-
 async function load(url: string, headers: Record<string, string> = {}) {
   const result = await autocannon({ url, connections: CONNECTIONS, duration: DURATION_S, headers });
   return {
@@ -86,19 +77,9 @@ async function load(url: string, headers: Record<string, string> = {}) {
 async function throughput(store: "pglite" | "postgres", env: Record<string, string>) {
   const { url, child } = await spawnService(env);
   try {
-    const email = `bench-${randomBytes(4).toString("hex")}@example.com`;
-    await json(`${url}/v1/auth/register`, "POST", { email, password: "bench-password-123" });
-    const { accessToken } = await json(`${url}/v1/auth/login`, "POST", {
-      email,
-      password: "bench-password-123",
-    });
-    const { key } = await json(`${url}/v1/api-keys`, "POST", { name: "bench" }, accessToken);
-    const wallet = await json(
-      `${url}/v1/wallets`,
-      "POST",
-      { name: "bench", chains: ["base", "solana"] },
-      key,
-    );
+    const api = new ApiClient(url);
+    const { apiKey: key } = await seedAccount(api, "bench");
+    const wallet = (await api.post("/v1/wallets", { name: "bench", chains: ["base", "solana"] }, key)).body;
     // Warm up both paths (JIT, connection pool, prepared statements) before measuring.
     await autocannon({ url: `${url}/healthz`, connections: CONNECTIONS, duration: 2 });
     await autocannon({
@@ -137,14 +118,9 @@ async function deepHistory(
   );
   try {
     const url = service.url;
-    const email = `deep-${randomBytes(4).toString("hex")}@example.com`;
-    await json(`${url}/v1/auth/register`, "POST", { email, password: "bench-password-123" });
-    const { accessToken } = await json(`${url}/v1/auth/login`, "POST", {
-      email,
-      password: "bench-password-123",
-    });
-    const { key } = await json(`${url}/v1/api-keys`, "POST", { name: "bench" }, accessToken);
-    const wallet = await json(`${url}/v1/wallets`, "POST", { name: "deep", chains: ["base", "solana"] }, key);
+    const api = new ApiClient(url);
+    const { apiKey: key } = await seedAccount(api, "deep");
+    const wallet = (await api.post("/v1/wallets", { name: "deep", chains: ["base", "solana"] }, key)).body;
     const seedStart = performance.now();
     const db = service.store.db;
     await db.execute(sql`
@@ -167,7 +143,7 @@ async function deepHistory(
       for (const [label, list] of Object.entries(timings)) {
         const query = label === "all" ? "" : `?${label}`;
         const start = performance.now();
-        const page = await json(`${url}/v1/wallets/${wallet.id}/transactions${query}`, "GET", undefined, key);
+        const page = (await api.get(`/v1/wallets/${wallet.id}/transactions${query}`, key)).body;
         if (i >= 10) list.push(performance.now() - start);
         if (label === "all" && page.total !== rows) throw new Error(`total ${page.total} != ${rows}`);
       }
