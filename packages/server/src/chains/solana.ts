@@ -202,7 +202,9 @@ export class SolanaChain implements ChainClient {
     const height =
       signed.lastValidBlockHeight === undefined
         ? undefined
-        : await this.#rpc.getBlockHeight({ commitment: "confirmed" }).send();
+        : // Finalized: a block that can no longer be rolled back is past the last valid height, so nothing
+          // signed with that blockhash can still land, and re-signing cannot pay twice.
+          await this.#rpc.getBlockHeight({ commitment: "finalized" }).send();
     const {
       value: [status],
     } = await this.#rpc
