@@ -1,4 +1,5 @@
 import { parseArgs } from "node:util";
+import { anchorFileFor, readAnchorSync } from "./audit/anchor.ts";
 import { verifyAuditFileParallel } from "./audit/verify.ts";
 import { CliError, operatorRequest } from "./cli/client.ts";
 import { startDaemon } from "./daemon.ts";
@@ -14,7 +15,10 @@ const USAGE = `usage: authzd <command>
   capabilities revoke CAP --from NAME
   capabilities list [--for NAME]
   budgets show NAME                                reserved, settled and available credits
-  audit verify [--file PATH] [--threads N]         verify the hash chain (reads the file directly)
+  audit verify [--file PATH] [--anchor PATH] [--threads N]
+                                                   verify the hash chain and its head anchor (reads
+                                                   the files directly; anchor default: audit.head
+                                                   beside the log)
   audit recent [--limit N]
 
 Capabilities: wallet.spend.authorize, wallet.spend.settle, audit.read.
@@ -65,6 +69,7 @@ async function run(argv: string[]): Promise<number> {
       "expires-in": { type: "string" },
       "expires-at": { type: "string" },
       file: { type: "string" },
+      anchor: { type: "string" },
       limit: { type: "string" },
       threads: { type: "string" },
       help: { type: "boolean", short: "h" },
@@ -140,9 +145,18 @@ async function run(argv: string[]): Promise<number> {
       if (threads !== undefined && !(Number.isSafeInteger(threads) && threads >= 1 && threads <= 64)) {
         throw new CliError("--threads must be an integer from 1 to 64");
       }
-      const report = await verifyAuditFileParallel(values.file ?? paths.auditLog, {
+      const file = values.file ?? paths.auditLog;
+      const anchorFile = values.anchor ?? anchorFileFor(file);
+      const anchor = readAnchorSync(anchorFile);
+      const report = await verifyAuditFileParallel(file, {
         ...(threads === undefined ? {} : { threads }),
+        ...(anchor === null ? {} : { anchor }),
       });
+      if (anchor === null && report.rows > 0) {
+        process.stderr.write(
+          `authzd: no head anchor at ${anchorFile}; rows cut off the end of the log cannot be detected\n`,
+        );
+      }
       print(report);
       return report.valid ? 0 : 1;
     }

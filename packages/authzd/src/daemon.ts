@@ -3,6 +3,7 @@ import fs from "node:fs";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
+import { readAnchorSync } from "./audit/anchor.ts";
 import { AuditLog, type HashedRow } from "./audit/log.ts";
 import type { AuditRepairedFields } from "./audit/rows.ts";
 import { scanAuditFileSync } from "./audit/verify.ts";
@@ -60,13 +61,20 @@ export async function startDaemon(config: Config, options: DaemonOptions = {}): 
 
     const state = new AuthzState(config.budgetWindowMs, config.reservationTtlMs);
     const recent: HashedRow[] = [];
+    const anchor = readAnchorSync(paths.auditHead);
     const scan = scanAuditFileSync(paths.auditLog, {
+      ...(anchor === null ? {} : { anchor }),
       onRow: (row, rowHash) => {
         state.apply(row);
         recent.push({ ...row, hash: rowHash });
         if (recent.length > 2 * RECENT_ON_START) recent.splice(0, recent.length - RECENT_ON_START);
       },
     });
+    if (anchor === null && scan.goodRows > 0) {
+      notice(
+        `authzd: no head anchor at ${paths.auditHead}; anchoring the log's ${scan.goodRows} rows as they are (rows cut off its end before now cannot be detected)`,
+      );
+    }
     let repaired: AuditRepairedFields | null = null;
     if (!scan.report.valid) {
       if (!scan.tornTailOnly) {
@@ -80,13 +88,13 @@ export async function startDaemon(config: Config, options: DaemonOptions = {}): 
       );
     }
 
-    // The rows just replayed may have been read from the page cache after a failed sync (the daemon
-    // then stopped); make them durable before answering from them.
-    syncFileIfExists(paths.auditLog);
+    // Opening syncs the log (the rows just replayed may have been read from the page cache after a
+    // failed sync) and then records its head in the anchor.
     const log = AuditLog.open(
       paths.auditLog,
       { rows: scan.goodRows, headHash: scan.report.headHash, bytes: scan.goodBytes },
       recent,
+      { anchorFile: paths.auditHead },
     );
     if (repaired !== null) await log.append(repaired).durable;
 
@@ -120,21 +128,6 @@ export async function startDaemon(config: Config, options: DaemonOptions = {}): 
   } catch (error) {
     releaseHome();
     throw error;
-  }
-}
-
-function syncFileIfExists(file: string): void {
-  let fd: number;
-  try {
-    fd = fs.openSync(file, "r+");
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
-    throw error;
-  }
-  try {
-    fs.fdatasyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
   }
 }
 

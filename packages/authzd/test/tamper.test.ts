@@ -140,6 +140,17 @@ describe("audit chain tamper detection", () => {
         valid: false,
         firstBadIndex: 7,
       });
+      // So is a rewritten, re-hashed last row (same length); it no longer hashes to the durable head.
+      const rewritten = linesOf(pristine);
+      const last = (JSON.parse(rewritten.at(-1) as string) as { row: Parameters<typeof encodeRow>[0] }).row;
+      expect(last).toMatchObject({ amount: "107" });
+      rewritten[pristineRows - 1] = encodeRow({ ...last, amount: "999" } as typeof last).line;
+      fs.writeFileSync(log, rewritten.join(""));
+      expect((await daemon.call<Report>("GET", "/audit/verify", { token })).body).toMatchObject({
+        rows: pristineRows,
+        valid: false,
+        firstBadIndex: pristineRows - 1,
+      });
     } finally {
       fs.writeFileSync(log, pristine);
     }
@@ -205,5 +216,123 @@ describe("audit verification of a large log by the running daemon", () => {
     } finally {
       await daemon.stop();
     }
+  });
+});
+
+describe("head anchor: rows cut off the end of a stopped daemon's log", () => {
+  let home: string;
+  let pristine: string;
+  let rows: number;
+
+  beforeAll(async () => {
+    const daemon = await TestDaemon.start({ SPEND_AUTHZ_ENABLED: "1" });
+    const token = await daemon.identity("agent", ["wallet.spend.authorize", "wallet.spend.settle"], 20);
+    for (let i = 0; i < 4; i++) {
+      const verdict = await daemon.call<{ decision_id: string }>("POST", "/spend/authorize", {
+        token,
+        body: { ...SPEND, credits: 2 },
+      });
+      await daemon.call("POST", "/spend/settle", {
+        token,
+        body: {
+          decision_id: verdict.body.decision_id,
+          provider: SPEND.provider,
+          network: SPEND.network,
+          asset: SPEND.asset,
+          amount: SPEND.amount,
+          credits: 2,
+        },
+      });
+    }
+    await daemon.stop();
+    home = daemon.home;
+    pristine = fs.readFileSync(path.join(home, "audit.jsonl"), "utf8");
+    rows = linesOf(pristine).length; // identity, 2 grants, 4 x (decision, settlement)
+  });
+
+  /** A copy of the stopped daemon's home whose log is `text` (the head anchor is copied as it is). */
+  function homeWithLog(text: string): string {
+    const copy = tempHome();
+    fs.cpSync(home, copy, { recursive: true });
+    fs.writeFileSync(path.join(copy, "audit.jsonl"), text);
+    return copy;
+  }
+
+  const withoutLast = (n: number) =>
+    linesOf(pristine)
+      .slice(0, rows - n)
+      .join("");
+
+  it("records the durable head beside the log", () => {
+    const lastHash = (JSON.parse(linesOf(pristine).at(-1) as string) as { hash: string }).hash;
+    const anchor = JSON.parse(fs.readFileSync(path.join(home, "audit.head"), "utf8")) as unknown;
+    expect(anchor).toEqual({ rows, headHash: lastHash });
+  });
+
+  it("audit verify reports the first missing row when the last row or the last 3 rows are deleted", async () => {
+    const [one, three] = await Promise.all([
+      runCli(["audit", "verify"], homeWithLog(withoutLast(1))),
+      runCli(["audit", "verify"], homeWithLog(withoutLast(3))),
+    ]);
+    expect(one.code).toBe(1);
+    expect(JSON.parse(one.stdout)).toMatchObject({ rows: rows - 1, valid: false, firstBadIndex: rows - 1 });
+    expect(three.code).toBe(1);
+    expect(JSON.parse(three.stdout)).toMatchObject({ rows: rows - 3, valid: false, firstBadIndex: rows - 3 });
+  });
+
+  it("audit verify reports a re-hashed last row (a chain valid on its own) at that row", async () => {
+    const lines = linesOf(pristine);
+    const last = (JSON.parse(lines.at(-1) as string) as { row: Parameters<typeof encodeRow>[0] }).row;
+    lines[rows - 1] = encodeRow({ ...last, credits: 1 } as Parameters<typeof encodeRow>[0]).line;
+    const run = await runCli(["audit", "verify", "--threads", "2"], homeWithLog(lines.join("")));
+    expect(run.code).toBe(1);
+    expect(JSON.parse(run.stdout)).toMatchObject({ rows, valid: false, firstBadIndex: rows - 1 });
+  });
+
+  it("refuses to start on a log whose last row or last 3 rows were deleted, naming the index", async () => {
+    const [one, three] = await Promise.allSettled([
+      TestDaemon.start({ SPEND_AUTHZ_ENABLED: "1" }, homeWithLog(withoutLast(1))),
+      TestDaemon.start({ SPEND_AUTHZ_ENABLED: "1" }, homeWithLog(withoutLast(3))),
+    ]);
+    for (const started of [one, three]) if (started.status === "fulfilled") await started.value.stop();
+    expect(one.status).toBe("rejected");
+    expect(String((one as PromiseRejectedResult).reason)).toMatch(
+      new RegExp(`audit chain invalid at row ${rows - 1}: .*head anchor.*; refusing to start`),
+    );
+    expect(three.status).toBe("rejected");
+    expect(String((three as PromiseRejectedResult).reason)).toMatch(
+      new RegExp(`audit chain invalid at row ${rows - 3}: .*head anchor.*; refusing to start`),
+    );
+  });
+
+  it("refuses to treat an anchored row cut mid-line as a torn tail", async () => {
+    const copy = homeWithLog(pristine.slice(0, pristine.length - 30));
+    await expect(TestDaemon.start({ SPEND_AUTHZ_ENABLED: "1" }, copy)).rejects.toThrow(
+      new RegExp(`audit chain invalid at row ${rows - 1}: torn last line.*head anchor`),
+    );
+  });
+
+  it("restarts on the untouched log, and still repairs a torn line written after the anchored rows", async () => {
+    const lastLine = linesOf(pristine).at(-1) as string;
+    const copy = homeWithLog(pristine + lastLine.slice(0, 50));
+    const daemon = await TestDaemon.start({ SPEND_AUTHZ_ENABLED: "1" }, copy);
+    try {
+      expect(daemon.output()).toContain("torn line (50 bytes");
+      const verify = await daemon.call<Report>("GET", "/audit/verify", { token: daemon.operatorToken });
+      expect(verify.body).toMatchObject({ rows: rows + 1, valid: true });
+      const budget = await daemon.call("GET", "/budgets/agent", { token: daemon.operatorToken });
+      expect(budget.body).toMatchObject({ settled_credits: 8, reserved_credits: 0 });
+    } finally {
+      await daemon.stop();
+    }
+    const anchor = JSON.parse(fs.readFileSync(path.join(copy, "audit.head"), "utf8")) as Report;
+    expect(anchor.rows).toBe(rows + 1);
+    const verify = await runCli(["audit", "verify"], copy);
+    expect(verify.code).toBe(0);
+    expect(JSON.parse(verify.stdout)).toMatchObject({
+      rows: rows + 1,
+      valid: true,
+      headHash: anchor.headHash,
+    });
   });
 });

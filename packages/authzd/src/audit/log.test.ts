@@ -2,6 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { readAnchorSync } from "./anchor.ts";
 import { AuditLog } from "./log.ts";
 import { GENESIS_HASH } from "./rows.ts";
 import { scanAuditFileSync } from "./verify.ts";
@@ -85,6 +86,98 @@ describe("AuditLog", () => {
     expect(log.durableHead.rows).toBe(2);
     log.onFailure((late) => failures.push(late)); // registered after the fact: told at once
     expect(failures).toHaveLength(2);
+    await log.close();
+  });
+
+  it("records the durable head in the anchor file only after its rows are synced, and at close", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "authzd-log-"));
+    const file = path.join(dir, "audit.jsonl");
+    const anchorFile = path.join(dir, "audit.head");
+    const log = AuditLog.open(file, { rows: 0, headHash: GENESIS_HASH, bytes: 0 }, [], { anchorFile });
+    expect(readAnchorSync(anchorFile)).toEqual({ rows: 0, headHash: GENESIS_HASH });
+
+    const held: ((error: NodeJS.ErrnoException | null) => void)[] = [];
+    vi.spyOn(fs, "fdatasync").mockImplementation(((
+      _fd: number,
+      callback: (error: NodeJS.ErrnoException | null) => void,
+    ) => {
+      held.push(callback);
+    }) as typeof fs.fdatasync);
+    const first = log.append(revoke(0));
+    await vi.waitFor(() => expect(held).toHaveLength(1));
+    for (let i = 0; i < 10; i++) await new Promise((resolve) => setImmediate(resolve));
+    expect(readAnchorSync(anchorFile)).toEqual({ rows: 0, headHash: GENESIS_HASH }); // written, not synced
+    held[0]?.(null);
+    await first.durable;
+    await vi.waitFor(() => expect(readAnchorSync(anchorFile)).toEqual(log.durableHead));
+    expect(log.durableHead.rows).toBe(1);
+
+    vi.restoreAllMocks();
+    await Promise.all(Array.from({ length: 50 }, (_, i) => log.append(revoke(i + 1)).durable));
+    await log.close();
+    const anchor = readAnchorSync(anchorFile);
+    if (anchor === null) throw new Error("no anchor after close");
+    expect(anchor).toEqual({ rows: 51, headHash: log.durableHead.headHash });
+    expect(fs.existsSync(`${anchorFile}.tmp`)).toBe(false);
+    expect(scanAuditFileSync(file, { anchor }).report).toMatchObject({
+      rows: 51,
+      valid: true,
+    });
+  });
+
+  it("stops, like after a failed log write, when the head anchor cannot be written", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "authzd-log-"));
+    const log = AuditLog.open(
+      path.join(dir, "audit.jsonl"),
+      { rows: 0, headHash: GENESIS_HASH, bytes: 0 },
+      [],
+      {
+        anchorFile: path.join(dir, "audit.head"),
+      },
+    );
+    const failures: Error[] = [];
+    log.onFailure((error) => failures.push(error));
+    const error: NodeJS.ErrnoException = new Error("EROFS: read-only file system, rename");
+    error.code = "EROFS";
+    vi.spyOn(fs.promises, "rename").mockRejectedValue(error);
+    await log.append(revoke(0)).durable; // the row itself was synced
+    await vi.waitFor(() => expect(failures).toHaveLength(1));
+    expect(failures[0]?.message).toMatch(/audit head anchor write failed: EROFS/);
+    expect(() => log.append(revoke(1))).toThrow(/head anchor/);
+    await expect(log.whenDurable()).rejects.toThrow(/head anchor/);
+    await log.close();
+  });
+
+  it("fsyncs the directory after creating the log file and after creating the anchor", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "authzd-log-"));
+    const file = path.join(dir, "audit.jsonl");
+    const events: string[] = [];
+    const opened = new Map<number, string>();
+    const { openSync, fsyncSync, renameSync } = fs;
+    vi.spyOn(fs, "openSync").mockImplementation(((target: fs.PathLike, ...rest: never[]) => {
+      const fd = (openSync as (...args: unknown[]) => number)(target, ...rest);
+      opened.set(fd, String(target));
+      events.push(`open ${String(target)}`);
+      return fd;
+    }) as typeof fs.openSync);
+    vi.spyOn(fs, "fsyncSync").mockImplementation((fd: number) => {
+      events.push(`fsync ${opened.get(fd) ?? fd}`);
+      fsyncSync(fd);
+    });
+    vi.spyOn(fs, "renameSync").mockImplementation((from: fs.PathLike, to: fs.PathLike) => {
+      events.push(`rename ${String(to)}`);
+      renameSync(from, to);
+    });
+    const log = AuditLog.open(file, { rows: 0, headHash: GENESIS_HASH, bytes: 0 }, [], {
+      anchorFile: path.join(dir, "audit.head"),
+    });
+    const created = events.indexOf(`open ${file}`);
+    expect(created).toBeGreaterThanOrEqual(0);
+    expect(events.indexOf(`fsync ${dir}`, created)).toBeGreaterThan(created);
+    const anchored = events.indexOf(`rename ${path.join(dir, "audit.head")}`);
+    expect(anchored).toBeGreaterThan(created);
+    expect(events.indexOf(`fsync ${dir}`, anchored)).toBeGreaterThan(anchored);
+    vi.restoreAllMocks();
     await log.close();
   });
 });

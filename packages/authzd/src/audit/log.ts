@@ -1,4 +1,7 @@
 import fs from "node:fs";
+import path from "node:path";
+import { syncDir } from "../internal/home.ts";
+import { type HeadAnchor, writeAnchor, writeAnchorSync } from "./anchor.ts";
 import { type AuditRow, encodeRow, type RowFields } from "./rows.ts";
 
 /** A row as it appears in `GET /audit/recent`: the stored row plus its hash. */
@@ -18,6 +21,15 @@ interface Waiter {
 
 const RECENT_CAPACITY = 1000;
 
+/** Options of {@link AuditLog.open}. */
+export interface AuditLogOptions {
+  /**
+   * Keep the head anchor in this file (see {@link HeadAnchor}): written at open (after syncing the log),
+   * after durable flushes (one write at a time, each naming the newest durable head) and at close.
+   */
+  anchorFile?: string;
+}
+
 /**
  * Append-only, hash-chained audit log with group commit.
  *
@@ -30,7 +42,8 @@ const RECENT_CAPACITY = 1000;
  * After a failed write or sync the log refuses further appends and rejects every row not yet
  * acknowledged (even one whose own sync later succeeds): the file may hold a partial line, and only a
  * restart (which scans and repairs the tail) can tell what is durable. Listeners registered with
- * {@link AuditLog.onFailure} hear of the failure once, when it happens.
+ * {@link AuditLog.onFailure} hear of the failure once, when it happens. A failed write of the head
+ * anchor stops the log the same way.
  */
 export class AuditLog {
   private seq: number;
@@ -47,11 +60,16 @@ export class AuditLog {
   /** Settles when the newest appended row is durable (rows become durable in chain order). */
   private tail: Promise<void> = Promise.resolve();
   private readonly recentRows: HashedRow[] = [];
+  /** Rows named by the last anchor written, and whether a write is in flight. */
+  private anchoredRows: number;
+  private anchorWriting = false;
 
   private constructor(
     private readonly fd: number,
     head: ChainHead,
+    private readonly anchorFile: string | null,
   ) {
+    this.anchoredRows = head.rows;
     this.seq = head.rows;
     this.head = head.headHash;
     this.durableBytesCount = head.bytes;
@@ -65,9 +83,28 @@ export class AuditLog {
    * @example
    * const log = AuditLog.open(".authzd/audit.jsonl", { rows: 0, headHash: GENESIS_HASH, bytes: 0 }, []);
    */
-  static open(file: string, head: ChainHead, recent: HashedRow[]): AuditLog {
-    const fd = fs.openSync(file, "a", 0o600);
-    const log = new AuditLog(fd, head);
+  static open(file: string, head: ChainHead, recent: HashedRow[], options: AuditLogOptions = {}): AuditLog {
+    let fd: number;
+    try {
+      fd = fs.openSync(file, "ax", 0o600);
+      // A new file: its directory entry must survive a crash as much as the rows written to it.
+      syncDir(path.dirname(file));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      fd = fs.openSync(file, "a", 0o600);
+    }
+    try {
+      if (options.anchorFile !== undefined) {
+        // The rows found by the scan may still be only in the page cache; the anchor may name only
+        // durable rows, and answers are about to be drawn from them.
+        fs.fdatasyncSync(fd);
+        writeAnchorSync(options.anchorFile, { rows: head.rows, headHash: head.headHash });
+      }
+    } catch (error) {
+      fs.closeSync(fd);
+      throw error;
+    }
+    const log = new AuditLog(fd, head, options.anchorFile ?? null);
     log.remember(recent.slice(-RECENT_CAPACITY));
     return log;
   }
@@ -131,12 +168,17 @@ export class AuditLog {
     return this.recentRows.slice(Math.max(0, this.recentRows.length - limit));
   }
 
-  /** Waits for queued rows to be flushed, then closes the file. */
+  /** Waits for queued rows to be flushed, records the final head anchor durably, then closes the file. */
   async close(): Promise<void> {
-    while (this.flushing || this.queuedLines.length > 0) {
+    while (this.flushing || this.queuedLines.length > 0 || this.anchorWriting) {
       await new Promise((resolve) => setTimeout(resolve, 1));
     }
-    fs.closeSync(this.fd);
+    try {
+      if (this.anchorFile !== null && this.failure === null)
+        writeAnchorSync(this.anchorFile, this.durableHead);
+    } finally {
+      fs.closeSync(this.fd);
+    }
   }
 
   private flush(): void {
@@ -173,7 +215,30 @@ export class AuditLog {
       return;
     }
     for (const waiter of waiters) waiter.resolve();
+    this.writeAnchorSoon();
     if (this.queuedLines.length > 0) this.flush();
+  }
+
+  /**
+   * Records the durable head in the anchor file, off the reply path: one write at a time, each naming
+   * the newest durable head when it starts, so under load the anchor trails by at most one write.
+   */
+  private writeAnchorSoon(): void {
+    if (this.anchorFile === null || this.anchorWriting || this.failure !== null) return;
+    if (this.anchoredRows === this.durableRowsCount) return;
+    const head: HeadAnchor = this.durableHead;
+    this.anchorWriting = true;
+    writeAnchor(this.anchorFile, head).then(
+      () => {
+        this.anchorWriting = false;
+        this.anchoredRows = head.rows;
+        this.writeAnchorSoon();
+      },
+      (error: Error) => {
+        this.anchorWriting = false;
+        this.fail(error, "audit head anchor write failed");
+      },
+    );
   }
 
   private writeAll(data: Buffer, offset: number, done: (error: Error | null) => void): void {

@@ -2,5 +2,10 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { scanRangeSync } from "./verify.ts";
 
-const { file, from, to } = workerData as { file: string; from: number; to: number };
-parentPort?.postMessage(scanRangeSync(file, from, to));
+const { file, from, to, watchIndex } = workerData as {
+  file: string;
+  from: number;
+  to: number;
+  watchIndex: number;
+};
+parentPort?.postMessage(scanRangeSync(file, from, to, undefined, watchIndex));

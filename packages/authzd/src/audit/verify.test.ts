@@ -3,6 +3,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import type { HeadAnchor } from "./anchor.ts";
 import { canonicalJson, type JsonValue } from "./canonical.ts";
 import { type AuditRow, encodeRow, GENESIS_HASH } from "./rows.ts";
 import { scanAuditFileSync, scanRangeSync, stitchRanges, verifyAuditFile } from "./verify.ts";
@@ -37,24 +38,26 @@ function write(text: string | Buffer): string {
  * Verifies `text` whole, and also cut into ranges at every line boundary (as worker threads scan it)
  * and stitched; both must agree.
  */
-function verify(text: string | Buffer) {
+function verify(text: string | Buffer, anchor?: HeadAnchor) {
   const file = write(text);
-  const whole = scanAuditFileSync(file, { chunkBytes: 333 }).report;
+  const opts = anchor === undefined ? {} : { anchor };
+  const watch = anchor === undefined ? -1 : anchor.rows - 1;
+  const whole = scanAuditFileSync(file, { chunkBytes: 333, ...opts }).report;
   const bytes = Buffer.from(text);
   const starts = [0];
   for (let i = bytes.indexOf(0x0a); i !== -1 && i + 1 < bytes.length; i = bytes.indexOf(0x0a, i + 1))
     starts.push(i + 1);
   for (const cut of starts.slice(1)) {
-    const stitched = stitchRanges([
-      scanRangeSync(file, 0, cut, 200),
-      scanRangeSync(file, cut, bytes.length, 200),
-    ]);
+    const stitched = stitchRanges(
+      [scanRangeSync(file, 0, cut, 200, watch), scanRangeSync(file, cut, bytes.length, 200, watch)],
+      anchor,
+    );
     expect(stitched, `cut at ${cut}`).toEqual(whole);
   }
   const ranges = [...starts, bytes.length]
     .slice(1)
-    .map((to, i) => scanRangeSync(file, starts[i] as number, to));
-  expect(stitchRanges(ranges)).toEqual(whole);
+    .map((to, i) => scanRangeSync(file, starts[i] as number, to, undefined, watch));
+  expect(stitchRanges(ranges, anchor)).toEqual(whole);
   return whole;
 }
 
@@ -102,7 +105,7 @@ describe("audit verification", () => {
       const deleted = lines.filter((_, i) => i !== k);
       const report = verify(deleted.join(""));
       if (k === lines.length - 1) {
-        // Dropping the last row leaves a valid shorter chain; only the daemon's row count can tell.
+        // Dropping the last row leaves a valid shorter chain; only the head anchor can tell (see below).
         expect(report).toMatchObject({ valid: true, rows: lines.length - 1 });
       } else {
         expect(report.firstBadIndex, `delete ${k}`).toBe(k);
@@ -153,6 +156,73 @@ describe("audit verification", () => {
     expect(scanAuditFileSync(write(`${whole}garbage`), { limitBytes: limit }).report).toMatchObject({
       rows: 5,
       valid: true,
+    });
+  });
+
+  describe("against a head anchor", () => {
+    const hashOf = (line: string) => (JSON.parse(line) as { hash: string }).hash;
+    const anchor: HeadAnchor = { rows: 12, headHash: hashOf(lines[11] as string) };
+
+    it("accepts the anchored log, and a log that grew past a lagging anchor", () => {
+      expect(verify(lines.join(""), anchor)).toMatchObject({ rows: 12, valid: true });
+      const lagging = { rows: 7, headHash: hashOf(lines[6] as string) };
+      expect(verify(lines.join(""), lagging)).toMatchObject({ rows: 12, valid: true });
+      expect(verify(lines.join(""), { rows: 0, headHash: GENESIS_HASH })).toMatchObject({ valid: true });
+    });
+
+    it("locates rows cut off the end at the first missing row, for every cut", () => {
+      for (let cut = 1; cut <= 12; cut++) {
+        const report = verify(lines.slice(0, 12 - cut).join(""), anchor);
+        expect(report, `cut ${cut}`).toMatchObject({
+          rows: 12 - cut,
+          valid: false,
+          firstBadIndex: 12 - cut,
+          problem: `the log ends after ${12 - cut} rows but the head anchor records 12`,
+        });
+      }
+      expect(scanAuditFileSync("/nonexistent/authzd/audit.jsonl", { anchor }).report).toMatchObject({
+        valid: false,
+        firstBadIndex: 0,
+      });
+    });
+
+    it("locates a rewritten tail that is a valid chain on its own at the anchored last row", () => {
+      // The last row changed and re-hashed: it still links to row 10, so the chain is valid on its own.
+      const last = (JSON.parse(lines[11] as string) as { row: AuditRow }).row;
+      const rewritten = [
+        ...lines.slice(0, 11),
+        encodeRow({ ...last, identity: "someone-else" } as AuditRow).line,
+      ];
+      expect(verify(rewritten.join(""))).toMatchObject({ valid: true });
+      expect(verify(rewritten.join(""), anchor)).toMatchObject({
+        rows: 12,
+        valid: false,
+        firstBadIndex: 11,
+        problem: "row 11 does not hash to the head anchor's headHash",
+      });
+      // Rows appended after a forged anchored row do not hide it.
+      const longer = { rows: 11, headHash: anchor.headHash };
+      expect(verify(lines.join(""), longer)).toMatchObject({ valid: false, firstBadIndex: 10 });
+    });
+
+    it("keeps an earlier fault of the file itself as the first bad index", () => {
+      const deleted = lines.filter((_, i) => i !== 3);
+      expect(verify(deleted.join(""), anchor)).toMatchObject({ valid: false, firstBadIndex: 3 });
+    });
+
+    it("repairs a torn line only after the anchored rows", () => {
+      const whole = lines.join("");
+      const tornAfter = `${whole}${(lines[5] as string).slice(0, 40)}`;
+      const after = scanAuditFileSync(write(tornAfter), { anchor });
+      expect(after.report).toMatchObject({ valid: false, firstBadIndex: 12 });
+      expect(after.tornTailOnly).toBe(true);
+      const tornInside = scanAuditFileSync(write(whole.slice(0, whole.length - 10)), { anchor });
+      expect(tornInside.report).toMatchObject({
+        valid: false,
+        firstBadIndex: 11,
+        problem: `torn last line: ${(lines[11] as string).length - 10} bytes without a newline, but the head anchor records 12 rows as durable`,
+      });
+      expect(tornInside.tornTailOnly).toBe(false);
     });
   });
 });

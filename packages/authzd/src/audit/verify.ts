@@ -2,6 +2,7 @@ import { hash } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import { Worker } from "node:worker_threads";
+import type { HeadAnchor } from "./anchor.ts";
 import { isCanonicalText, type JsonValue } from "./canonical.ts";
 import { type AuditRow, BODY_OFFSET, GENESIS_HASH, LINE_MIDDLE, LINE_PREFIX } from "./rows.ts";
 
@@ -64,6 +65,8 @@ export interface RangeScan {
   lastGoodHash: string | null;
   goodBytes: number;
   torn: boolean;
+  /** Hash of the verified row whose index (its `seq` in a range) is the watched one, if seen. */
+  watched: string | null;
 }
 
 /**
@@ -82,10 +85,13 @@ class ChainScanner {
   private goodBytes = 0;
   private bad: { line: number; problem: string } | null = null;
   private torn = false;
+  private watched: string | null = null;
 
   constructor(
     private readonly onRow: ((row: AuditRow, hash: string) => void) | undefined,
     start: ChainPosition | null = { index: 0, prev: GENESIS_HASH },
+    /** Row index whose hash to keep (the head anchor's last row); -1 for none. */
+    private readonly watchIndex = -1,
   ) {
     this.adopt = start === null;
     if (start !== null) {
@@ -121,6 +127,7 @@ class ChainScanner {
       lastGoodHash: this.lastGoodHash,
       goodBytes: this.goodBytes,
       torn: this.torn,
+      watched: this.watched,
     };
   }
 
@@ -158,44 +165,99 @@ class ChainScanner {
     if (parsed.prev !== this.prev) return "prev does not match the hash of the row before";
     this.prev = stored;
     this.lastGoodHash = stored;
+    if (this.index === this.watchIndex) this.watched = stored;
     this.index++;
     this.onRow?.(parsed as unknown as AuditRow, stored);
     return null;
   }
 }
 
-/** Turns the scan of a whole file (started at row 0) into a report. */
-function wholeFileResult(scan: RangeScan): ScanResult {
-  const report: VerifyReport = {
+/** The row index whose hash a scan must keep to check `anchor`; -1 when there is nothing to check. */
+function watchIndexFor(anchor: HeadAnchor | undefined): number {
+  return anchor === undefined ? -1 : anchor.rows - 1;
+}
+
+/**
+ * Compares a file's own report with the head anchor. The log must hold at least `anchor.rows` verified
+ * rows, and row `anchor.rows - 1` must hash to `anchor.headHash`; otherwise the first missing row, or
+ * the anchored last row, is the first bad index (unless the file's own fault comes earlier). A torn
+ * last line among the anchored rows is not a crash mid-write (those rows had been synced), so
+ * `anchorHolds` is false and start-up will not cut it off as a torn tail.
+ *
+ * @param goodRows verified rows at the start of the file
+ * @param watched hash of row `anchor.rows - 1` as the scan found it (null if it did not verify)
+ */
+function withAnchor(
+  report: VerifyReport,
+  goodRows: number,
+  watched: string | null,
+  anchor: HeadAnchor | undefined,
+  torn: boolean,
+): { report: VerifyReport; anchorHolds: boolean } {
+  if (anchor === undefined || anchor.rows === 0) return { report, anchorHolds: true };
+  let fault: { index: number; problem: string } | null = null;
+  if (goodRows < anchor.rows) {
+    fault = {
+      index: goodRows,
+      problem: `the log ends after ${goodRows} rows but the head anchor records ${anchor.rows}`,
+    };
+  } else if (watched !== anchor.headHash) {
+    fault = {
+      index: anchor.rows - 1,
+      problem: `row ${anchor.rows - 1} does not hash to the head anchor's headHash`,
+    };
+  }
+  if (fault === null) return { report, anchorHolds: true };
+  if (!report.valid && (report.firstBadIndex as number) <= fault.index) {
+    if (!torn) return { report, anchorHolds: false };
+    const problem = `${report.problem}, but the head anchor records ${anchor.rows} rows as durable`;
+    return { report: { ...report, problem }, anchorHolds: false };
+  }
+  return {
+    report: { ...report, valid: false, firstBadIndex: fault.index, problem: fault.problem },
+    anchorHolds: false,
+  };
+}
+
+/** Turns the scan of a whole file (started at row 0) into a report, checked against `anchor`. */
+function wholeFileResult(scan: RangeScan, anchor?: HeadAnchor): ScanResult {
+  const own: VerifyReport = {
     rows: scan.lines,
     valid: scan.bad === null,
     headHash: scan.lastGoodHash ?? GENESIS_HASH,
   };
   if (scan.bad !== null) {
-    report.firstBadIndex = scan.bad.line;
-    report.problem = scan.bad.problem;
+    own.firstBadIndex = scan.bad.line;
+    own.problem = scan.bad.problem;
   }
   const goodRows = scan.bad === null ? scan.lines : scan.bad.line;
-  return { report, goodBytes: scan.goodBytes, goodRows, tornTailOnly: scan.torn };
+  const { report, anchorHolds } = withAnchor(own, goodRows, scan.watched, anchor, scan.torn);
+  return { report, goodBytes: scan.goodBytes, goodRows, tornTailOnly: scan.torn && anchorHolds };
 }
 
 /**
  * Stitches the scans of consecutive ranges of one file into a report: each range's first row must
- * continue the chain where the range before ended.
+ * continue the chain where the range before ended. With `anchor`, the ranges must have been scanned
+ * watching row `anchor.rows - 1`, and the report is checked against the anchor.
  *
  * @example
  * const report = stitchRanges([scanA, scanB]);
  */
-export function stitchRanges(scans: RangeScan[]): VerifyReport {
+export function stitchRanges(scans: RangeScan[], anchor?: HeadAnchor): VerifyReport {
+  const own = stitchOwn(scans);
+  const goodRows = own.report.valid ? own.report.rows : (own.report.firstBadIndex as number);
+  // Take the first range that saw the watched row: a later one may carry a forged seq.
+  const watched = scans.find((scan) => scan.watched !== null)?.watched ?? null;
+  return withAnchor(own.report, goodRows, watched, anchor, own.torn).report;
+}
+
+function stitchOwn(scans: RangeScan[]): { report: VerifyReport; torn: boolean } {
   const rows = scans.reduce((sum, scan) => sum + scan.lines, 0);
   let offset = 0;
   let prev = GENESIS_HASH;
-  const invalid = (index: number, problem: string, headHash: string): VerifyReport => ({
-    rows,
-    valid: false,
-    headHash,
-    firstBadIndex: index,
-    problem,
+  const invalid = (index: number, problem: string, headHash: string, torn = false) => ({
+    report: { rows, valid: false, headHash, firstBadIndex: index, problem } as VerifyReport,
+    torn,
   });
   for (const scan of scans) {
     if (scan.lines === 0) continue;
@@ -207,11 +269,11 @@ export function stitchRanges(scans: RangeScan[]): VerifyReport {
         return invalid(offset, "prev does not match the hash of the row before", prev);
     }
     if (scan.bad !== null)
-      return invalid(offset + scan.bad.line, scan.bad.problem, scan.lastGoodHash ?? prev);
+      return invalid(offset + scan.bad.line, scan.bad.problem, scan.lastGoodHash ?? prev, scan.torn);
     prev = scan.lastGoodHash ?? prev;
     offset += scan.lines;
   }
-  return { rows, valid: true, headHash: prev };
+  return { report: { rows, valid: true, headHash: prev }, torn: false };
 }
 
 /** Options for scanning a log file. */
@@ -222,6 +284,8 @@ export interface ScanOptions {
   limitBytes?: number;
   /** Read size; smaller chunks keep the event loop responsive in the async variant. */
   chunkBytes?: number;
+  /** Head anchor to check the log against (see {@link HeadAnchor}). */
+  anchor?: HeadAnchor;
 }
 
 /**
@@ -292,12 +356,14 @@ function readRangeSync(fd: number, from: number, to: number, splitter: LineSplit
  * if (!report.valid) console.error(`bad row at ${report.firstBadIndex}: ${report.problem}`);
  */
 export function scanAuditFileSync(file: string, options: ScanOptions = {}): ScanResult {
-  const splitter = new LineSplitter(new ChainScanner(options.onRow), options.chunkBytes ?? 16 << 20);
+  const scanner = new ChainScanner(options.onRow, undefined, watchIndexFor(options.anchor));
+  const splitter = new LineSplitter(scanner, options.chunkBytes ?? 16 << 20);
   let fd: number;
   try {
     fd = fs.openSync(file, "r");
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return wholeFileResult(splitter.end());
+    if ((error as NodeJS.ErrnoException).code === "ENOENT")
+      return wholeFileResult(splitter.end(), options.anchor);
     throw error;
   }
   try {
@@ -306,7 +372,7 @@ export function scanAuditFileSync(file: string, options: ScanOptions = {}): Scan
   } finally {
     fs.closeSync(fd);
   }
-  return wholeFileResult(splitter.end());
+  return wholeFileResult(splitter.end(), options.anchor);
 }
 
 /**
@@ -316,9 +382,15 @@ export function scanAuditFileSync(file: string, options: ScanOptions = {}): Scan
  * @example
  * const scans = [scanRangeSync(file, 0, mid), scanRangeSync(file, mid, size)];
  */
-export function scanRangeSync(file: string, from: number, to: number, chunkBytes = 16 << 20): RangeScan {
+export function scanRangeSync(
+  file: string,
+  from: number,
+  to: number,
+  chunkBytes = 16 << 20,
+  watchIndex = -1,
+): RangeScan {
   const splitter = new LineSplitter(
-    new ChainScanner(undefined, from === 0 ? undefined : null),
+    new ChainScanner(undefined, from === 0 ? undefined : null, watchIndex),
     Math.max(1, Math.min(chunkBytes, to - from)),
   );
   const fd = fs.openSync(file, "r");
@@ -338,12 +410,14 @@ export function scanRangeSync(file: string, from: number, to: number, chunkBytes
  * const report = await verifyAuditFile(".authzd/audit.jsonl", { limitBytes: durableBytes });
  */
 export async function verifyAuditFile(file: string, options: ScanOptions = {}): Promise<VerifyReport> {
-  const splitter = new LineSplitter(new ChainScanner(options.onRow), options.chunkBytes ?? 1 << 20);
+  const scanner = new ChainScanner(options.onRow, undefined, watchIndexFor(options.anchor));
+  const splitter = new LineSplitter(scanner, options.chunkBytes ?? 1 << 20);
   let handle: fs.promises.FileHandle;
   try {
     handle = await fs.promises.open(file, "r");
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return wholeFileResult(splitter.end()).report;
+    if ((error as NodeJS.ErrnoException).code === "ENOENT")
+      return wholeFileResult(splitter.end(), options.anchor).report;
     throw error;
   }
   try {
@@ -358,7 +432,7 @@ export async function verifyAuditFile(file: string, options: ScanOptions = {}): 
   } finally {
     await handle.close();
   }
-  return wholeFileResult(splitter.end()).report;
+  return wholeFileResult(splitter.end(), options.anchor).report;
 }
 
 /** Below this size one thread verifies faster than starting workers. */
@@ -370,6 +444,8 @@ export interface ParallelVerifyOptions {
   limitBytes?: number;
   /** Worker threads; default: 1 below 32 MiB, else the available parallelism (at most 4). */
   threads?: number;
+  /** Head anchor to check the log against (see {@link HeadAnchor}). */
+  anchor?: HeadAnchor;
 }
 
 /**
@@ -388,20 +464,26 @@ export async function verifyAuditFileParallel(
   try {
     size = (await fs.promises.stat(file)).size;
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT")
-      return { rows: 0, valid: true, headHash: GENESIS_HASH };
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") {
+      const empty = { rows: 0, valid: true, headHash: GENESIS_HASH };
+      return withAnchor(empty, 0, null, options.anchor, false).report;
+    }
     throw error;
   }
   size = Math.min(size, options.limitBytes ?? Number.POSITIVE_INFINITY);
   const threads =
     options.threads ?? (size >= PARALLEL_MIN_BYTES ? Math.min(4, os.availableParallelism()) : 1);
   const loader = tsxLoaderUrl();
-  if (threads <= 1 || loader === undefined) return verifyAuditFile(file, { limitBytes: size });
+  const { anchor } = options;
+  if (threads <= 1 || loader === undefined) {
+    return verifyAuditFile(file, { limitBytes: size, ...(anchor === undefined ? {} : { anchor }) });
+  }
   const bounds = await lineBoundaries(file, size, threads);
+  const watchIndex = watchIndexFor(anchor);
   const scans = await Promise.all(
-    bounds.slice(1).map((to, i) => scanInWorker(loader, file, bounds[i] as number, to)),
+    bounds.slice(1).map((to, i) => scanInWorker(loader, file, bounds[i] as number, to, watchIndex)),
   );
-  return stitchRanges(scans);
+  return stitchRanges(scans, anchor);
 }
 
 /** Offsets [0, …, size] that cut the file into about `parts` ranges, each starting at a line start. */
@@ -432,12 +514,18 @@ function tsxLoaderUrl(): string | undefined {
   }
 }
 
-function scanInWorker(loader: string, file: string, from: number, to: number): Promise<RangeScan> {
+function scanInWorker(
+  loader: string,
+  file: string,
+  from: number,
+  to: number,
+  watchIndex: number,
+): Promise<RangeScan> {
   const entry = new URL("./verify-worker.ts", import.meta.url).href;
   // Workers do not inherit the TypeScript loader of the main thread; the entry registers it first.
   const code = `import(${JSON.stringify(loader)}).then(({ register }) => { register(); return import(${JSON.stringify(entry)}); })`;
   return new Promise((resolve, reject) => {
-    const worker = new Worker(code, { eval: true, workerData: { file, from, to } });
+    const worker = new Worker(code, { eval: true, workerData: { file, from, to, watchIndex } });
     worker.once("message", (scan: RangeScan) => resolve(scan));
     worker.once("error", reject);
     worker.once("exit", (code) => {

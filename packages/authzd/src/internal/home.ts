@@ -6,6 +6,8 @@ import { mintToken, tokenSha256 } from "./tokens.ts";
 export interface HomePaths {
   home: string;
   auditLog: string;
+  /** Head anchor of the audit log: `{ rows, headHash }` of its durable head. */
+  auditHead: string;
   operatorToken: string;
   pidFile: string;
   daemonInfo: string;
@@ -21,6 +23,7 @@ export function homePaths(home: string): HomePaths {
   return {
     home,
     auditLog: path.join(home, "audit.jsonl"),
+    auditHead: path.join(home, "audit.head"),
     operatorToken: path.join(home, "operator.token"),
     pidFile: path.join(home, "authzd.pid"),
     daemonInfo: path.join(home, "daemon.json"),
