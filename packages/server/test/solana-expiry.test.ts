@@ -93,4 +93,59 @@ describe("a Solana spend whose blockhash expired before it landed", () => {
     ).toMatchObject({ state: "dropped" });
     expect(await solana.getBalance(recipient, usdc)).toBe(5_000_000n);
   });
+
+  it("fails a spend that can never land when it is re-sent, and gives its amount back to the daily limit", async () => {
+    const { apiKey } = await seedAccount(server.api);
+    const created = (
+      await server.api.post(
+        "/v1/wallets",
+        { name: "doomed", chains: ["solana"], policy: { dailyLimit: "10" } },
+        apiKey,
+      )
+    ).body;
+    await fundSolana(devnet, created.solana.address, { sol: 10n ** 9n, usdc: 5_000_000n });
+    const { solana } = await devnetClients(devnet);
+    const usdc = findToken(solana, "USDC");
+    const recipient = (await solanaKey()).address;
+    const db = server.service.store.db;
+    const [wallet] = await db.select().from(wallets).where(eq(wallets.id, created.id));
+    if (!wallet) throw new Error("no wallet");
+
+    // Recorded (reserving $8 of the $10) and signed, but more than the wallet holds: it can never land.
+    const privateKey = await openSigningKey(db, server.service.keyring, wallet, "solana");
+    const doomed = await admitSpend(
+      db,
+      {
+        walletId: wallet.id,
+        type: "send",
+        chain: "solana",
+        token: usdc,
+        amount: 8_000_000n,
+        from: created.solana.address,
+        to: recipient,
+        usdMicros: 8_000_000n,
+      },
+      { sign: () => solana.signTransfer({ privateKey, to: recipient, token: usdc, amount: 8_000_000n }) },
+    );
+    privateKey.fill(0);
+    const blocked = await server.api.post(
+      `/v1/wallets/${created.id}/send`,
+      { to: recipient, amount: "5", chain: "solana" },
+      apiKey,
+    );
+    expect(blocked.status).toBe(403);
+
+    await server.service.confirmer.runOnce();
+    const [failed] = await db.select().from(transactions).where(eq(transactions.id, doomed.id));
+    expect(failed?.status).toBe("failed");
+    expect(failed?.failureReason).toMatch(/^broadcast rejected: /);
+
+    const admitted = await server.api.post(
+      `/v1/wallets/${created.id}/send`,
+      { to: recipient, amount: "5", chain: "solana" },
+      apiKey,
+    );
+    expect(admitted.status, admitted.text).toBe(201);
+    expect(await solana.getBalance(recipient, usdc)).toBe(5_000_000n);
+  });
 });

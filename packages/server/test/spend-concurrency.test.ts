@@ -96,7 +96,7 @@ describe("the daily limit under concurrency", () => {
     },
   );
 
-  it("releases the amount of a failed spend back to the daily limit", async () => {
+  it("refuses any further spend once the window is used up, however small", async () => {
     const wallet = await fundedWallet({ dailyLimit: "5" });
     const to = freshRecipient();
     const first = await server.api.post(

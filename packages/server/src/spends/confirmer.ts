@@ -6,6 +6,7 @@ import type { Db } from "../internal/db/store.ts";
 import type { Keyring } from "../wallets/keyring.ts";
 import { openSigningKey } from "../wallets/wallets.ts";
 import { failSpend } from "./admission.ts";
+import { broadcastRecorded } from "./broadcast.ts";
 import { findToken } from "./send.ts";
 
 /** A pending spend not seen on chain after this long is broadcast again (harmless: same hash). */
@@ -99,9 +100,12 @@ export class Confirmer {
       case "pending": {
         const last = row.broadcastAt?.getTime() ?? 0;
         if (Date.now() - last < REBROADCAST_AFTER_MS) return;
-        await db.update(transactions).set({ broadcastAt: new Date() }).where(eq(transactions.id, row.id));
-        await client.broadcast({ txHash, raw: row.rawTx ?? "" }).catch((error: unknown) => {
-          this.deps.log.debug({ err: error, transactionId: row.id }, "re-broadcast not accepted");
+        // Sent again unchanged; a definite rejection (it can never land) fails it and frees its nonce.
+        await broadcastRecorded(this.deps, client, row).catch((error: unknown) => {
+          this.deps.log.info(
+            { err: error, transactionId: row.id },
+            "pending spend rejected on re-broadcast; failed",
+          );
         });
         return;
       }
@@ -146,11 +150,10 @@ export class Confirmer {
       .returning({ id: transactions.id });
     if (swapped.length === 0) return;
     this.deps.log.info({ transactionId: row.id }, "blockhash expired before landing; re-signed and re-sent");
-    await client.broadcast(signed).catch((error: unknown) => {
-      this.deps.log.warn(
-        { err: error, transactionId: row.id },
-        "re-signed transaction not accepted; will retry",
-      );
+    const [rebuilt] = await db.select().from(transactions).where(eq(transactions.id, row.id));
+    if (!rebuilt) return;
+    await broadcastRecorded(this.deps, client, rebuilt).catch((error: unknown) => {
+      this.deps.log.info({ err: error, transactionId: row.id }, "re-signed spend rejected; failed");
     });
   }
 }

@@ -1,15 +1,14 @@
-import { eq } from "drizzle-orm";
 import type { ChainClient, TokenInfo } from "../chains/types.ts";
 import type { IdempotencyClaim } from "../idempotency/idempotency.ts";
-import { transactions, wallets } from "../internal/db/schema.ts";
 import type { Db } from "../internal/db/store.ts";
 import { AppError, errors } from "../internal/errors.ts";
 import { formatUnits, parseUnitsStrict } from "../internal/money.ts";
 import { getPolicyRow } from "../policy/policy.ts";
-import { recordTransaction, type TransactionRow } from "../transactions/transactions.ts";
+import type { TransactionRow } from "../transactions/transactions.ts";
 import type { Keyring } from "../wallets/keyring.ts";
 import { findWalletForAccount, openSigningKey } from "../wallets/wallets.ts";
-import { admitSpend, checkStaticRules, failSpend, releaseNonce, type SpendFacts } from "./admission.ts";
+import { admitSpend, checkStaticRules, type SpendFacts } from "./admission.ts";
+import { broadcastRecorded, isUnreachable } from "./broadcast.ts";
 import { usdMicros } from "./pricing.ts";
 
 /** What a spend needs from the rest of the service. */
@@ -116,79 +115,6 @@ export async function send(
   }
   await broadcastRecorded(deps, client, row);
   return row;
-}
-
-/**
- * Broadcasts a recorded spend. A definite rejection fails the spend (releasing its reservation and its
- * nonce); an unreachable node leaves it pending for the confirmer to re-broadcast.
- */
-async function broadcastRecorded(deps: SpendDeps, client: ChainClient, row: TransactionRow): Promise<void> {
-  if (!row.rawTx || !row.txHash) return;
-  try {
-    await client.broadcast({ txHash: row.txHash, raw: row.rawTx });
-    await markBroadcast(deps.db, row.id);
-  } catch (error) {
-    if (isUnreachable(error)) return;
-    const reason = error instanceof Error ? (error.message.split("\n")[0] ?? "rejected") : "rejected";
-    await failSpend(deps.db, row.id, `broadcast rejected: ${reason}`);
-    if (row.nonce !== null && !(await releaseNonce(deps.db, row.chain, row.fromAddress, row.nonce))) {
-      await fillNonceGap(deps, client, row);
-    }
-    throw errors.broadcastRejected(row.chain, reason, error);
-  }
-}
-
-/**
- * A later nonce was already handed out, so the rejected one would stall every send after it: spend it on a
- * zero-value transfer to the wallet itself. Its gas is money moved, so it is recorded like any send.
- */
-async function fillNonceGap(deps: SpendDeps, client: ChainClient, rejected: TransactionRow): Promise<void> {
-  const nonce = rejected.nonce ?? 0;
-  const [wallet] = await deps.db.select().from(wallets).where(eq(wallets.id, rejected.walletId));
-  if (!wallet) return;
-  const native = client.config.nativeToken;
-  const privateKey = await openSigningKey(deps.db, deps.keyring, wallet, "evm");
-  let signed: Awaited<ReturnType<ChainClient["signTransfer"]>>;
-  try {
-    signed = await client.signTransfer({
-      privateKey,
-      to: rejected.fromAddress,
-      token: native,
-      amount: 0n,
-      nonce,
-    });
-  } finally {
-    privateKey.fill(0);
-  }
-  const filler = await recordTransaction(deps.db, {
-    walletId: rejected.walletId,
-    type: "send",
-    chain: rejected.chain,
-    token: native.symbol,
-    amountAtomic: 0n,
-    decimals: native.decimals,
-    fromAddress: rejected.fromAddress,
-    toAddress: rejected.fromAddress,
-    txHash: signed.txHash,
-    status: "pending",
-    usdMicros: 0n,
-    rawTx: signed.raw,
-    nonce,
-  });
-  // If this broadcast is lost too, the confirmer re-sends the recorded filler.
-  await client.broadcast(signed).then(
-    () => markBroadcast(deps.db, filler.id),
-    () => {},
-  );
-}
-
-async function markBroadcast(db: Db, transactionId: string): Promise<void> {
-  await db.update(transactions).set({ broadcastAt: new Date() }).where(eq(transactions.id, transactionId));
-}
-
-function isUnreachable(error: unknown): boolean {
-  const text = String((error as { message?: unknown })?.message ?? error);
-  return /fetch failed|ECONNREFUSED|ECONNRESET|ETIMEDOUT|socket hang up|network/i.test(text);
 }
 
 /** Runs a chain call, turning an unreachable RPC into 502 `chain_unavailable`. */
