@@ -136,3 +136,46 @@ describe("another profile", () => {
     }
   });
 });
+
+describe("a devnet run elsewhere", () => {
+  it("is served from RPC URLs and token addresses in the environment, its faucet paying from a configured key", async () => {
+    const devnet = await sharedDevnet();
+    const external = await createTestServer({
+      env: {
+        SVC_RPC_BASE: devnet.evm.rpcUrl,
+        SVC_RPC_SOLANA: devnet.solana.rpcUrl,
+        SVC_USDC_BASE: devnet.evm.usdc,
+        SVC_USDC_SOLANA: devnet.solana.usdcMint,
+        SVC_FAUCET_SOLANA_SECRET_KEY: JSON.stringify([...devnet.treasury.solana.secretKey]),
+      },
+    });
+    try {
+      const key = (await seedAccount(external.api)).apiKey;
+      const chains = await external.api.get("/v1/chains", key);
+      expect(chains.body.map((c: { name: string; network: string }) => [c.name, c.network])).toEqual([
+        ["base", "eip155:31337"],
+        ["solana", (await server.api.get("/v1/chains", apiKey)).body[1].network],
+      ]);
+      const wallet = await external.api.post("/v1/wallets", { name: "e", chains: ["base", "solana"] }, key);
+      const paid = await external.api.post(
+        `/v1/wallets/${wallet.body.id}/faucet`,
+        { chain: "solana", token: "USDC", amount: "3" },
+        key,
+      );
+      expect(paid.status).toBe(201);
+      expect(paid.body).toMatchObject({ type: "receive", amount: "3", from: devnet.treasury.solana.address });
+      // No EVM faucet key configured: no faucet on base.
+      const evm = await external.api.post(
+        `/v1/wallets/${wallet.body.id}/faucet`,
+        { chain: "base", token: "USDC" },
+        key,
+      );
+      expect(expectErrorShape(evm)).toMatchObject({
+        reason: "faucet_unavailable",
+        message: "No faucet on base: no faucet account is configured",
+      });
+    } finally {
+      await external.close();
+    }
+  });
+});
