@@ -7,6 +7,7 @@ import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { anchorFileFor, writeAnchorSync } from "../src/audit/anchor.ts";
 import { type AuditRow, encodeRow, GENESIS_HASH } from "../src/audit/rows.ts";
 import { scanAuditFileSync } from "../src/audit/verify.ts";
 import { PACKAGE_DIR, SPEND, TestDaemon } from "../test/harness.ts";
@@ -157,6 +158,8 @@ async function main(): Promise<void> {
     if (!report.valid || report.rows !== VERIFY_ROWS)
       throw new Error(`unexpected report ${JSON.stringify(report)}`);
     console.log(`  in-process, one thread: ${fmt(seconds)} s (${fmt(VERIFY_ROWS / seconds / 1e6)} M rows/s)`);
+    // The CLI also checks the log against its head anchor, as it would a daemon's.
+    writeAnchorSync(anchorFileFor(file), { rows: report.rows, headHash: report.headHash });
     const cliStart = performance.now();
     const cli = spawnSync(
       process.execPath,

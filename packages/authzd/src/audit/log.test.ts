@@ -125,6 +125,28 @@ describe("AuditLog", () => {
     });
   });
 
+  it("spaces anchor writes at least anchorIntervalMs apart, and brings the anchor level at close", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "authzd-log-"));
+    const anchorFile = path.join(dir, "audit.head");
+    const log = AuditLog.open(
+      path.join(dir, "audit.jsonl"),
+      { rows: 0, headHash: GENESIS_HASH, bytes: 0 },
+      [],
+      {
+        anchorFile,
+        anchorIntervalMs: 60_000,
+      },
+    );
+    await log.append(revoke(0)).durable; // the first write after open goes at once
+    await vi.waitFor(() => expect(readAnchorSync(anchorFile)?.rows).toBe(1));
+    for (let i = 1; i <= 5; i++) await log.append(revoke(i)).durable;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(readAnchorSync(anchorFile)?.rows).toBe(1); // the next one waits for the interval
+    await log.close(); // does not wait for it either
+    expect(readAnchorSync(anchorFile)).toEqual(log.durableHead);
+    expect(log.durableHead.rows).toBe(6);
+  });
+
   it("stops, like after a failed log write, when the head anchor cannot be written", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "authzd-log-"));
     const log = AuditLog.open(

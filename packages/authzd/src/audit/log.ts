@@ -28,6 +28,8 @@ export interface AuditLogOptions {
    * after durable flushes (one write at a time, each naming the newest durable head) and at close.
    */
   anchorFile?: string;
+  /** Least time between the starts of two anchor writes after flushes (default 20 ms). */
+  anchorIntervalMs?: number;
 }
 
 /**
@@ -63,11 +65,15 @@ export class AuditLog {
   /** Rows named by the last anchor written, and whether a write is in flight. */
   private anchoredRows: number;
   private anchorWriting = false;
+  private anchorTimer: NodeJS.Timeout | null = null;
+  private lastAnchorStart = Number.NEGATIVE_INFINITY;
+  private closing = false;
 
   private constructor(
     private readonly fd: number,
     head: ChainHead,
     private readonly anchorFile: string | null,
+    private readonly anchorIntervalMs: number,
   ) {
     this.anchoredRows = head.rows;
     this.seq = head.rows;
@@ -104,7 +110,7 @@ export class AuditLog {
       fs.closeSync(fd);
       throw error;
     }
-    const log = new AuditLog(fd, head, options.anchorFile ?? null);
+    const log = new AuditLog(fd, head, options.anchorFile ?? null, options.anchorIntervalMs ?? 20);
     log.remember(recent.slice(-RECENT_CAPACITY));
     return log;
   }
@@ -170,6 +176,9 @@ export class AuditLog {
 
   /** Waits for queued rows to be flushed, records the final head anchor durably, then closes the file. */
   async close(): Promise<void> {
+    this.closing = true;
+    if (this.anchorTimer !== null) clearTimeout(this.anchorTimer);
+    this.anchorTimer = null;
     while (this.flushing || this.queuedLines.length > 0 || this.anchorWriting) {
       await new Promise((resolve) => setTimeout(resolve, 1));
     }
@@ -220,12 +229,23 @@ export class AuditLog {
   }
 
   /**
-   * Records the durable head in the anchor file, off the reply path: one write at a time, each naming
-   * the newest durable head when it starts, so under load the anchor trails by at most one write.
+   * Records the durable head in the anchor file, off the reply path: one write at a time, started at
+   * least `anchorIntervalMs` apart (each costs a sync of its own, which would otherwise compete with
+   * the log's), each naming the newest durable head when it starts. So the anchor trails the log by
+   * at most one interval plus one write; `close` brings it level.
    */
   private writeAnchorSoon(): void {
-    if (this.anchorFile === null || this.anchorWriting || this.failure !== null) return;
-    if (this.anchoredRows === this.durableRowsCount) return;
+    if (this.anchorFile === null || this.anchorWriting || this.anchorTimer !== null) return;
+    if (this.failure !== null || this.closing || this.anchoredRows === this.durableRowsCount) return;
+    const wait = this.lastAnchorStart + this.anchorIntervalMs - performance.now();
+    if (wait > 0) {
+      this.anchorTimer = setTimeout(() => {
+        this.anchorTimer = null;
+        this.writeAnchorSoon();
+      }, wait);
+      return;
+    }
+    this.lastAnchorStart = performance.now();
     const head: HeadAnchor = this.durableHead;
     this.anchorWriting = true;
     writeAnchor(this.anchorFile, head).then(
