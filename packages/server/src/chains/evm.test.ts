@@ -180,4 +180,33 @@ describe("EvmChain on the local chain", () => {
     // Nothing new: the next scan from the returned cursor finds nothing.
     expect((await base.scanIncoming(async () => [watched], scan.cursor)).transfers).toEqual([]);
   });
+
+  it("scans a long range in bounded steps, saying when there is more, and finds each transfer once", async () => {
+    const watched = evmKey().address;
+    let cursor = (await base.scanIncoming(async () => [watched], null)).cursor;
+    const mine = (blocks: number) =>
+      fetch(devnet.evm.rpcUrl, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "anvil_mine",
+          params: [`0x${blocks.toString(16)}`],
+        }),
+      });
+    await mine(70);
+    const funded = await fundEvm(devnet, watched, { usdc: 9n });
+    await mine(70);
+    const found: string[] = [];
+    let scans = 0;
+    for (let more = true; more; scans++) {
+      const scan = await base.scanIncoming(async () => [watched], cursor);
+      found.push(...scan.transfers.map((t) => t.txHash));
+      cursor = scan.cursor;
+      more = scan.more === true;
+    }
+    expect(found).toEqual([funded.usdcTx]);
+    expect(scans).toBeGreaterThanOrEqual(3); // 141 blocks, at most 50 per scan
+  });
 });

@@ -32,7 +32,9 @@ const NATIVE_TRANSFER_GAS = 21_000n;
 /** Used when a token transfer cannot be estimated (the sender does not hold the amount yet). */
 const FALLBACK_TOKEN_TRANSFER_GAS = 100_000n;
 /** Blocks looked at by one scan: bounded, so one call stays cheap and the caller persists progress often. */
-const MAX_BLOCKS_PER_SCAN = 200n;
+const MAX_BLOCKS_PER_SCAN = 50n;
+/** Requests in flight at once while scanning (public endpoints rate-limit bursts). */
+const SCAN_CONCURRENCY = 8;
 /** How far back a scan restarts when the block it stopped at was replaced (a reorganisation). */
 const REORG_RESCAN_BLOCKS = 128n;
 
@@ -200,8 +202,8 @@ export class EvmChain implements ChainClient {
     if (from > to) return { transfers: [], cursor };
 
     const watched = watchSet(await addresses());
-    const blocks = await Promise.all(
-      range(from, to).map((blockNumber) => this.#client.getBlock({ blockNumber, includeTransactions: true })),
+    const blocks = await mapLimited(range(from, to), SCAN_CONCURRENCY, (blockNumber) =>
+      this.#client.getBlock({ blockNumber, includeTransactions: true }),
     );
     const times = new Map(blocks.map((b) => [b.number, new Date(Number(b.timestamp) * 1000)]));
     const transfers: IncomingTransfer[] = [];
@@ -209,8 +211,8 @@ export class EvmChain implements ChainClient {
       const valueTxs = blocks.flatMap((b) =>
         b.transactions.filter((tx) => tx.to && tx.value > 0n && watched.has(tx.to.toLowerCase())),
       );
-      const receipts = await Promise.all(
-        valueTxs.map((tx) => this.#client.getTransactionReceipt({ hash: tx.hash })),
+      const receipts = await mapLimited(valueTxs, SCAN_CONCURRENCY, (tx) =>
+        this.#client.getTransactionReceipt({ hash: tx.hash }),
       );
       valueTxs.forEach((tx, i) => {
         if (receipts[i]?.status !== "success" || !tx.to) return;
@@ -420,6 +422,24 @@ function evmChainId(network: string): number {
 /** Watched addresses by their lowercase form, each mapped to the form the caller gave. */
 function watchSet(addresses: readonly string[]): Map<string, string> {
   return new Map(addresses.map((a) => [a.toLowerCase(), a]));
+}
+
+/** `work` over `items` with at most `limit` in flight; results in the order of `items`. */
+async function mapLimited<T, R>(
+  items: readonly T[],
+  limit: number,
+  work: (item: T) => Promise<R>,
+): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) {
+      const at = next++;
+      results[at] = await work(items[at] as T);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
+  return results;
 }
 
 function range(from: bigint, to: bigint): bigint[] {
