@@ -209,4 +209,24 @@ describe("EvmChain on the local chain", () => {
     expect(found).toEqual([funded.usdcTx]);
     expect(scans).toBeGreaterThanOrEqual(3); // 141 blocks, at most 50 per scan
   });
+
+  it("rescans a chain restarted behind the cursor from its first block", async () => {
+    const restarted = await startDevnet();
+    try {
+      const { base: fresh } = await devnetClients(restarted);
+      const watched = evmKey().address;
+      const funded = await fundEvm(restarted, watched, { usdc: 5n });
+      // A cursor of the long-running chain, far ahead of the fresh one.
+      await fetch(devnet.evm.rpcUrl, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "anvil_mine", params: ["0x100"] }),
+      });
+      const stale = (await base.scanIncoming(async () => [], null)).cursor;
+      const scan = await fresh.scanIncoming(async () => [watched], stale);
+      expect(scan.transfers.map((t) => t.txHash)).toEqual([funded.usdcTx]);
+    } finally {
+      await restarted.stop();
+    }
+  });
 });

@@ -166,4 +166,20 @@ describe("SolanaChain on the local cluster", () => {
     devnet.advanceSolanaSlots(1);
     expect((await solana.scanIncoming(async () => [watched], scan.cursor)).transfers).toEqual([]);
   });
+
+  it("rescans a cluster restarted behind the cursor from its first slot", async () => {
+    const restarted = await startDevnet();
+    try {
+      const { solana: fresh } = await devnetClients(restarted);
+      const watched = (await solanaKey()).address;
+      const funded = await fundSolana(restarted, watched, { usdc: 5n });
+      devnet.advanceSolanaSlots(1_000);
+      const stale = (await solana.scanIncoming(async () => [], null)).cursor;
+      restarted.advanceSolanaSlots(2);
+      const scan = await fresh.scanIncoming(async () => [watched], stale);
+      expect(scan.transfers.map((t) => t.txHash)).toEqual([funded.usdcTx]);
+    } finally {
+      await restarted.stop();
+    }
+  });
 });
