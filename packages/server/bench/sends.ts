@@ -150,6 +150,12 @@ export async function benchSends(label: string, store: StoreLocation): Promise<v
           SELECT 'tx_seed' || ${deep.id} || g, ${deep.id}, 'send', 'base', 'USDC', 1, 6, ${deep.evm.address}, 'x', 'h' || g, 'confirmed', 1,
                  now() - ((g % 80000) || ' seconds')::interval
           FROM generate_series(${seeded + 1}::int, ${target}::int) AS g`);
+        // The hour buckets the service keeps beside each spend, rebuilt for the seeded rows.
+        await service.store.db.execute(sql`DELETE FROM spend_hours WHERE wallet_id = ${deep.id}`);
+        await service.store.db.execute(sql`
+          INSERT INTO spend_hours (wallet_id, hour, usd_micros)
+          SELECT wallet_id, date_bin('1 hour', created_at, TIMESTAMPTZ '2000-01-01 00:00:00+00'), sum(usd_micros)
+          FROM transactions WHERE wallet_id = ${deep.id} AND status IN ('pending', 'confirmed') GROUP BY 1, 2`);
         await service.store.db.execute(sql`ANALYZE transactions`);
         seeded = target;
       }

@@ -1,7 +1,7 @@
-import { and, eq, gt, inArray, sql } from "drizzle-orm";
+import { and, asc, eq, gt, gte, inArray, lt, sql } from "drizzle-orm";
 import type { SignedTransfer, TokenInfo } from "../chains/types.ts";
 import { attachTransaction, type IdempotencyClaim } from "../idempotency/idempotency.ts";
-import { evmNonces, transactions, walletPolicies } from "../internal/db/schema.ts";
+import { evmNonces, spendHours, transactions, walletPolicies } from "../internal/db/schema.ts";
 import type { Db } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 import { formatUsd } from "../internal/money.ts";
@@ -81,28 +81,70 @@ function sameRecipient(entry: string, candidate: string): boolean {
 
 const usdString = (micros: bigint) => formatUsd(micros).slice(1);
 
-/** The spends that hold a reservation in the rolling window: pending or confirmed, in the last 24 h. */
-async function windowUsage(
-  db: Db,
-  walletId: string,
-  now: Date,
-): Promise<{ used: bigint; oldest: Date | null }> {
-  const [row] = await db
-    .select({
-      used: sql<string>`coalesce(sum(${transactions.usdMicros}), 0)`,
-      oldest: sql<Date | string | null>`min(${transactions.createdAt})`,
-    })
+const HOUR_MS = 60 * 60 * 1000;
+
+/** The start of the hour bucket a moment falls in (UTC hours, as the migration's backfill counts them). */
+const hourOf = (at: Date) => new Date(Math.floor(at.getTime() / HOUR_MS) * HOUR_MS);
+
+/** Spends that hold a reservation: pending or confirmed sends and x402 payments. */
+const holdsReservation = and(
+  inArray(transactions.type, ["send", "x402"]),
+  inArray(transactions.status, ["pending", "confirmed"]),
+);
+
+/**
+ * USD spent in the rolling 24 h before `now`: whole hours from `spend_hours`, and the rows of the one
+ * hour the window starts inside.
+ */
+async function windowUsage(db: Db, walletId: string, now: Date): Promise<bigint> {
+  const windowStart = new Date(now.getTime() - DAY_MS);
+  const firstWholeHour = new Date(Math.ceil(windowStart.getTime() / HOUR_MS) * HOUR_MS);
+  const [[hours], [edge]] = await Promise.all([
+    db
+      .select({ used: sql<string>`coalesce(sum(${spendHours.usdMicros}), 0)` })
+      .from(spendHours)
+      .where(and(eq(spendHours.walletId, walletId), gte(spendHours.hour, firstWholeHour))),
+    db
+      .select({ used: sql<string>`coalesce(sum(${transactions.usdMicros}), 0)` })
+      .from(transactions)
+      .where(
+        and(
+          eq(transactions.walletId, walletId),
+          holdsReservation,
+          gt(transactions.createdAt, windowStart),
+          lt(transactions.createdAt, firstWholeHour),
+        ),
+      ),
+  ]);
+  return BigInt(hours?.used ?? 0) + BigInt(edge?.used ?? 0);
+}
+
+/** When the oldest spend in the window leaves it: the earliest moment the limit has room again. */
+async function windowResetsAt(db: Db, walletId: string, now: Date): Promise<Date> {
+  const [oldest] = await db
+    .select({ createdAt: transactions.createdAt })
     .from(transactions)
     .where(
       and(
         eq(transactions.walletId, walletId),
-        inArray(transactions.type, ["send", "x402"]),
-        inArray(transactions.status, ["pending", "confirmed"]),
+        holdsReservation,
         gt(transactions.createdAt, new Date(now.getTime() - DAY_MS)),
       ),
-    );
-  const oldest = row?.oldest ? new Date(row.oldest) : null;
-  return { used: BigInt(row?.used ?? 0), oldest };
+    )
+    .orderBy(asc(transactions.createdAt))
+    .limit(1);
+  return new Date((oldest?.createdAt ?? now).getTime() + DAY_MS);
+}
+
+/** Adds (or, negative, gives back) a spend's USD to its hour bucket. */
+async function addToHour(db: Db, walletId: string, at: Date, usdMicros: bigint): Promise<void> {
+  await db
+    .insert(spendHours)
+    .values({ walletId, hour: hourOf(at), usdMicros })
+    .onConflictDoUpdate({
+      target: [spendHours.walletId, spendHours.hour],
+      set: { usdMicros: sql`${spendHours.usdMicros} + ${usdMicros.toString()}::numeric` },
+    });
 }
 
 /**
@@ -134,7 +176,7 @@ export async function admitSpend(
     checkStaticRules(policy, spend);
     const now = options.now ?? new Date();
     if (policy.dailyLimitMicros !== null && spend.usdMicros !== undefined) {
-      const { used, oldest } = await windowUsage(tx, spend.walletId, now);
+      const used = await windowUsage(tx, spend.walletId, now);
       if (used + spend.usdMicros > policy.dailyLimitMicros) {
         const remaining = policy.dailyLimitMicros > used ? policy.dailyLimitMicros - used : 0n;
         throw errors.policyViolation(
@@ -146,7 +188,7 @@ export async function admitSpend(
             used: usdString(used),
             requested: usdString(spend.usdMicros),
             remaining: usdString(remaining),
-            resetsAt: new Date((oldest ?? now).getTime() + DAY_MS).toISOString(),
+            resetsAt: (await windowResetsAt(tx, spend.walletId, now)).toISOString(),
           },
         );
       }
@@ -190,6 +232,8 @@ export async function admitSpend(
       lastValidBlockHeight: signed.lastValidBlockHeight ?? null,
       createdAt: now,
     });
+    if (spend.usdMicros !== undefined && spend.usdMicros > 0n)
+      await addToHour(tx, spend.walletId, now, spend.usdMicros);
     if (options.idempotency) await attachTransaction(tx, options.idempotency, row.id);
     return row;
   });
@@ -210,10 +254,17 @@ export async function releaseNonce(db: Db, chain: string, address: string, nonce
   return released.length > 0;
 }
 
-/** Marks a pending spend failed: its reservation is released, since the window counts only live spends. */
+/** Marks a pending spend failed and gives its USD back to the rolling window, in one transaction. */
 export async function failSpend(db: Db, transactionId: string, reason: string): Promise<void> {
-  await db
-    .update(transactions)
-    .set({ status: "failed", failureReason: reason })
-    .where(and(eq(transactions.id, transactionId), eq(transactions.status, "pending")));
+  await db.transaction(async (txDb) => {
+    const tx = txDb as unknown as Db;
+    const [failed] = await tx
+      .update(transactions)
+      .set({ status: "failed", failureReason: reason })
+      .where(and(eq(transactions.id, transactionId), eq(transactions.status, "pending")))
+      .returning();
+    if (failed?.usdMicros && failed.usdMicros > 0n && (failed.type === "send" || failed.type === "x402")) {
+      await addToHour(tx, failed.walletId, failed.createdAt, -failed.usdMicros);
+    }
+  });
 }

@@ -158,3 +158,13 @@ export const faucetGrants = pgTable("faucet_grants", {
   txHash: text("tx_hash"),
   createdAt: createdAt(),
 });
+
+export const spendHours = pgTable(
+  "spend_hours",
+  {
+    walletId: text("wallet_id").notNull(),
+    hour: timestamp("hour", { withTimezone: true, mode: "date" }).notNull(),
+    usdMicros: numeric("usd_micros", { mode: "bigint" }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.walletId, t.hour] })],
+);

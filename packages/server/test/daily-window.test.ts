@@ -1,0 +1,87 @@
+import { fundEvm } from "@svc/devnet";
+import { eq } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { wallets } from "../src/internal/db/schema.ts";
+import { admitSpend, failSpend } from "../src/spends/admission.ts";
+import { findToken } from "../src/spends/send.ts";
+import { openSigningKey } from "../src/wallets/wallets.ts";
+import { devnetClients } from "./support/chains.ts";
+import { createTestServer, seedAccount, sharedDevnet, type TestServer } from "./support/test-server.ts";
+
+let server: TestServer;
+
+beforeAll(async () => {
+  await sharedDevnet();
+  // No confirmer passes after start-up: the spends recorded here are never broadcast.
+  server = await createTestServer({ env: { SVC_CONFIRMER_INTERVAL_MS: "3600000" } });
+});
+afterAll(() => server.close());
+
+const HOUR = 60 * 60 * 1000;
+
+describe("the rolling 24 h window", () => {
+  it("counts exactly the spends of the last 24 h, across hour boundaries, and gives back failed ones", async () => {
+    const devnet = await sharedDevnet();
+    const { apiKey } = await seedAccount(server.api);
+    const created = (
+      await server.api.post(
+        "/v1/wallets",
+        { name: "window", chains: ["base"], policy: { dailyLimit: "10" } },
+        apiKey,
+      )
+    ).body;
+    await fundEvm(devnet, created.evm.address, { eth: 10n ** 18n, usdc: 100_000_000n });
+    const { base } = await devnetClients(devnet);
+    const usdc = findToken(base, "USDC");
+    const db = server.service.store.db;
+    const [wallet] = await db.select().from(wallets).where(eq(wallets.id, created.id));
+    if (!wallet) throw new Error("no wallet");
+    const privateKey = await openSigningKey(db, server.service.keyring, wallet, "evm");
+    let nonce = 0;
+    const spend = (dollars: number, at: Date) =>
+      admitSpend(
+        db,
+        {
+          walletId: wallet.id,
+          type: "send",
+          chain: "base",
+          token: usdc,
+          amount: BigInt(dollars) * 1_000_000n,
+          from: created.evm.address,
+          to: "0x000000000000000000000000000000000000dEaD",
+          usdMicros: BigInt(dollars) * 1_000_000n,
+        },
+        {
+          now: at,
+          sign: () =>
+            base.signTransfer({
+              privateKey,
+              to: "0x000000000000000000000000000000000000dEaD",
+              token: usdc,
+              amount: 1n,
+              nonce: nonce++,
+            }),
+        },
+      );
+    // A moment 20 minutes into an hour, so the window starts inside an hour bucket.
+    const now = new Date(Math.floor(Date.now() / HOUR) * HOUR - 40 * 60 * 1000);
+    // Each spend fits the window as it stood when it was made.
+    await spend(5, new Date(now.getTime() - 24 * HOUR - 60_000)); // just outside the window at `now`
+    await spend(2, new Date(now.getTime() - 24 * HOUR + 60_000)); // just inside, in the partial first hour
+    const failing = await spend(3, new Date(now.getTime() - 2 * HOUR));
+    await spend(1, new Date(now.getTime() - 1000));
+
+    // At `now`: 2 + 3 + 1 = 6 used.
+    await expect(spend(5, now)).rejects.toThrow(
+      "Daily limit of $10.00 exceeded: $6.00 used in the last 24h, this spend is $5.00",
+    );
+    // A failed spend gives its $3 back: 3 used, so $5 fits, then $3 more does not, and $2 does.
+    await failSpend(db, failing.id, "test: never landed");
+    await spend(5, now);
+    await expect(spend(3, now)).rejects.toThrow(
+      "Daily limit of $10.00 exceeded: $8.00 used in the last 24h, this spend is $3.00",
+    );
+    await spend(2, now);
+    privateKey.fill(0);
+  });
+});
