@@ -281,6 +281,69 @@ describe("refused sends move nothing and record nothing", () => {
     expect(await chains.base.getBalance(wallet.evm.address, usdcOf(chains.base))).toBe(5n * USDC);
   });
 
+  it("refuses amounts no chain can carry and JSON numbers that are not exact, with 400", async () => {
+    const wallet = await fundedWallet();
+    await expectRefused(
+      wallet.id,
+      { to: DEAD, amount: `2${"0".repeat(72)}`, chain: "base" },
+      400,
+      "ValidationError",
+      "invalid_amount",
+    );
+    await expectRefused(
+      wallet.id,
+      { to: wallet.solana.address, amount: `2${"0".repeat(20)}`, chain: "solana" },
+      400,
+      "ValidationError",
+      "invalid_amount",
+    );
+    await expectRefused(
+      wallet.id,
+      { to: DEAD, amount: 1e-7, chain: "base", token: "ETH" },
+      400,
+      "ValidationError",
+      "invalid_body",
+    );
+    await expectRefused(
+      wallet.id,
+      { to: DEAD, amount: 2 ** 60, chain: "base", token: "ETH" },
+      400,
+      "ValidationError",
+      "invalid_body",
+    );
+    const huge = await server.api.request("PATCH", `/v1/wallets/${wallet.id}/policy`, {
+      token: apiKey,
+      body: { dailyLimit: `1${"0".repeat(40)}` },
+    });
+    expect(huge.status).toBe(400);
+  });
+
+  it("checks the daily limit before funds: an over-limit send from an empty wallet is a PolicyViolation", async () => {
+    const wallet = await createWallet({ dailyLimit: "5" });
+    await expectRefused(
+      wallet.id,
+      { to: DEAD, amount: "6", chain: "base" },
+      403,
+      "PolicyViolation",
+      "daily_limit",
+    );
+  });
+
+  it("matches Solana whitelist entries exactly (base58 is case-sensitive)", async () => {
+    const recipient = await createWallet();
+    const upper = recipient.solana.address.toUpperCase();
+    const wallet = await fundedWallet({
+      whitelist: [upper === recipient.solana.address ? recipient.solana.address.toLowerCase() : upper],
+    });
+    await expectRefused(
+      wallet.id,
+      { to: recipient.solana.address, amount: "1", chain: "solana" },
+      403,
+      "PolicyViolation",
+      "recipient_not_allowed",
+    );
+  });
+
   it("refuses a send from an archived wallet with 409 wallet_archived", async () => {
     const wallet = await fundedWallet();
     await server.api.delete(`/v1/wallets/${wallet.id}`, apiKey);

@@ -80,3 +80,27 @@ export const policyView = z
     updatedAt: timestamp,
   })
   .meta({ id: "Policy" });
+
+/**
+ * A token amount on the wire: a decimal string, or a JSON number that reads back exactly as written (no
+ * exponent, no integer beyond 2^53). Anything else is refused rather than rounded.
+ */
+export const tokenAmount = z
+  .union([z.string().max(80), z.number()])
+  .transform((value, ctx) => {
+    if (typeof value === "string") return value;
+    const text = String(value);
+    if (
+      !Number.isFinite(value) ||
+      /e/i.test(text) ||
+      (Number.isInteger(value) && !Number.isSafeInteger(value))
+    ) {
+      ctx.addIssue({
+        code: "custom",
+        message: "send this amount as a decimal string; as a JSON number it is not exact",
+      });
+      return z.NEVER;
+    }
+    return text;
+  })
+  .meta({ type: "string", description: 'decimal amount in token units, e.g. "2.5"', example: "2.5" });

@@ -10,10 +10,15 @@ export interface StoredResponse {
   body: unknown;
 }
 
-/** Handed to the work an Idempotency-Key guards, so it can record the spend it creates. */
+/**
+ * Handed to the work an Idempotency-Key guards, so it can record the spend it creates. `lockedAt` says
+ * which owner this is: a claim taken over by a retry has a new one, and every write by the old owner
+ * (linking a spend, storing a response) then matches no row.
+ */
 export interface IdempotencyClaim {
   accountId: string;
   key: string;
+  lockedAt: Date;
 }
 
 /** How long a duplicate waits for the first request to finish before answering `idempotency_key_in_use`. */
@@ -50,20 +55,16 @@ function canonicalJson(value: unknown): string {
  */
 export async function runIdempotent(
   db: Db,
-  claim: IdempotencyClaim & { fingerprint: string },
-  work: () => Promise<StoredResponse>,
+  request: { accountId: string; key: string; fingerprint: string },
+  work: (claim: IdempotencyClaim) => Promise<StoredResponse>,
   resume: (transactionId: string) => Promise<StoredResponse>,
 ): Promise<StoredResponse & { replayed: boolean }> {
   const deadline = Date.now() + WAIT_FOR_FIRST_MS;
   for (;;) {
+    const claim: IdempotencyClaim = { accountId: request.accountId, key: request.key, lockedAt: new Date() };
     const inserted = await db
       .insert(idempotencyKeys)
-      .values({
-        accountId: claim.accountId,
-        key: claim.key,
-        requestHash: claim.fingerprint,
-        state: "in_progress",
-      })
+      .values({ ...claim, requestHash: request.fingerprint, state: "in_progress" })
       .onConflictDoNothing()
       .returning({ key: idempotencyKeys.key });
     if (inserted.length > 0) return { ...(await runOwned(db, claim, work)), replayed: false };
@@ -73,7 +74,7 @@ export async function runIdempotent(
       .from(idempotencyKeys)
       .where(and(eq(idempotencyKeys.accountId, claim.accountId), eq(idempotencyKeys.key, claim.key)));
     if (!existing) continue; // released between our insert and read: try again
-    if (existing.requestHash !== claim.fingerprint) throw errors.idempotencyKeyReused();
+    if (existing.requestHash !== request.fingerprint) throw errors.idempotencyKeyReused();
     if (existing.state === "completed") {
       return { status: existing.responseStatus ?? 200, body: existing.responseBody, replayed: true };
     }
@@ -81,14 +82,8 @@ export async function runIdempotent(
       // Take over a claim whose owner died, exactly once: compare-and-set on locked_at.
       const taken = await db
         .update(idempotencyKeys)
-        .set({ lockedAt: new Date() })
-        .where(
-          and(
-            eq(idempotencyKeys.accountId, claim.accountId),
-            eq(idempotencyKeys.key, claim.key),
-            eq(idempotencyKeys.lockedAt, existing.lockedAt),
-          ),
-        )
+        .set({ lockedAt: claim.lockedAt })
+        .where(owned({ ...claim, lockedAt: existing.lockedAt }))
         .returning({ key: idempotencyKeys.key });
       if (taken.length > 0) {
         const response = existing.transactionId
@@ -103,29 +98,37 @@ export async function runIdempotent(
   }
 }
 
+/** The claim row, if this owner still holds it. */
+function owned(claim: IdempotencyClaim) {
+  return and(
+    eq(idempotencyKeys.accountId, claim.accountId),
+    eq(idempotencyKeys.key, claim.key),
+    eq(idempotencyKeys.lockedAt, claim.lockedAt),
+  );
+}
+
 async function runOwned(
   db: Db,
   claim: IdempotencyClaim,
-  work: () => Promise<StoredResponse>,
+  work: (claim: IdempotencyClaim) => Promise<StoredResponse>,
 ): Promise<StoredResponse> {
   let response: StoredResponse;
   try {
-    response = await work();
+    response = await work(claim);
   } catch (error) {
-    // A deliberate refusal (policy, funds, validation) is the answer to this request: remember it. Anything
-    // else frees the key, unless a spend was recorded, in which case the claim stays for `resume`.
-    if (error instanceof AppError && error.status < 500) {
-      await complete(db, claim, { status: error.status, body: { error: errorBody(error) } });
+    // A deliberate refusal (policy, funds, validation) is the answer to this request: remember it. A fault
+    // before any spend was recorded frees the key for a retry; after one was (a rejected broadcast, say),
+    // the error is this request's answer too, remembered so a retry cannot pay again.
+    const answer =
+      error instanceof AppError ? { status: error.status, body: { error: errorBody(error) } } : undefined;
+    if (answer && error instanceof AppError && error.status < 500) {
+      await complete(db, claim, answer);
     } else {
-      await db
+      const freed = await db
         .delete(idempotencyKeys)
-        .where(
-          and(
-            eq(idempotencyKeys.accountId, claim.accountId),
-            eq(idempotencyKeys.key, claim.key),
-            sql`${idempotencyKeys.transactionId} IS NULL`,
-          ),
-        );
+        .where(and(owned(claim), sql`${idempotencyKeys.transactionId} IS NULL`))
+        .returning({ key: idempotencyKeys.key });
+      if (freed.length === 0 && answer) await complete(db, claim, answer);
     }
     throw error;
   }
@@ -147,17 +150,23 @@ async function complete(db: Db, claim: IdempotencyClaim, response: StoredRespons
   await db
     .update(idempotencyKeys)
     .set({ state: "completed", responseStatus: response.status, responseBody: response.body })
-    .where(and(eq(idempotencyKeys.accountId, claim.accountId), eq(idempotencyKeys.key, claim.key)));
+    .where(owned(claim));
 }
 
-/** Links the claim to the spend it recorded, inside the spend's own database transaction. */
+/**
+ * Links the claim to the spend it recorded, inside the spend's own database transaction. If a retry has
+ * taken the claim over meanwhile, this throws `idempotency_key_in_use`, which rolls the spend back: one key,
+ * one spend.
+ */
 export async function attachTransaction(
   db: Db,
   claim: IdempotencyClaim,
   transactionId: string,
 ): Promise<void> {
-  await db
+  const linked = await db
     .update(idempotencyKeys)
     .set({ transactionId })
-    .where(and(eq(idempotencyKeys.accountId, claim.accountId), eq(idempotencyKeys.key, claim.key)));
+    .where(and(owned(claim), sql`${idempotencyKeys.transactionId} IS NULL`))
+    .returning({ key: idempotencyKeys.key });
+  if (linked.length === 0) throw errors.idempotencyKeyInUse();
 }

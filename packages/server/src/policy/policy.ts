@@ -13,7 +13,8 @@ export const usdAmountSchema = z
   .transform((value, ctx) => {
     const text = typeof value === "number" ? String(value) : value;
     const micros = parseUnitsStrict(text, USD_DECIMALS);
-    if (micros === undefined) {
+    // Stored as numeric(38, 0): a bound of 10^26 dollars is more than enough, and never overflows.
+    if (micros === undefined || micros >= 10n ** 32n || /e/i.test(text)) {
       ctx.addIssue({ code: "custom", message: "must be a non-negative USD amount with at most 6 decimals" });
       return z.NEVER;
     }

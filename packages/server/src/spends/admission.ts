@@ -72,11 +72,11 @@ export function checkStaticRules(policy: PolicyRow, spend: SpendFacts): void {
   }
 }
 
-/** EVM addresses compare without case; Solana addresses and hostnames as written (hostnames lower-cased). */
+/** EVM addresses and hostnames compare without case; Solana addresses (base58) exactly. */
 function sameRecipient(entry: string, candidate: string): boolean {
-  if (entry.startsWith("0x") && candidate.startsWith("0x"))
-    return entry.toLowerCase() === candidate.toLowerCase();
-  return entry === candidate || entry.toLowerCase() === candidate.toLowerCase();
+  const caseless = (value: string) => value.startsWith("0x") || value.includes(".");
+  if (caseless(entry) && caseless(candidate)) return entry.toLowerCase() === candidate.toLowerCase();
+  return entry === candidate;
 }
 
 const usdString = (micros: bigint) => formatUsd(micros).slice(1);
@@ -148,6 +148,36 @@ async function addToHour(db: Db, walletId: string, at: Date, usdMicros: bigint):
 }
 
 /**
+ * Refuses a spend that would take the rolling 24 h sum past `dailyLimit`. Inside {@link admitSpend} it runs
+ * under the policy row's lock, which makes it exact; before that, without the lock, it only answers early.
+ */
+export async function checkDailyLimit(
+  db: Db,
+  policy: PolicyRow,
+  spend: SpendFacts,
+  now = new Date(),
+): Promise<void> {
+  if (policy.dailyLimitMicros !== null && spend.usdMicros !== undefined) {
+    const used = await windowUsage(db, spend.walletId, now);
+    if (used + spend.usdMicros > policy.dailyLimitMicros) {
+      const remaining = policy.dailyLimitMicros > used ? policy.dailyLimitMicros - used : 0n;
+      throw errors.policyViolation(
+        "daily_limit",
+        `Daily limit of ${formatUsd(policy.dailyLimitMicros)} exceeded: ${formatUsd(used)} used in the last 24h, this spend is ${formatUsd(spend.usdMicros)}`,
+        {
+          rule: "dailyLimit",
+          limit: usdString(policy.dailyLimitMicros),
+          used: usdString(used),
+          requested: usdString(spend.usdMicros),
+          remaining: usdString(remaining),
+          resetsAt: (await windowResetsAt(db, spend.walletId, now)).toISOString(),
+        },
+      );
+    }
+  }
+}
+
+/**
  * The one atomic step of a spend: lock the wallet's policy row, check every rule against it and the
  * rolling window, hand out the EVM nonce, sign, and record the spend `pending` — all in one database
  * transaction. However many spends race, each sees the ones admitted before it, so the sum admitted never
@@ -175,24 +205,7 @@ export async function admitSpend(
     if (!policy) throw new Error(`wallet ${spend.walletId} has no policy row`);
     checkStaticRules(policy, spend);
     const now = options.now ?? new Date();
-    if (policy.dailyLimitMicros !== null && spend.usdMicros !== undefined) {
-      const used = await windowUsage(tx, spend.walletId, now);
-      if (used + spend.usdMicros > policy.dailyLimitMicros) {
-        const remaining = policy.dailyLimitMicros > used ? policy.dailyLimitMicros - used : 0n;
-        throw errors.policyViolation(
-          "daily_limit",
-          `Daily limit of ${formatUsd(policy.dailyLimitMicros)} exceeded: ${formatUsd(used)} used in the last 24h, this spend is ${formatUsd(spend.usdMicros)}`,
-          {
-            rule: "dailyLimit",
-            limit: usdString(policy.dailyLimitMicros),
-            used: usdString(used),
-            requested: usdString(spend.usdMicros),
-            remaining: usdString(remaining),
-            resetsAt: (await windowResetsAt(tx, spend.walletId, now)).toISOString(),
-          },
-        );
-      }
-    }
+    await checkDailyLimit(tx, policy, spend, now);
     let nonce: number | undefined;
     if (options.evmNonce) {
       // max(what we handed out, what the chain has seen), then move past it: consecutive, never reused.
@@ -254,9 +267,12 @@ export async function releaseNonce(db: Db, chain: string, address: string, nonce
   return released.length > 0;
 }
 
-/** Marks a pending spend failed and gives its USD back to the rolling window, in one transaction. */
-export async function failSpend(db: Db, transactionId: string, reason: string): Promise<void> {
-  await db.transaction(async (txDb) => {
+/**
+ * Marks a pending spend failed and gives its USD back to the rolling window, in one transaction. Returns
+ * false when the spend was no longer pending (another caller settled it first).
+ */
+export async function failSpend(db: Db, transactionId: string, reason: string): Promise<boolean> {
+  return db.transaction(async (txDb) => {
     const tx = txDb as unknown as Db;
     const [failed] = await tx
       .update(transactions)
@@ -266,5 +282,6 @@ export async function failSpend(db: Db, transactionId: string, reason: string): 
     if (failed?.usdMicros && failed.usdMicros > 0n && (failed.type === "send" || failed.type === "x402")) {
       await addToHour(tx, failed.walletId, failed.createdAt, -failed.usdMicros);
     }
+    return failed !== undefined;
   });
 }

@@ -1,4 +1,5 @@
 import { eq } from "drizzle-orm";
+import { isUnreachable } from "../chains/errors.ts";
 import type { ChainClient } from "../chains/types.ts";
 import { transactions, wallets } from "../internal/db/schema.ts";
 import type { Db } from "../internal/db/store.ts";
@@ -24,8 +25,13 @@ export async function broadcastRecorded(
   } catch (error) {
     if (isUnreachable(error) || isInconclusive(error)) return;
     const reason = error instanceof Error ? (error.message.split("\n")[0] ?? "rejected") : "rejected";
-    await failSpend(deps.db, row.id, `broadcast rejected: ${reason}`);
-    if (row.nonce !== null && !(await releaseNonce(deps.db, row.chain, row.fromAddress, row.nonce))) {
+    // Only the caller that moved the row to failed gives its nonce back (or fills it): never two.
+    const failedHere = await failSpend(deps.db, row.id, `broadcast rejected: ${reason}`);
+    if (
+      failedHere &&
+      row.nonce !== null &&
+      !(await releaseNonce(deps.db, row.chain, row.fromAddress, row.nonce))
+    ) {
       await fillNonceGap(deps, client, row);
     }
     throw errors.broadcastRejected(row.chain, reason, error);
@@ -90,9 +96,4 @@ function isInconclusive(error: unknown): boolean {
   return /BlockhashNotFound|blockhash not found|nonce too low|already known|replacement transaction underpriced/i.test(
     text,
   );
-}
-
-export function isUnreachable(error: unknown): boolean {
-  const text = String((error as { message?: unknown })?.message ?? error);
-  return /fetch failed|ECONNREFUSED|ECONNRESET|ETIMEDOUT|socket hang up|network/i.test(text);
 }

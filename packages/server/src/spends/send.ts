@@ -1,14 +1,15 @@
+import { chainCall } from "../chains/errors.ts";
 import type { ChainClient, TokenInfo } from "../chains/types.ts";
 import type { IdempotencyClaim } from "../idempotency/idempotency.ts";
 import type { Db } from "../internal/db/store.ts";
-import { AppError, errors } from "../internal/errors.ts";
+import { errors } from "../internal/errors.ts";
 import { formatUnits, parseUnitsStrict } from "../internal/money.ts";
 import { getPolicyRow } from "../policy/policy.ts";
 import type { TransactionRow } from "../transactions/transactions.ts";
 import type { Keyring } from "../wallets/keyring.ts";
 import { findWalletForAccount, openSigningKey } from "../wallets/wallets.ts";
-import { admitSpend, checkStaticRules, type SpendFacts } from "./admission.ts";
-import { broadcastRecorded, isUnreachable } from "./broadcast.ts";
+import { admitSpend, checkDailyLimit, checkStaticRules, type SpendFacts } from "./admission.ts";
+import { broadcastRecorded } from "./broadcast.ts";
 import { usdMicros } from "./pricing.ts";
 
 /** What a spend needs from the rest of the service. */
@@ -26,6 +27,9 @@ export interface SendRequest {
   chain: string;
   spendDecisionId?: string | undefined;
 }
+
+/** Amounts a chain can carry at all: uint256 on EVM, u64 on Solana. */
+const MAX_ATOMIC = { evm: 2n ** 256n, solana: 2n ** 64n } as const;
 
 /** Finds a token on a chain by symbol, the native coin included. */
 export function findToken(client: ChainClient, symbol: string): TokenInfo {
@@ -58,7 +62,7 @@ export async function send(
   if (!client) throw errors.chainNotInWallet(request.chain, wallet.chains);
   const token = findToken(client, request.token);
   const amount = parseUnitsStrict(request.amount, token.decimals);
-  if (amount === undefined || amount === 0n) {
+  if (amount === undefined || amount === 0n || amount >= MAX_ATOMIC[client.config.kind]) {
     throw errors.invalidAmount(
       `Amount must be a positive decimal number with at most ${token.decimals} decimals for ${token.symbol}`,
     );
@@ -81,14 +85,16 @@ export async function send(
     spendDecisionId: request.spendDecisionId,
   };
   // The policy first (a cheap refusal needs no chain call); the atomic step checks it again under a lock.
-  checkStaticRules(await getPolicyRow(deps.db, wallet.id), spend);
+  const policy = await getPolicyRow(deps.db, wallet.id);
+  checkStaticRules(policy, spend);
+  await checkDailyLimit(deps.db, policy, spend);
   await checkFunds(client, from, request.to, token, amount);
 
   const evmNonce =
     kind === "evm" && client.getPendingNonce
       ? {
-          chainPendingNonce: await onChain(
-            client,
+          chainPendingNonce: await chainCall(
+            client.config.name,
             () => client.getPendingNonce?.(from) ?? Promise.resolve(0),
           ),
         }
@@ -100,7 +106,7 @@ export async function send(
       ...(evmNonce ? { evmNonce } : {}),
       idempotency,
       sign: (nonce) =>
-        onChain(client, () =>
+        chainCall(client.config.name, () =>
           client.signTransfer({
             privateKey,
             to: request.to,
@@ -117,17 +123,6 @@ export async function send(
   return row;
 }
 
-/** Runs a chain call, turning an unreachable RPC into 502 `chain_unavailable`. */
-async function onChain<T>(client: ChainClient, call: () => Promise<T>): Promise<T> {
-  try {
-    return await call();
-  } catch (error) {
-    if (error instanceof AppError) throw error;
-    if (isUnreachable(error)) throw errors.chainUnavailable(client.config.name, error);
-    throw error;
-  }
-}
-
 async function checkFunds(
   client: ChainClient,
   from: string,
@@ -137,7 +132,7 @@ async function checkFunds(
 ): Promise<void> {
   const native = client.config.nativeToken;
   const isNative = token.address === null;
-  const [tokenBalance, nativeBalance, fee] = await onChain(client, () =>
+  const [tokenBalance, nativeBalance, fee] = await chainCall(client.config.name, () =>
     Promise.all([
       client.getBalance(from, token),
       isNative ? Promise.resolve(0n) : client.getBalance(from, native),

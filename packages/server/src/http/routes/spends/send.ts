@@ -1,15 +1,14 @@
 import { z } from "zod";
-import { requestFingerprint, runIdempotent, type StoredResponse } from "../../../idempotency/idempotency.ts";
+import {
+  type IdempotencyClaim,
+  requestFingerprint,
+  runIdempotent,
+  type StoredResponse,
+} from "../../../idempotency/idempotency.ts";
 import { send } from "../../../spends/send.ts";
 import { findTransactionForAccount, toTransactionView } from "../../../transactions/transactions.ts";
-import { errorResponses, idParam, transactionView } from "../../schemas.ts";
+import { errorResponses, idParam, tokenAmount, transactionView } from "../../schemas.ts";
 import { type App, principalOf, type Services } from "../../types.ts";
-
-/** An amount on the wire: a decimal string, or a JSON number read exactly as written. */
-const amountSchema = z
-  .union([z.string().max(80), z.number()])
-  .transform((value) => (typeof value === "number" ? String(value) : value))
-  .meta({ type: "string", description: 'decimal amount in token units, e.g. "2.5"', example: "2.5" });
 
 const idempotencyKeyHeader = z.string().min(1).max(255);
 
@@ -27,7 +26,7 @@ export function registerSend(app: App, services: Services): void {
       headers: z.object({ "idempotency-key": idempotencyKeyHeader.optional() }).passthrough(),
       body: z.strictObject({
         to: z.string().min(1).max(128),
-        amount: amountSchema,
+        amount: tokenAmount,
         token: z.string().min(1).max(16).default("USDC"),
         chain: z.string().min(1).max(64),
         spendAuthorization: z.strictObject({ decisionId: z.string().min(1).max(200) }).optional(),
@@ -39,7 +38,7 @@ export function registerSend(app: App, services: Services): void {
       const key = request.headers["idempotency-key"];
       const deps = { db: services.store.db, keyring: services.keyring, chainClient: services.chainClient };
       const { spendAuthorization, ...rest } = request.body;
-      const run = async (claim?: { accountId: string; key: string }): Promise<StoredResponse> => {
+      const run = async (claim?: IdempotencyClaim): Promise<StoredResponse> => {
         const row = await send(
           deps,
           accountId,
@@ -53,17 +52,17 @@ export function registerSend(app: App, services: Services): void {
         const response = await run();
         return reply.status(response.status as 201).send(response.body as never);
       }
-      const claim = { accountId, key };
       const response = await runIdempotent(
         services.store.db,
         {
-          ...claim,
+          accountId,
+          key,
           fingerprint: requestFingerprint("POST", request.routeOptions.url ?? "", {
             params: request.params,
             body: request.body,
           }),
         },
-        () => run(claim),
+        run,
         async (transactionId) => ({
           status: 201,
           body: toTransactionView(

@@ -1,13 +1,7 @@
 import { z } from "zod";
 import { toTransactionView } from "../../../transactions/transactions.ts";
-import { errorResponses, idParam, transactionView } from "../../schemas.ts";
+import { errorResponses, idParam, tokenAmount, transactionView } from "../../schemas.ts";
 import { type App, principalOf, type Services } from "../../types.ts";
-
-/** An amount on the wire: a decimal string, or a JSON number read exactly as written. */
-const amountSchema = z
-  .union([z.string().max(80), z.number()])
-  .transform((value) => (typeof value === "number" ? String(value) : value))
-  .meta({ type: "string", description: 'decimal amount in token units, e.g. "25"', example: "25" });
 
 /** POST /v1/wallets/:id/faucet: test coins on local and test networks. */
 export function registerFaucet(app: App, services: Services): void {
@@ -29,7 +23,7 @@ export function registerFaucet(app: App, services: Services): void {
       body: z.strictObject({
         chain: z.string().min(1).max(64),
         token: z.string().min(1).max(16).meta({ example: "USDC" }),
-        amount: amountSchema.optional(),
+        amount: tokenAmount.optional(),
       }),
       response: { 201: transactionView, ...errorResponses(404, 502) },
     },
