@@ -89,7 +89,6 @@ export async function startService(config: Config, options: StartOptions = {}): 
         keyring,
         accessTokens: new AccessTokens(secrets.jwtSecret),
         chains: registry,
-        chainClient,
         rateLimiter,
         faucet,
       },

@@ -8,7 +8,6 @@ import type {
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import type { AccessTokens } from "../accounts/access-tokens.ts";
 import type { ChainRegistry } from "../chains/registry.ts";
-import type { ChainClient } from "../chains/types.ts";
 import type { Faucet } from "../faucet/faucet.ts";
 import type { Config } from "../internal/config.ts";
 import type { Store } from "../internal/db/store.ts";
@@ -31,8 +30,6 @@ export interface Services {
   keyring: Keyring;
   accessTokens: AccessTokens;
   chains: ChainRegistry;
-  /** The chain layer for a served chain name; undefined for a name this deployment does not serve. */
-  chainClient(name: string): ChainClient | undefined;
   rateLimiter: RateLimiter;
   faucet: Faucet;
 }

@@ -36,7 +36,11 @@ export function registerSend(app: App, services: Services): void {
     handler: async (request, reply) => {
       const { accountId } = principalOf(request);
       const key = request.headers["idempotency-key"];
-      const deps = { db: services.store.db, keyring: services.keyring, chainClient: services.chainClient };
+      const deps = {
+        db: services.store.db,
+        keyring: services.keyring,
+        chainClient: (name: string) => services.chains.client(name),
+      };
       const { spendAuthorization, ...rest } = request.body;
       const run = async (claim?: IdempotencyClaim): Promise<StoredResponse> => {
         const row = await send(
