@@ -1,7 +1,7 @@
 import { and, asc, eq, gt, gte, inArray, lt, sql } from "drizzle-orm";
 import type { SignedTransfer, TokenInfo } from "../chains/types.ts";
 import { attachTransaction, type IdempotencyClaim } from "../idempotency/idempotency.ts";
-import { evmNonces, spendHours, transactions, walletPolicies } from "../internal/db/schema.ts";
+import { evmNonces, spendHours, transactions, walletPolicies, wallets } from "../internal/db/schema.ts";
 import type { Db } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 import { formatUsd } from "../internal/money.ts";
@@ -203,6 +203,12 @@ export async function admitSpend(
       .where(eq(walletPolicies.walletId, spend.walletId))
       .for("update");
     if (!policy) throw new Error(`wallet ${spend.walletId} has no policy row`);
+    // Archiving also takes this lock (archiveWallet), so a spend and an archive cannot interleave.
+    const [wallet] = await tx
+      .select({ status: wallets.status })
+      .from(wallets)
+      .where(eq(wallets.id, spend.walletId));
+    if (wallet?.status !== "active") throw errors.walletArchived(spend.walletId);
     checkStaticRules(policy, spend);
     const now = options.now ?? new Date();
     await checkDailyLimit(tx, policy, spend, now);

@@ -1,5 +1,6 @@
 import { and, asc, eq, inArray } from "drizzle-orm";
 import type { Logger } from "pino";
+import { isUnreachable } from "../chains/errors.ts";
 import type { ChainClient } from "../chains/types.ts";
 import { transactions, wallets } from "../internal/db/schema.ts";
 import type { Db } from "../internal/db/store.ts";
@@ -60,11 +61,19 @@ export class Confirmer {
       .from(transactions)
       .where(and(eq(transactions.status, "pending"), inArray(transactions.type, ["send", "x402"])))
       .orderBy(asc(transactions.createdAt))
-      .limit(200);
-    for (const row of pending) {
+      .limit(500);
+    // Each chain on its own, so a chain whose RPC is down holds up none of the others.
+    const byChain = new Map<string, (typeof transactions.$inferSelect)[]>();
+    for (const row of pending) byChain.set(row.chain, [...(byChain.get(row.chain) ?? []), row]);
+    await Promise.all([...byChain].map(([chain, rows]) => this.#settleChain(chain, rows)));
+  }
+
+  async #settleChain(chain: string, rows: (typeof transactions.$inferSelect)[]): Promise<void> {
+    const client = this.deps.chainClient(chain);
+    if (!client) return;
+    for (const row of rows) {
       if (this.#stopped) return;
-      const client = this.deps.chainClient(row.chain);
-      if (!client || !row.txHash || !row.rawTx) continue;
+      if (!row.txHash || !row.rawTx) continue;
       try {
         await this.#settle(client, row);
       } catch (error) {
@@ -72,6 +81,8 @@ export class Confirmer {
           { err: error, transactionId: row.id },
           "could not reconcile a pending spend; will retry",
         );
+        // Unreachable: the rest of this chain's rows would only wait for the same timeout.
+        if (isUnreachable(error)) return;
       }
     }
   }
