@@ -53,22 +53,27 @@ export type NewTransaction = Omit<typeof transactions.$inferInsert, "id"> & { id
  * Pass a transaction handle as `db` to make the record part of a larger atomic step.
  */
 export async function recordTransaction(db: Db, input: NewTransaction): Promise<TransactionRow> {
-  const write = async (tx: Db) => {
+  return db.transaction(async (handle) => {
+    const tx = handle as unknown as Db;
     const [row] = await tx
       .insert(transactions)
       .values({ ...input, id: input.id ?? newId("tx") })
       .returning();
-    await tx
-      .insert(transactionCounts)
-      .values({ walletId: input.walletId, chain: input.chain, type: input.type, count: 1 })
-      .onConflictDoUpdate({
-        target: [transactionCounts.walletId, transactionCounts.chain, transactionCounts.type],
-        set: { count: sql`${transactionCounts.count} + 1` },
-      });
     if (!row) throw new Error("insert returned no row");
+    await countRecorded(tx, row);
     return row;
-  };
-  return db.transaction((tx) => write(tx as unknown as Db));
+  });
+}
+
+/** Adds a recorded row to the exact counts behind `total`; call it in the row's own database transaction. */
+async function countRecorded(tx: Db, row: TransactionRow): Promise<void> {
+  await tx
+    .insert(transactionCounts)
+    .values({ walletId: row.walletId, chain: row.chain, type: row.type, count: 1 })
+    .onConflictDoUpdate({
+      target: [transactionCounts.walletId, transactionCounts.chain, transactionCounts.type],
+      set: { count: sql`${transactionCounts.count} + 1` },
+    });
 }
 
 /** A transfer into a wallet, keyed by where it is on chain. */
@@ -92,13 +97,7 @@ export async function recordTransferOnce(db: Db, input: NewTransfer): Promise<Tr
       })
       .returning();
     if (!row) return undefined;
-    await tx
-      .insert(transactionCounts)
-      .values({ walletId: input.walletId, chain: input.chain, type: input.type, count: 1 })
-      .onConflictDoUpdate({
-        target: [transactionCounts.walletId, transactionCounts.chain, transactionCounts.type],
-        set: { count: sql`${transactionCounts.count} + 1` },
-      });
+    await countRecorded(tx, row);
     return row;
   });
 }
