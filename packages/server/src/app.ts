@@ -1,5 +1,7 @@
+import fastJson from "fast-json-stringify";
 import Fastify, { type FastifyBaseLogger, LogController } from "fastify";
-import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from "fastify-type-provider-zod";
+import { validatorCompiler, type ZodTypeProvider } from "fastify-type-provider-zod";
+import { z } from "zod";
 import { BODY_LIMIT_BYTES, installErrorHandling, renderFrameworkError } from "./http/error-handler.ts";
 import { installGuards } from "./http/guards.ts";
 import { installOpenApi, registerDocsRoutes } from "./http/openapi.ts";
@@ -45,7 +47,17 @@ export async function createApp(
   }).withTypeProvider<ZodTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
-  app.setSerializerCompiler(serializerCompiler);
+  // Responses are written by fast-json-stringify from the JSON Schema of each route's zod response schema:
+  // only the declared fields go out, and it is several times faster than validating every reply with zod.
+  app.setSerializerCompiler(({ schema }) =>
+    fastJson(
+      z.toJSONSchema(schema as z.ZodType, {
+        io: "output",
+        unrepresentable: "any",
+        reused: "inline",
+      }) as object,
+    ),
+  );
   app.addHook("onRequest", async (request, reply) => {
     reply.header("x-request-id", request.id);
   });
