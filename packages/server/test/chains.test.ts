@@ -1,5 +1,6 @@
 import { fundSolana } from "@svc/devnet";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { mainnetProfileOnLocalChains } from "./support/chains.ts";
 import {
   createTestServer,
   expectErrorShape,
@@ -79,13 +80,7 @@ describe("another profile", () => {
     // The mainnet profile's names and tokens; its RPC URLs point at the local chains, which only the
     // watcher touches here (the faucet refuses before any chain call).
     const mainnet = await createTestServer({
-      env: {
-        SVC_NETWORK_PROFILE: "mainnet",
-        SVC_RPC_BASE: devnet.evm.rpcUrl,
-        SVC_RPC_ETHEREUM: devnet.evm.rpcUrl,
-        SVC_RPC_ARBITRUM: devnet.evm.rpcUrl,
-        SVC_RPC_SOLANA: devnet.solana.rpcUrl,
-      },
+      env: mainnetProfileOnLocalChains(devnet),
     });
     try {
       const key = (await seedAccount(mainnet.api)).apiKey;

@@ -5,6 +5,7 @@ import { privateKeyToAddress } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { walletKeys, wallets } from "../src/internal/db/schema.ts";
 import { getPolicy } from "../src/policy/policy.ts";
+import { mainnetProfileOnLocalChains } from "./support/chains.ts";
 import {
   createTestServer,
   expectErrorShape,
@@ -71,13 +72,7 @@ describe("POST /v1/wallets", () => {
     // creating a wallet makes no chain call.
     const devnet = await sharedDevnet();
     const mainnet = await createTestServer({
-      env: {
-        SVC_NETWORK_PROFILE: "mainnet",
-        SVC_RPC_BASE: devnet.evm.rpcUrl,
-        SVC_RPC_ETHEREUM: devnet.evm.rpcUrl,
-        SVC_RPC_ARBITRUM: devnet.evm.rpcUrl,
-        SVC_RPC_SOLANA: devnet.solana.rpcUrl,
-      },
+      env: mainnetProfileOnLocalChains(devnet),
     });
     try {
       const key = (await seedAccount(mainnet.api)).apiKey;

@@ -32,3 +32,17 @@ export async function solanaKey(): Promise<{ privateKey: Buffer; address: Addres
   const privateKey = randomBytes(32);
   return { privateKey, address: (await createKeyPairSignerFromPrivateKeyBytes(privateKey)).address };
 }
+
+/**
+ * The mainnet profile's chain names and tokens with every RPC URL pointing at the local chains: for tests of
+ * what a profile serves, which make no chain call that a local chain could not answer.
+ */
+export function mainnetProfileOnLocalChains(devnet: DevnetInfo): Record<string, string> {
+  return {
+    SVC_NETWORK_PROFILE: "mainnet",
+    SVC_RPC_BASE: devnet.evm.rpcUrl,
+    SVC_RPC_ETHEREUM: devnet.evm.rpcUrl,
+    SVC_RPC_ARBITRUM: devnet.evm.rpcUrl,
+    SVC_RPC_SOLANA: devnet.solana.rpcUrl,
+  };
+}
