@@ -13,7 +13,8 @@ const walk = (path) => {
     else if (entry.name.endsWith(".json")) {
       const report = JSON.parse(readFileSync(full, "utf8"));
       passed += report.numPassedTests;
-      failed += report.numFailedTests + (report.numFailedTestSuites ?? 0);
+      // A suite that failed without a failing test (a file that did not load) still counts as a failure.
+      failed += report.numFailedTests || (report.numFailedTestSuites ?? 0);
       skipped += report.numPendingTests + report.numTodoTests;
     }
   }

@@ -1,7 +1,8 @@
 import { type Devnet, fundEvm, startDevnet } from "@svc/devnet";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { devnetClients, evmKey } from "../../test/support/chains.ts";
-import type { ChainClient, TokenInfo } from "./types.ts";
+import { eventually } from "../../test/support/eventually.ts";
+import type { ChainClient, SignedTransfer, TokenInfo, TransferStatus } from "./types.ts";
 
 let devnet: Devnet;
 let base: ChainClient;
@@ -20,6 +21,14 @@ async function fundedSender() {
   const sender = evmKey();
   await fundEvm(devnet, sender.address, { eth: 10n ** 18n, usdc: 50_000_000n });
   return sender;
+}
+
+/** The status once the node has mined the transfer (anvil mines on receipt, but its receipt can lag). */
+function settled(signed: SignedTransfer, from: string): Promise<TransferStatus> {
+  return eventually(async () => {
+    const status = await base.getTransferStatus(signed, from);
+    return status.state === "pending" ? undefined : status;
+  });
 }
 
 describe("EvmChain on the local chain", () => {
@@ -60,7 +69,7 @@ describe("EvmChain on the local chain", () => {
     const ethBefore = await base.getBalance(sender.address, eth);
     await base.broadcast(signed);
     await base.broadcast(signed); // the same transfer twice is harmless
-    const status = await base.getTransferStatus(signed, sender.address);
+    const status = await settled(signed, sender.address);
     expect(status.state).toBe("confirmed");
     expect(await base.getBalance(recipient, usdc)).toBe(12_345_678n);
     expect(await base.getBalance(sender.address, usdc)).toBe(50_000_000n - 12_345_678n);
@@ -86,7 +95,7 @@ describe("EvmChain on the local chain", () => {
     });
     expect(second.nonce).toBe(1);
     await base.broadcast(second);
-    expect((await base.getTransferStatus(second, sender.address)).state).toBe("confirmed");
+    expect((await settled(second, sender.address)).state).toBe("confirmed");
     expect(await base.getBalance(recipient, eth)).toBe(3n * 10n ** 15n);
     expect(await base.estimateTransferFee(sender.address, recipient, eth, 1n)).toBeGreaterThanOrEqual(
       21_000n,
@@ -110,7 +119,7 @@ describe("EvmChain on the local chain", () => {
       nonce: 0,
     });
     await base.broadcast(b);
-    expect((await base.getTransferStatus(b, sender.address)).state).toBe("confirmed");
+    expect((await settled(b, sender.address)).state).toBe("confirmed");
     expect(await base.getTransferStatus(a, sender.address)).toEqual({
       state: "dropped",
       reason: "nonce 0 was used by another transaction",
