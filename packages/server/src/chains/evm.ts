@@ -170,6 +170,10 @@ export class EvmChain implements ChainClient {
     return { state: "pending" };
   }
 
+  getMinedNonce(address: string): Promise<number> {
+    return this.#client.getTransactionCount({ address: getAddress(address), blockTag: "latest" });
+  }
+
   getPendingNonce(address: string): Promise<number> {
     return this.#client.getTransactionCount({ address: getAddress(address), blockTag: "pending" });
   }

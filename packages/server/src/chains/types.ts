@@ -103,6 +103,8 @@ export interface ChainClient {
   ): Promise<TransferStatus>;
   /** EVM: the next nonce of `address` counting pending transactions. */
   getPendingNonce?(address: string): Promise<number>;
+  /** EVM: the next nonce of `address` counting mined transactions only. */
+  getMinedNonce?(address: string): Promise<number>;
   /**
    * Incoming native and token transfers to the watched addresses after `cursor` (opaque, persisted by the
    * caller; null for "from now"). Returns the transfers found and the cursor to resume from; `more` when

@@ -32,7 +32,7 @@ export async function broadcastRecorded(
       row.nonce !== null &&
       !(await releaseNonce(deps.db, row.chain, row.fromAddress, row.nonce))
     ) {
-      await fillNonceGap(deps, client, row);
+      await fillNonceGap(deps, client, { ...row, nonce: row.nonce });
     }
     throw errors.broadcastRejected(row.chain, reason, error);
   }
@@ -42,8 +42,12 @@ export async function broadcastRecorded(
  * A later nonce was already handed out, so the rejected one would stall every send after it: spend it on a
  * zero-value transfer to the wallet itself. Its gas is money moved, so it is recorded like any send.
  */
-async function fillNonceGap(deps: SpendDeps, client: ChainClient, rejected: TransactionRow): Promise<void> {
-  const nonce = rejected.nonce ?? 0;
+export async function fillNonceGap(
+  deps: SpendDeps,
+  client: ChainClient,
+  rejected: Pick<TransactionRow, "walletId" | "chain" | "fromAddress"> & { nonce: number },
+): Promise<void> {
+  const nonce = rejected.nonce;
   const [wallet] = await deps.db.select().from(wallets).where(eq(wallets.id, rejected.walletId));
   if (!wallet) return;
   const native = client.config.nativeToken;

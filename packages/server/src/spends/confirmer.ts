@@ -1,4 +1,4 @@
-import { and, asc, eq, inArray } from "drizzle-orm";
+import { and, asc, eq, inArray, isNotNull, sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import { isUnreachable } from "../chains/errors.ts";
 import type { ChainClient } from "../chains/types.ts";
@@ -7,7 +7,7 @@ import type { Db } from "../internal/db/store.ts";
 import type { Keyring } from "../wallets/keyring.ts";
 import { openSigningKey } from "../wallets/wallets.ts";
 import { failSpend } from "./admission.ts";
-import { broadcastRecorded } from "./broadcast.ts";
+import { broadcastRecorded, fillNonceGap } from "./broadcast.ts";
 import { findToken } from "./send.ts";
 
 /** A pending spend not seen on chain after this long is broadcast again (harmless: same hash). */
@@ -71,6 +71,57 @@ export class Confirmer {
   async #settleChain(chain: string, rows: (typeof transactions.$inferSelect)[]): Promise<void> {
     const client = this.deps.chainClient(chain);
     if (!client) return;
+    try {
+      await this.#settleRows(client, rows);
+      if (client.config.kind === "evm") await this.#fillNonceGaps(client);
+    } catch (error) {
+      this.deps.log.warn({ err: error, chain }, "confirmer pass over a chain stopped early; will retry");
+    }
+  }
+
+  /**
+   * A nonce that was handed out but will never be mined (its spend failed and the process stopped before
+   * giving it back or filling it) stalls every later send from that address. When the chain has mined
+   * everything below the lowest pending nonce and holds nothing else, that gap is filled with a recorded
+   * zero-value transfer to the wallet itself.
+   */
+  async #fillNonceGaps(client: ChainClient): Promise<void> {
+    if (!client.getMinedNonce || !client.getPendingNonce) return;
+    const stalled = await this.deps.db
+      .select({
+        walletId: transactions.walletId,
+        fromAddress: transactions.fromAddress,
+        lowest: sql<number>`min(${transactions.nonce})`,
+      })
+      .from(transactions)
+      .where(
+        and(
+          eq(transactions.chain, client.config.name),
+          eq(transactions.status, "pending"),
+          isNotNull(transactions.nonce),
+        ),
+      )
+      .groupBy(transactions.walletId, transactions.fromAddress);
+    for (const { walletId, fromAddress, lowest } of stalled) {
+      const [mined, pending] = await Promise.all([
+        client.getMinedNonce(fromAddress),
+        client.getPendingNonce(fromAddress),
+      ]);
+      if (mined >= Number(lowest) || pending !== mined) continue;
+      this.deps.log.warn(
+        { walletId, chain: client.config.name, nonce: mined },
+        "filling a nonce gap that stalls later sends",
+      );
+      await fillNonceGap(this.deps, client, {
+        walletId,
+        chain: client.config.name,
+        fromAddress,
+        nonce: mined,
+      });
+    }
+  }
+
+  async #settleRows(client: ChainClient, rows: (typeof transactions.$inferSelect)[]): Promise<void> {
     for (const row of rows) {
       if (this.#stopped) return;
       if (!row.txHash || !row.rawTx) continue;
@@ -82,7 +133,7 @@ export class Confirmer {
           "could not reconcile a pending spend; will retry",
         );
         // Unreachable: the rest of this chain's rows would only wait for the same timeout.
-        if (isUnreachable(error)) return;
+        if (isUnreachable(error)) throw error;
       }
     }
   }
