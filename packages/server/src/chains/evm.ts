@@ -219,16 +219,9 @@ export class EvmChain implements ChainClient {
         this.#client.getTransactionReceipt({ hash: tx.hash }),
       );
       valueTxs.forEach((tx, i) => {
-        if (receipts[i]?.status !== "success" || !tx.to) return;
-        transfers.push({
-          txHash: tx.hash,
-          index: -1,
-          from: getAddress(tx.from),
-          to: watched.get(tx.to.toLowerCase()) ?? tx.to,
-          token: this.config.nativeToken,
-          amount: tx.value,
-          blockTime: times.get(tx.blockNumber ?? 0n) ?? new Date(),
-        });
+        if (receipts[i]?.status !== "success") return;
+        const transfer = this.#nativeTransfer(tx, watched, times.get(tx.blockNumber ?? 0n) ?? new Date());
+        if (transfer) transfers.push(transfer);
       });
       transfers.push(...(await this.#tokenTransfers(watched, from, to, times)));
     }
@@ -251,17 +244,8 @@ export class EvmChain implements ChainClient {
     ]);
     const time = new Date(Number(block.timestamp) * 1000);
     const transfers: IncomingTransfer[] = [];
-    if (tx.to && tx.value > 0n && watched.has(tx.to.toLowerCase())) {
-      transfers.push({
-        txHash: tx.hash,
-        index: -1,
-        from: getAddress(tx.from),
-        to: watched.get(tx.to.toLowerCase()) ?? tx.to,
-        token: this.config.nativeToken,
-        amount: tx.value,
-        blockTime: time,
-      });
-    }
+    const native = this.#nativeTransfer(tx, watched, time);
+    if (native) transfers.push(native);
     const logs = await this.#tokenTransfers(
       watched,
       receipt.blockNumber,
@@ -270,6 +254,28 @@ export class EvmChain implements ChainClient {
     );
     transfers.push(...logs.filter((t) => t.txHash.toLowerCase() === txHash.toLowerCase()));
     return transfers;
+  }
+
+  /**
+   * A transaction's own value paid to a watched address, as an incoming transfer (index -1). The scan and
+   * the single-transaction lookup both parse through here, so they always produce the same key.
+   */
+  #nativeTransfer(
+    tx: { hash: Hash; from: Address; to: Address | null; value: bigint },
+    watched: Map<string, string>,
+    blockTime: Date,
+  ): IncomingTransfer | undefined {
+    const to = tx.to ? watched.get(tx.to.toLowerCase()) : undefined;
+    if (!to || tx.value <= 0n) return undefined;
+    return {
+      txHash: tx.hash,
+      index: -1,
+      from: getAddress(tx.from),
+      to,
+      token: this.config.nativeToken,
+      amount: tx.value,
+      blockTime,
+    };
   }
 
   async #tokenTransfers(
