@@ -55,6 +55,7 @@ describe("the error contract", () => {
     expect(expectErrorShape(response)).toMatchObject({
       code: "ValidationError",
       reason: "unsupported_media_type",
+      message: 'Unsupported Content-Type "application/x-www-form-urlencoded"; send application/json',
     });
   });
 

@@ -41,7 +41,7 @@ const LOCATION_REASON = {
 } as const;
 
 /** Turns whatever was thrown into one of the errors on the list. */
-function toAppError(error: unknown): AppError {
+function toAppError(error: unknown, request: FastifyRequest): AppError {
   if (error instanceof AppError) return error;
   if (hasZodFastifySchemaValidationErrors(error)) {
     const context = (error as FastifyError).validationContext ?? "body";
@@ -53,7 +53,7 @@ function toAppError(error: unknown): AppError {
     const where = context === "querystring" ? "query" : context;
     const message = first ? `Invalid ${where}: ${first.path}: ${first.message}` : `Invalid ${where}`;
     const factory = LOCATION_REASON[context as keyof typeof LOCATION_REASON] ?? errors.invalidBody;
-    return factory === errors.invalidHeader ? errors.invalidHeader(message) : factory(message, { issues });
+    return factory(message, { issues });
   }
   const fastifyError = error as Partial<FastifyError>;
   switch (fastifyError.code) {
@@ -65,7 +65,7 @@ function toAppError(error: unknown): AppError {
       return errors.bodyTooLarge(BODY_LIMIT_BYTES);
     case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
     case "FST_ERR_CTP_INVALID_TYPE":
-      return errors.unsupportedMediaType(String(fastifyError.message ?? ""));
+      return errors.unsupportedMediaType(request.headers["content-type"] ?? "");
     case "FST_ERR_BAD_URL":
     case "FST_ERR_MAX_PARAM_LENGTH":
       return errors.invalidParams("Malformed or oversized path parameter");
@@ -107,13 +107,13 @@ export function renderFrameworkError(
   request: FastifyRequest,
   reply: FastifyReply,
 ): FastifyReply {
-  return render(request, reply, toAppError(error));
+  return render(request, reply, toAppError(error, request));
 }
 
 /** Installs the one error handler and the unknown-route handler. */
 export function installErrorHandling(app: App): void {
   app.setErrorHandler((error, request, reply) => {
-    const appError = toAppError(error);
+    const appError = toAppError(error, request);
     if (appError.status >= 500) {
       request.log.error(
         { err: loggableCause(appError.cause ?? error), requestId: request.id },

@@ -36,7 +36,8 @@ export const errors = {
     new AppError(400, "ValidationError", message, "invalid_query", details),
   invalidParams: (message: string, details?: Record<string, unknown>) =>
     new AppError(400, "ValidationError", message, "invalid_params", details),
-  invalidHeader: (message: string) => new AppError(400, "ValidationError", message, "invalid_header"),
+  invalidHeader: (message: string, details?: Record<string, unknown>) =>
+    new AppError(400, "ValidationError", message, "invalid_header", details),
   unsupportedMediaType: (contentType: string) =>
     new AppError(
       415,
