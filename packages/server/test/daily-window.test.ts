@@ -1,11 +1,9 @@
 import { fundEvm } from "@svc/devnet";
-import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { wallets } from "../src/internal/db/schema.ts";
 import { admitSpend, failSpend } from "../src/spends/admission.ts";
 import { findToken } from "../src/spends/send.ts";
-import { openSigningKey } from "../src/wallets/wallets.ts";
 import { devnetClients } from "./support/chains.ts";
+import { openStoredKey } from "./support/keys.ts";
 import { createTestServer, seedAccount, sharedDevnet, type TestServer } from "./support/test-server.ts";
 
 let server: TestServer;
@@ -34,15 +32,13 @@ describe("the rolling 24 h window", () => {
     const { base } = await devnetClients(devnet);
     const usdc = findToken(base, "USDC");
     const db = server.service.store.db;
-    const [wallet] = await db.select().from(wallets).where(eq(wallets.id, created.id));
-    if (!wallet) throw new Error("no wallet");
-    const privateKey = await openSigningKey(db, server.service.keyring, wallet, "evm");
+    const privateKey = await openStoredKey(server.service, created.id, "evm");
     let nonce = 0;
     const spend = (dollars: number, at: Date) =>
       admitSpend(
         db,
         {
-          walletId: wallet.id,
+          walletId: created.id,
           type: "send",
           chain: "base",
           token: usdc,

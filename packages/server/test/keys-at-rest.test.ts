@@ -2,13 +2,13 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { getBase58Decoder } from "@solana/kit";
-import { eq, sql } from "drizzle-orm";
+import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../src/internal/config.ts";
-import { walletKeys, wallets } from "../src/internal/db/schema.ts";
 import { selectRows } from "../src/internal/db/store.ts";
 import { startService } from "../src/service.ts";
 import { MasterKeyMismatchError } from "../src/wallets/keyring.ts";
+import { openStoredKey } from "./support/keys.ts";
 import {
   createTestServer,
   LogCapture,
@@ -34,18 +34,9 @@ function encodings(secret: Buffer): string[] {
   ];
 }
 
-async function privateKeysOf(walletId: string): Promise<Buffer[]> {
-  const db = server.service.store.db;
-  const [wallet] = await db.select().from(wallets).where(eq(wallets.id, walletId));
-  const keys = await db.select().from(walletKeys).where(eq(walletKeys.walletId, walletId));
-  if (!wallet) throw new Error("no wallet");
-  return keys.map((k) =>
-    server.service.keyring.openPrivateKey(
-      walletId,
-      k.chainKind,
-      wallet.wrappedDataKey,
-      k.encryptedPrivateKey,
-    ),
+function privateKeysOf(walletId: string): Promise<Buffer[]> {
+  return Promise.all(
+    (["evm", "solana"] as const).map((kind) => openStoredKey(server.service, walletId, kind)),
   );
 }
 
@@ -99,15 +90,8 @@ describe("private keys at rest", () => {
         const wallet = (
           await api.post("/v1/wallets", { name: "kept", chains: ["base", "solana"] }, account.apiKey)
         ).body;
-        const [row] = await first.store.db.select().from(wallets).where(eq(wallets.id, wallet.id));
-        const keys = await first.store.db.select().from(walletKeys).where(eq(walletKeys.walletId, wallet.id));
-        const secrets = keys.map((k) =>
-          first.keyring.openPrivateKey(
-            wallet.id,
-            k.chainKind,
-            row?.wrappedDataKey ?? Buffer.alloc(0),
-            k.encryptedPrivateKey,
-          ),
+        const secrets = await Promise.all(
+          (["evm", "solana"] as const).map((kind) => openStoredKey(first, wallet.id, kind)),
         );
         await first.close();
 

@@ -1,11 +1,11 @@
 import { fundEvm } from "@svc/devnet";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { transactions, wallets } from "../src/internal/db/schema.ts";
+import { transactions } from "../src/internal/db/schema.ts";
 import { admitSpend, failSpend } from "../src/spends/admission.ts";
 import { findToken } from "../src/spends/send.ts";
-import { openSigningKey } from "../src/wallets/wallets.ts";
 import { devnetClients, evmKey } from "./support/chains.ts";
+import { openStoredKey } from "./support/keys.ts";
 import { createTestServer, seedAccount, sharedDevnet, type TestServer } from "./support/test-server.ts";
 
 let server: TestServer;
@@ -26,16 +26,14 @@ describe("an EVM nonce that will never be mined", () => {
     const { base } = await devnetClients(devnet);
     const usdc = findToken(base, "USDC");
     const db = server.service.store.db;
-    const [wallet] = await db.select().from(wallets).where(eq(wallets.id, created.id));
-    if (!wallet) throw new Error("no wallet");
     const recipient = evmKey().address;
 
     // Nonce 0 is handed out and its spend fails before the process gives the nonce back: a crash there.
-    const privateKey = await openSigningKey(db, server.service.keyring, wallet, "evm");
+    const privateKey = await openStoredKey(server.service, created.id, "evm");
     const lost = await admitSpend(
       db,
       {
-        walletId: wallet.id,
+        walletId: created.id,
         type: "send",
         chain: "base",
         token: usdc,

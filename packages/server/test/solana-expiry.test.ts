@@ -1,11 +1,11 @@
 import { fundSolana } from "@svc/devnet";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { transactions, wallets } from "../src/internal/db/schema.ts";
+import { transactions } from "../src/internal/db/schema.ts";
 import { admitSpend } from "../src/spends/admission.ts";
 import { findToken } from "../src/spends/send.ts";
-import { openSigningKey } from "../src/wallets/wallets.ts";
 import { devnetClients, solanaKey } from "./support/chains.ts";
+import { openStoredKey } from "./support/keys.ts";
 import { createTestServer, seedAccount, sharedDevnet, type TestServer } from "./support/test-server.ts";
 
 let server: TestServer;
@@ -28,15 +28,13 @@ describe("a Solana spend whose blockhash expired before it landed", () => {
     const usdc = findToken(solana, "USDC");
     const recipient = (await solanaKey()).address;
     const db = server.service.store.db;
-    const [wallet] = await db.select().from(wallets).where(eq(wallets.id, created.id));
-    if (!wallet) throw new Error("no wallet");
 
     // Recorded and signed, as a send is before its broadcast, and then the process "lost" the broadcast.
-    const privateKey = await openSigningKey(db, server.service.keyring, wallet, "solana");
+    const privateKey = await openStoredKey(server.service, created.id, "solana");
     const row = await admitSpend(
       db,
       {
-        walletId: wallet.id,
+        walletId: created.id,
         type: "send",
         chain: "solana",
         token: usdc,
@@ -63,7 +61,7 @@ describe("a Solana spend whose blockhash expired before it landed", () => {
     const second = await admitSpend(
       db,
       {
-        walletId: wallet.id,
+        walletId: created.id,
         type: "send",
         chain: "solana",
         token: usdc,
@@ -108,15 +106,13 @@ describe("a Solana spend whose blockhash expired before it landed", () => {
     const usdc = findToken(solana, "USDC");
     const recipient = (await solanaKey()).address;
     const db = server.service.store.db;
-    const [wallet] = await db.select().from(wallets).where(eq(wallets.id, created.id));
-    if (!wallet) throw new Error("no wallet");
 
     // Recorded (reserving $8 of the $10) and signed, but more than the wallet holds: it can never land.
-    const privateKey = await openSigningKey(db, server.service.keyring, wallet, "solana");
+    const privateKey = await openStoredKey(server.service, created.id, "solana");
     const doomed = await admitSpend(
       db,
       {
-        walletId: wallet.id,
+        walletId: created.id,
         type: "send",
         chain: "solana",
         token: usdc,

@@ -1,11 +1,10 @@
 import { createKeyPairSignerFromPrivateKeyBytes } from "@solana/kit";
-import { eq } from "drizzle-orm";
 import { getAddress } from "viem";
 import { privateKeyToAddress } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { walletKeys, wallets } from "../src/internal/db/schema.ts";
 import { getPolicy } from "../src/policy/policy.ts";
 import { mainnetProfileOnLocalChains } from "./support/chains.ts";
+import { openStoredKey } from "./support/keys.ts";
 import {
   createTestServer,
   expectErrorShape,
@@ -21,21 +20,6 @@ beforeAll(async () => {
   ({ apiKey } = await seedAccount(server.api));
 });
 afterAll(() => server.close());
-
-/** Opens a wallet's stored private key through the service's own keyring. */
-async function openKey(walletId: string, kind: "evm" | "solana"): Promise<Buffer> {
-  const db = server.service.store.db;
-  const [wallet] = await db.select().from(wallets).where(eq(wallets.id, walletId));
-  const keys = await db.select().from(walletKeys).where(eq(walletKeys.walletId, walletId));
-  const key = keys.find((k) => k.chainKind === kind);
-  if (!wallet || !key) throw new Error("wallet or key missing");
-  return server.service.keyring.openPrivateKey(
-    walletId,
-    kind,
-    wallet.wrappedDataKey,
-    key.encryptedPrivateKey,
-  );
-}
 
 describe("POST /v1/wallets", () => {
   it("creates a wallet whose EVM and Solana addresses come from real, stored key pairs", async () => {
@@ -58,9 +42,9 @@ describe("POST /v1/wallets", () => {
     expect(wallet.evm.address).not.toBe(wallet.evm.address.toLowerCase());
     expect(wallet.solana.address).toMatch(/^[1-9A-HJ-NP-Za-km-z]{32,44}$/);
 
-    const evmSecret = await openKey(wallet.id, "evm");
+    const evmSecret = await openStoredKey(server.service, wallet.id, "evm");
     expect(privateKeyToAddress(`0x${evmSecret.toString("hex")}`)).toBe(wallet.evm.address);
-    const solanaSeed = await openKey(wallet.id, "solana");
+    const solanaSeed = await openStoredKey(server.service, wallet.id, "solana");
     expect((await createKeyPairSignerFromPrivateKeyBytes(new Uint8Array(solanaSeed))).address).toBe(
       wallet.solana.address,
     );
