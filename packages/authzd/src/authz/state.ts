@@ -120,7 +120,7 @@ export class AuthzState {
           amount: row.amount,
           perCallCap: row.per_call_cap,
           credits: row.credits,
-          destination: this.intern(row.destination),
+          destination: row.destination,
           decidedAt: at,
           expiresAt: at + this.reservationTtlMs,
           settledAt: null,
