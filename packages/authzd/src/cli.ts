@@ -15,7 +15,8 @@ const USAGE = `usage: authzd <command>
   capabilities grant CAP --to NAME [--expires-in SECONDS | --expires-at ISO]
   capabilities revoke CAP --from NAME
   capabilities list [--for NAME]
-  budgets show NAME                                reserved, settled and available credits
+  budgets show NAME                                reserved, settled, expired-unsettled and available
+                                                   credits
   audit verify [--file PATH] [--anchor PATH] [--threads N]
                                                    verify the hash chain and its head anchor (reads
                                                    the files directly; anchor default: audit.head
