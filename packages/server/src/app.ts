@@ -5,6 +5,7 @@ import { z } from "zod";
 import { BODY_LIMIT_BYTES, installErrorHandling, renderFrameworkError } from "./http/error-handler.ts";
 import { installGuards } from "./http/guards.ts";
 import { installOpenApi, registerDocsRoutes } from "./http/openapi.ts";
+import { installInputChecks } from "./http/request-input.ts";
 import { registerRoutes } from "./http/routes/index.ts";
 import type { App, Services } from "./http/types.ts";
 import { newId } from "./internal/crypto.ts";
@@ -40,7 +41,8 @@ export async function createApp(
     bodyLimit: BODY_LIMIT_BYTES,
     genReqId: () => newId("req"),
     logController: new LogController({ requestIdLogLabel: "requestId" }),
-    trustProxy: services.config.trustProxy,
+    // Only the listed proxies' X-Forwarded-For is believed; with none, the socket's address is the client's.
+    trustProxy: services.config.trustProxy.length > 0 ? services.config.trustProxy : false,
     return503OnClosing: true,
     routerOptions: { maxParamLength: 200 },
     frameworkErrors: renderFrameworkError,
@@ -67,6 +69,7 @@ export async function createApp(
   });
   installErrorHandling(app);
   installGuards(app, services);
+  installInputChecks(app);
   await installOpenApi(app);
   registerRoutes(app, services);
   registerDocsRoutes(app);
