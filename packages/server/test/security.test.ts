@@ -124,7 +124,7 @@ describe("data directory permissions", () => {
       } catch {
         return undefined;
       }
-    }, 60_000);
+    }, 180_000);
     return {
       api,
       stop: async () => {
@@ -168,6 +168,8 @@ describe("data directory permissions", () => {
         rmSync(parent, { recursive: true, force: true });
       }
     },
+    // Two processes start PGlite from scratch; on a loaded machine that alone can take a minute.
+    240_000,
   );
 });
 
