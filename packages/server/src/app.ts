@@ -6,6 +6,7 @@ import { BODY_LIMIT_BYTES, installErrorHandling, renderFrameworkError } from "./
 import { installGuards } from "./http/guards.ts";
 import { installIdempotency } from "./http/idempotency.ts";
 import { installOpenApi, registerDocsRoutes } from "./http/openapi.ts";
+import { installInputChecks } from "./http/request-input.ts";
 import { registerRoutes } from "./http/routes/index.ts";
 import type { App, Services } from "./http/types.ts";
 import { newId } from "./internal/crypto.ts";
@@ -41,7 +42,8 @@ export async function createApp(
     bodyLimit: BODY_LIMIT_BYTES,
     genReqId: () => newId("req"),
     logController: new LogController({ requestIdLogLabel: "requestId" }),
-    trustProxy: services.config.trustProxy,
+    // Only the listed proxies' X-Forwarded-For is believed; with none, the socket's address is the client's.
+    trustProxy: services.config.trustProxy.length > 0 ? services.config.trustProxy : false,
     return503OnClosing: true,
     routerOptions: { maxParamLength: 200 },
     frameworkErrors: renderFrameworkError,
@@ -68,6 +70,7 @@ export async function createApp(
   });
   installErrorHandling(app);
   installGuards(app, services);
+  installInputChecks(app);
   installIdempotency(app, services);
   await installOpenApi(app);
   registerRoutes(app, services);

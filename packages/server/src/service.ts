@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { DevnetInfo } from "@svc/devnet";
 import pino, { type Logger } from "pino";
@@ -11,7 +11,13 @@ import type { App } from "./http/types.ts";
 import type { Config } from "./internal/config.ts";
 import { newKey, randomBase62 } from "./internal/crypto.ts";
 import { openStore, type Store, type StoreLocation } from "./internal/db/store.ts";
-import { MemoryRateLimiter, type RateLimiter, RedisRateLimiter } from "./internal/rate-limit.ts";
+import { ensurePrivateDir, restrictTree, restrictUmask } from "./internal/private-files.ts";
+import {
+  FailoverRateLimiter,
+  MemoryRateLimiter,
+  type RateLimiter,
+  RedisRateLimiter,
+} from "./internal/rate-limit.ts";
 import { type LocalChains, openLocalChains } from "./local-chains.ts";
 import { IncomingWatcher } from "./receives/watcher.ts";
 import { Confirmer } from "./spends/confirmer.ts";
@@ -52,20 +58,29 @@ export async function startService(config: Config, options: StartOptions = {}): 
     { level: config.logLevel, redact: { paths: REDACTED_LOG_PATHS, censor: "[Redacted]" } },
     options.logDestination ?? pino.destination(1),
   );
-  const secrets = resolveSecrets(config, logger);
+  const dataDir = resolve(config.dataDir);
   const location: StoreLocation =
     options.store ??
-    (config.databaseUrl
-      ? { databaseUrl: config.databaseUrl }
-      : { pgliteDir: join(resolve(config.dataDir), "pg") });
+    (config.databaseUrl ? { databaseUrl: config.databaseUrl } : { pgliteDir: join(dataDir, "pg") });
+  const generatesSecrets = !config.masterKey || !config.jwtSecret;
+  const usesDataDir = generatesSecrets || (!options.store && !config.databaseUrl);
+  if (usesDataDir) {
+    // Before anything is written there: the directory and all it will hold are the owner's alone.
+    restrictUmask();
+    ensurePrivateDir(dataDir);
+  }
+  const secrets = resolveSecrets(config, logger);
   const store = await openStore(location);
+  if (usesDataDir) restrictTree(dataDir);
   let rateLimiter: RateLimiter | undefined;
   let local: LocalChains | undefined;
   let chains: ChainRegistry | undefined;
   try {
     const keyring = new Keyring(secrets.masterKey);
     await keyring.checkAgainst(store.db);
-    rateLimiter = config.redisUrl ? new RedisRateLimiter(config.redisUrl) : new MemoryRateLimiter();
+    rateLimiter = config.redisUrl
+      ? new FailoverRateLimiter(new RedisRateLimiter(config.redisUrl), logger)
+      : new MemoryRateLimiter();
     local = await openLocalChains(config, options.devnet);
     chains = await createChainRegistry(local?.network ?? config.network);
     const registry = chains;
@@ -74,7 +89,12 @@ export async function startService(config: Config, options: StartOptions = {}): 
       db: store.db,
       chains: registry,
       accounts: local?.faucet ?? configuredFaucetAccounts(config),
-      caps: { usdc: config.network.faucet.dailyUsdc, native: config.network.faucet.dailyNative },
+      caps: {
+        usdc: config.network.faucet.dailyUsdc,
+        native: config.network.faucet.dailyNative,
+        accountUsdc: config.network.faucet.accountDailyUsdc,
+        accountNative: config.network.faucet.accountDailyNative,
+      },
       log: logger,
     });
     const watcher = new IncomingWatcher(
@@ -154,7 +174,7 @@ function resolveSecrets(config: Config, logger: Logger): { masterKey: Buffer; jw
   const fromFile = (name: string, generate: () => string): string => {
     const path = join(dir, name);
     if (!existsSync(path)) {
-      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      ensurePrivateDir(dir);
       writeFileSync(path, generate(), { mode: 0o600, flag: "wx" });
       logger.warn({ path }, `generated ${name} for local use; set it explicitly in production`);
     }

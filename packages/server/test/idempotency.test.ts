@@ -99,14 +99,12 @@ describe("a claim left behind by a process that died", () => {
     expect(first.status).toBe(201);
     // What a crash between recording the spend and storing the response leaves: the claim in progress,
     // linked to its spend, last locked two minutes ago.
-    await server.service.store.db
-      .update(idempotencyKeys)
-      .set({
-        state: "in_progress",
-        responseStatus: null,
-        responseBody: null,
-        lockedAt: new Date(Date.now() - 120_000),
-      });
+    await server.service.store.db.update(idempotencyKeys).set({
+      state: "in_progress",
+      responseStatus: null,
+      responseBody: null,
+      lockedAt: new Date(Date.now() - 120_000),
+    });
     const retried = await sendWithKey(wallet.id, "crash-1", body);
     expect(retried.status).toBe(201);
     expect(retried.body.id).toBe(first.body.id);

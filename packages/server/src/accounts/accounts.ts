@@ -32,6 +32,8 @@ export async function registerAccount(
   db: Db,
   input: { email: string; password: string; name?: string | undefined },
 ): Promise<Account> {
+  // Twelve spaces pass a length check and are the first thing a guesser tries.
+  if (/^\s*$/u.test(input.password)) throw errors.weakPassword("The password must not be only whitespace");
   const email = normaliseEmail(input.email);
   const passwordHash = await hash(input.password, ARGON2_OPTIONS);
   try {

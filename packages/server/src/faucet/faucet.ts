@@ -1,13 +1,13 @@
 import { randomUUID } from "node:crypto";
 import { createKeyPairSignerFromPrivateKeyBytes } from "@solana/kit";
-import { and, eq, gt, sql } from "drizzle-orm";
+import { and, eq, gt, inArray, sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import { privateKeyToAddress } from "viem/accounts";
 import { chainCall } from "../chains/errors.ts";
 import type { ChainRegistry } from "../chains/registry.ts";
 import type { ChainClient, SignedTransfer, TokenInfo } from "../chains/types.ts";
 import { faucetGrants, wallets } from "../internal/db/schema.ts";
-import type { Db } from "../internal/db/store.ts";
+import { type Db, selectRows } from "../internal/db/store.ts";
 import { AppError, errors } from "../internal/errors.ts";
 import { formatUnits, parseUnitsStrict } from "../internal/money.ts";
 import { recordIncoming } from "../receives/watcher.ts";
@@ -28,10 +28,14 @@ export interface FaucetAccounts {
   solana?: FaucetAccount;
 }
 
-/** Caps per wallet, chain and rolling 24 h, in whole tokens (decimal strings). */
+/** Caps per rolling 24 h and chain, in whole tokens (decimal strings). */
 export interface FaucetCaps {
+  /** Per wallet. */
   usdc: string;
   native: string;
+  /** Per account, over all its wallets: without it, an account could multiply the cap by making wallets. */
+  accountUsdc: string;
+  accountNative: string;
 }
 
 export interface FaucetRequest {
@@ -80,6 +84,7 @@ export class Faucet {
   async pay(accountId: string, walletId: string, request: FaucetRequest): Promise<TransactionRow> {
     const { db, chains } = this.#deps;
     const wallet = await findWalletForAccount(db, accountId, walletId);
+    if (wallet.status !== "active") throw errors.walletArchived(wallet.id);
     const config = chains.get(request.chain);
     if (!config) throw errors.unknownChain(request.chain, chains.names());
     if (!config.testnet) throw errors.faucetUnavailable(request.chain, "it is not a local or test network");
@@ -108,9 +113,14 @@ export class Faucet {
     const to = config.kind === "evm" ? wallet.evmAddress : wallet.solanaAddress;
     if (!to) throw errors.chainNotInWallet(request.chain, wallet.chains);
 
-    const cap =
-      parseUnitsStrict(isNative ? this.#deps.caps.native : this.#deps.caps.usdc, token.decimals) ?? 0n;
-    const grantId = await this.#reserve(wallet.id, request.chain, token, amount, cap);
+    const caps = this.#deps.caps;
+    const cap = parseUnitsStrict(isNative ? caps.native : caps.usdc, token.decimals) ?? 0n;
+    const accountCap =
+      parseUnitsStrict(isNative ? caps.accountNative : caps.accountUsdc, token.decimals) ?? 0n;
+    const grantId = await this.#reserve(accountId, wallet.id, request.chain, token, amount, {
+      wallet: cap,
+      account: accountCap,
+    });
     let signed: SignedTransfer;
     try {
       signed = await chainCall(request.chain, () => this.#send(client, account, to, token, amount));
@@ -140,48 +150,66 @@ export class Faucet {
     return row;
   }
 
-  /** Admits the grant against the cap, atomically; returns its id. */
+  /** Admits the grant against the wallet's and the account's caps, atomically; returns its id. */
   async #reserve(
+    accountId: string,
     walletId: string,
     chain: string,
     token: TokenInfo,
     amount: bigint,
-    cap: bigint,
+    caps: { wallet: bigint; account: bigint },
   ): Promise<string> {
     const id = randomUUID();
     await this.#deps.db.transaction(async (tx) => {
-      // The wallet row is the lock: grants of one wallet are admitted one at a time.
-      await tx.execute(sql`SELECT id FROM ${wallets} WHERE ${wallets.id} = ${walletId} FOR UPDATE`);
+      // The account's wallet rows are the lock (always taken in id order, so two grants cannot deadlock):
+      // grants to one account's wallets are admitted one at a time, for both caps.
+      const locked = await selectRows<{ id: string; status: string }>(
+        tx as unknown as Db,
+        sql`SELECT id, status FROM ${wallets} WHERE ${wallets.accountId} = ${accountId} ORDER BY ${wallets.id} FOR UPDATE`,
+      );
+      // Checked again under the lock: an archive that raced the first check wins.
+      if (locked.find((row) => row.id === walletId)?.status !== "active")
+        throw errors.walletArchived(walletId);
       const since = new Date(Date.now() - DAY_MS);
-      const [window] = await tx
-        .select({
-          used: sql<string>`coalesce(sum(${faucetGrants.amountAtomic}), 0)`,
-          oldest: sql<Date | string | null>`min(${faucetGrants.createdAt})`,
-        })
-        .from(faucetGrants)
-        .where(
-          and(
-            eq(faucetGrants.walletId, walletId),
-            eq(faucetGrants.chain, chain),
-            eq(faucetGrants.token, token.symbol),
-            gt(faucetGrants.createdAt, since),
-          ),
-        );
-      const used = BigInt(window?.used ?? "0");
-      if (used + amount > cap) {
-        const oldest = window?.oldest ? new Date(window.oldest) : new Date();
+      const windowOf = async (scope: "wallet" | "account") => {
+        const [window] = await tx
+          .select({
+            used: sql<string>`coalesce(sum(${faucetGrants.amountAtomic}), 0)`,
+            oldest: sql<Date | string | null>`min(${faucetGrants.createdAt})`,
+          })
+          .from(faucetGrants)
+          .where(
+            and(
+              scope === "wallet"
+                ? eq(faucetGrants.walletId, walletId)
+                : inArray(
+                    faucetGrants.walletId,
+                    tx.select({ id: wallets.id }).from(wallets).where(eq(wallets.accountId, accountId)),
+                  ),
+              eq(faucetGrants.chain, chain),
+              eq(faucetGrants.token, token.symbol),
+              gt(faucetGrants.createdAt, since),
+            ),
+          );
+        return { used: BigInt(window?.used ?? "0"), oldest: window?.oldest ? new Date(window.oldest) : null };
+      };
+      for (const scope of ["wallet", "account"] as const) {
+        const cap = caps[scope];
+        const { used, oldest } = await windowOf(scope);
+        if (used + amount <= cap) continue;
         const fmt = (value: bigint) => formatUnits(value, token.decimals);
         const remaining = cap > used ? cap - used : 0n;
         throw errors.faucetCapExceeded(
-          `Faucet cap of ${fmt(cap)} ${token.symbol} per wallet per 24h on ${chain} exceeded: ${fmt(used)} used, this request is ${fmt(amount)}`,
+          `Faucet cap of ${fmt(cap)} ${token.symbol} per ${scope} per 24h on ${chain} exceeded: ${fmt(used)} used, this request is ${fmt(amount)}`,
           {
+            scope,
             chain,
             token: token.symbol,
             cap: fmt(cap),
             used: fmt(used),
             requested: fmt(amount),
             remaining: fmt(remaining),
-            resetsAt: new Date(oldest.getTime() + DAY_MS).toISOString(),
+            resetsAt: new Date((oldest ?? new Date()).getTime() + DAY_MS).toISOString(),
           },
         );
       }

@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import type { FastifyContextConfig, FastifyRequest, RouteOptions } from "fastify";
 import { accountExists } from "../accounts/accounts.ts";
 import { authenticateApiKey } from "../api-keys/api-keys.ts";
@@ -10,29 +9,28 @@ import type { App, Principal, Services } from "./types.ts";
 const MINUTE_MS = 60_000;
 
 /**
- * Counts a request against a limit; throws RateLimitExceeded when it is over. If the limiter itself fails
- * (Redis down), the request goes through and the failure is logged: an outage of the counter store should
- * not take the wallets offline.
+ * Counts a request against a limit; throws RateLimitExceeded when it is over. Never fails open: a shared
+ * limiter that is down is backed by counters in this process (FailoverRateLimiter).
  */
 export async function enforceRateLimit(
   services: Services,
-  request: FastifyRequest,
+  _request: FastifyRequest,
   key: string,
   limit: number,
 ): Promise<void> {
-  let decision: Awaited<ReturnType<Services["rateLimiter"]["hit"]>>;
-  try {
-    decision = await services.rateLimiter.hit(key, limit, MINUTE_MS);
-  } catch (error) {
-    request.log.warn({ err: error }, "rate limiter unavailable; request allowed");
-    return;
-  }
+  const decision = await services.rateLimiter.hit(key, limit, MINUTE_MS);
   if (!decision.allowed) throw errors.rateLimited(Math.max(1, Math.ceil(decision.retryAfterMs / 1000)));
 }
 
-/** A stable, non-reversible name for a credential, so limiter keys never hold the credential itself. */
-function credentialKey(credential: string): string {
-  return createHash("sha256").update(credential).digest("base64url").slice(0, 32);
+/**
+ * The per-credential limiter key: the credential's identity, not the header's spelling (`bearer K` and
+ * `Bearer  K` are one credential). An access token counts for its account: every token of an account
+ * shares one budget, so logging in again does not reset it.
+ */
+function credentialLimitKey(principal: Principal): string {
+  return principal.credential.kind === "api_key"
+    ? `cred:key:${principal.credential.keyId}`
+    : `cred:acct:${principal.accountId}`;
 }
 
 async function authenticate(services: Services, header: string | undefined): Promise<Principal> {
@@ -77,10 +75,10 @@ export function installGuards(app: App, services: Services): void {
   app.addHook("onRequest", async (request) => {
     await enforceRateLimit(services, request, `addr:${request.ip}`, limits.perAddress);
     if (request.routeOptions.config.auth === "public" || !request.routeOptions.url) return;
-    const header = request.headers.authorization;
-    if (header)
-      await enforceRateLimit(services, request, `cred:${credentialKey(header)}`, limits.perCredential);
-    request.principal = await authenticate(services, header);
+    // A credential that fails authentication has no identity to count by: the per-address limit covers it.
+    const principal = await authenticate(services, request.headers.authorization);
+    await enforceRateLimit(services, request, credentialLimitKey(principal), limits.perCredential);
+    request.principal = principal;
     const needed = request.routeOptions.config.role ?? "admin";
     if (!hasRole(request.principal, needed)) {
       throw errors.insufficientRole(

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { InexactNumber } from "../internal/exact-json.ts";
 
 /** Shapes shared by several routes' response schemas (and so by the OpenAPI document). */
 
@@ -95,21 +96,23 @@ export const policyView = z
 
 /**
  * A token amount on the wire: a decimal string, or a JSON number that reads back exactly as written (no
- * exponent, no integer beyond 2^53). Anything else is refused rather than rounded.
+ * exponent, no digit a double cannot hold; the JSON parser marks the others, see exact-json.ts). Anything
+ * else is refused rather than rounded.
  */
 export const tokenAmount = z
-  .union([z.string().max(80), z.number()])
+  .union([z.string().max(80), z.number(), z.instanceof(InexactNumber)])
   .transform((value, ctx) => {
     if (typeof value === "string") return value;
-    const text = String(value);
+    const text = value instanceof InexactNumber ? value.source : String(value);
     if (
+      typeof value !== "number" ||
       !Number.isFinite(value) ||
       /e/i.test(text) ||
       (Number.isInteger(value) && !Number.isSafeInteger(value))
     ) {
       ctx.addIssue({
         code: "custom",
-        message: "send this amount as a decimal string; as a JSON number it is not exact",
+        message: `the JSON number ${text.slice(0, 40)} is not exact; send this amount as a decimal string`,
       });
       return z.NEVER;
     }

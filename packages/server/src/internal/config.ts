@@ -1,3 +1,4 @@
+import { isIP } from "node:net";
 import { z } from "zod";
 
 const port = z.coerce.number().int().min(0).max(65535);
@@ -10,6 +11,37 @@ const base64Key32 = z
     message: "must be 32 bytes encoded as base64",
   })
   .transform((value) => Buffer.from(value, "base64"));
+
+/** An IPv4 or IPv6 address, optionally with a /prefix length. */
+function isAddressOrCidr(value: string): boolean {
+  const [address = "", prefix, ...rest] = value.split("/");
+  const version = isIP(address);
+  if (version === 0 || rest.length > 0) return false;
+  if (prefix === undefined) return true;
+  return /^\d{1,3}$/.test(prefix) && Number(prefix) <= (version === 4 ? 32 : 128);
+}
+
+/**
+ * The proxies whose X-Forwarded-For is believed: a comma list of addresses and CIDR ranges. "true" (trust
+ * whoever sends the header) is refused: any client could then pick the address its limits are counted by.
+ */
+const trustedProxies = z.string().transform((value, ctx) => {
+  const entries = value
+    .split(",")
+    .map((entry) => entry.trim())
+    .filter(Boolean);
+  const bad = entries.filter((entry) => !isAddressOrCidr(entry));
+  if (bad.length > 0) {
+    ctx.addIssue({
+      code: "custom",
+      message: `must be a comma-separated list of proxy addresses or CIDR ranges (e.g. 127.0.0.1,10.0.0.0/8); not ${bad
+        .map((entry) => JSON.stringify(entry.slice(0, 60)))
+        .join(", ")}`,
+    });
+    return z.NEVER;
+  }
+  return entries;
+});
 
 const httpUrl = z.string().regex(/^https?:\/\/\S+$/, "must be an http:// or https:// URL");
 const usdPrice = z
@@ -58,7 +90,8 @@ const envSchema = z.object({
   SVC_RATE_LIMIT_PER_MINUTE: positiveInt.default(600),
   SVC_RATE_LIMIT_PER_ADDRESS_PER_MINUTE: positiveInt.default(1200),
   SVC_LOGIN_LIMIT_PER_MINUTE: positiveInt.default(10),
-  SVC_TRUST_PROXY: z.enum(["true", "false"]).default("false"),
+  SVC_REGISTER_LIMIT_PER_MINUTE: positiveInt.default(10),
+  SVC_TRUST_PROXY: trustedProxies.default([]),
   SVC_CONFIRMER_INTERVAL_MS: positiveInt.default(1000),
   SVC_NETWORK_PROFILE: z.enum(["devnet", "testnet", "mainnet"]).default("devnet"),
   SVC_RPC_BASE: httpUrl.optional(),
@@ -78,6 +111,8 @@ const envSchema = z.object({
   SVC_WATCH_INTERVAL_MS: positiveInt.default(2000),
   SVC_FAUCET_DAILY_USDC: tokenAmount.default("1000"),
   SVC_FAUCET_DAILY_NATIVE: tokenAmount.default("10"),
+  SVC_FAUCET_ACCOUNT_DAILY_USDC: tokenAmount.default("5000"),
+  SVC_FAUCET_ACCOUNT_DAILY_NATIVE: tokenAmount.default("50"),
   SVC_FAUCET_EVM_PRIVATE_KEY: evmPrivateKey.optional(),
   SVC_FAUCET_SOLANA_SECRET_KEY: solanaSecretKey.optional(),
   SVC_AUTHZD_URL: httpUrl.optional(),
@@ -122,6 +157,9 @@ export interface FaucetConfig {
   /** Per wallet, chain and rolling 24 h, in whole tokens (decimal strings). */
   dailyUsdc: string;
   dailyNative: string;
+  /** Per account (all its wallets together), chain and rolling 24 h, in whole tokens. */
+  accountDailyUsdc: string;
+  accountDailyNative: string;
   /** 32-byte secp256k1 secret of a funded account on the test EVM chains. */
   evmPrivateKey: Buffer | undefined;
   /** 32-byte ed25519 seed of a funded account on the test Solana chain. */
@@ -136,6 +174,8 @@ export interface RateLimits {
   perAddress: number;
   /** Login attempts per email and per client address. */
   loginAttempts: number;
+  /** Registrations per client address. */
+  registrations: number;
 }
 
 /** The service's configuration, parsed once from the environment at start-up. */
@@ -151,7 +191,8 @@ export interface Config {
   redisUrl: string | undefined;
   logLevel: string;
   rateLimits: RateLimits;
-  trustProxy: boolean;
+  /** Proxy addresses and CIDR ranges whose X-Forwarded-For gives the client address; empty = trust none. */
+  trustProxy: string[];
   /** How often pending spends are checked against their chain. */
   confirmerIntervalMs: number;
   network: NetworkConfig;
@@ -194,8 +235,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       perCredential: e.SVC_RATE_LIMIT_PER_MINUTE,
       perAddress: e.SVC_RATE_LIMIT_PER_ADDRESS_PER_MINUTE,
       loginAttempts: e.SVC_LOGIN_LIMIT_PER_MINUTE,
+      registrations: e.SVC_REGISTER_LIMIT_PER_MINUTE,
     },
-    trustProxy: e.SVC_TRUST_PROXY === "true",
+    trustProxy: e.SVC_TRUST_PROXY,
     confirmerIntervalMs: e.SVC_CONFIRMER_INTERVAL_MS,
     network: networkConfig(e),
     authzd: authzdConfig(e),
@@ -248,6 +290,8 @@ function networkConfig(e: z.infer<typeof envSchema>): NetworkConfig {
     faucet: {
       dailyUsdc: e.SVC_FAUCET_DAILY_USDC,
       dailyNative: e.SVC_FAUCET_DAILY_NATIVE,
+      accountDailyUsdc: e.SVC_FAUCET_ACCOUNT_DAILY_USDC,
+      accountDailyNative: e.SVC_FAUCET_ACCOUNT_DAILY_NATIVE,
       evmPrivateKey: e.SVC_FAUCET_EVM_PRIVATE_KEY,
       solanaSeed: e.SVC_FAUCET_SOLANA_SECRET_KEY,
     },

@@ -65,6 +65,16 @@ export const errors = {
     new AppError(400, "ValidationError", `Invalid recipient address for ${chain}`, "invalid_address", {
       chain,
     }),
+  /** The all-zero address burns whatever is sent to it (EVM) or is the System Program (Solana). */
+  zeroAddress: (chain: string, address: string) =>
+    new AppError(
+      400,
+      "ValidationError",
+      `Refusing to send to the zero address ${address} on ${chain}: whatever is sent there is lost`,
+      "invalid_address",
+      { chain },
+    ),
+  weakPassword: (message: string) => new AppError(400, "ValidationError", message, "weak_password"),
   invalidAmount: (message: string) => new AppError(400, "ValidationError", message, "invalid_amount"),
   chainNotInWallet: (chain: string, walletChains: readonly string[]) =>
     new AppError(

@@ -55,7 +55,13 @@ export class RedisRateLimiter implements RateLimiter {
     url: string,
     readonly prefix = "svc:ratelimit:",
   ) {
-    this.#redis = new Redis(url, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false });
+    // A command fails within about a second when Redis is away, so the fallback takes over promptly.
+    this.#redis = new Redis(url, {
+      maxRetriesPerRequest: 1,
+      enableOfflineQueue: true,
+      lazyConnect: false,
+      commandTimeout: 1000,
+    });
     // Connection errors surface on the requests that need Redis; the client reconnects by itself.
     this.#redis.on("error", () => {});
   }
@@ -70,5 +76,53 @@ export class RedisRateLimiter implements RateLimiter {
 
   async close(): Promise<void> {
     await this.#redis.quit().catch(() => {});
+  }
+}
+
+/** Where the failover limiter reports an outage and its end. */
+export interface RateLimitLog {
+  warn(fields: object, message: string): void;
+  info(fields: object, message: string): void;
+}
+
+/**
+ * A shared limiter (Redis) backed by counters in this process: while the shared one fails, requests are
+ * counted here, so limits never fail open (login guessing included). One warning per outage, not per
+ * request; during an outage the shared limiter is tried again at most every `retryMs`.
+ */
+export class FailoverRateLimiter implements RateLimiter {
+  readonly #fallback = new MemoryRateLimiter();
+  #down = false;
+  #retryAt = 0;
+
+  constructor(
+    readonly primary: RateLimiter,
+    readonly log: RateLimitLog,
+    readonly retryMs = 5000,
+  ) {}
+
+  async hit(key: string, limit: number, windowMs: number): Promise<RateLimitDecision> {
+    if (!this.#down || Date.now() >= this.#retryAt) {
+      try {
+        const decision = await this.primary.hit(key, limit, windowMs);
+        if (this.#down) {
+          this.#down = false;
+          this.log.info({}, "shared rate limiter answering again; counting there");
+        }
+        return decision;
+      } catch (error) {
+        this.#retryAt = Date.now() + this.retryMs;
+        if (!this.#down) {
+          this.#down = true;
+          const reason = String((error as { message?: unknown })?.message ?? error).slice(0, 200);
+          this.log.warn({ reason }, "shared rate limiter unavailable; counting in this process meanwhile");
+        }
+      }
+    }
+    return this.#fallback.hit(key, limit, windowMs);
+  }
+
+  async close(): Promise<void> {
+    await this.primary.close();
   }
 }

@@ -3,6 +3,7 @@ import { z } from "zod";
 import { walletPolicies } from "../internal/db/schema.ts";
 import type { Db } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
+import { InexactNumber } from "../internal/exact-json.ts";
 import { formatUnits, formatUsd, parseUnitsStrict, USD_DECIMALS } from "../internal/money.ts";
 
 /**
@@ -10,8 +11,15 @@ import { formatUnits, formatUsd, parseUnitsStrict, USD_DECIMALS } from "../inter
  * micro-dollars. `null` means "no bound".
  */
 export const usdAmountSchema = z
-  .union([z.string(), z.number()])
+  .union([z.string(), z.number(), z.instanceof(InexactNumber)])
   .transform((value, ctx) => {
+    if (value instanceof InexactNumber) {
+      ctx.addIssue({
+        code: "custom",
+        message: `the JSON number ${value.source.slice(0, 40)} is not exact; send the amount as a decimal string`,
+      });
+      return z.NEVER;
+    }
     const text = typeof value === "number" ? String(value) : value;
     const micros = parseUnitsStrict(text, USD_DECIMALS);
     // Stored as numeric(38, 0): a bound of 10^26 dollars is more than enough, and never overflows.

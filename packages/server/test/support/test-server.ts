@@ -78,6 +78,7 @@ export async function createTestServer(options: TestServerOptions = {}): Promise
     SVC_RATE_LIMIT_PER_MINUTE: "100000",
     SVC_RATE_LIMIT_PER_ADDRESS_PER_MINUTE: "100000",
     SVC_LOGIN_LIMIT_PER_MINUTE: "1000",
+    SVC_REGISTER_LIMIT_PER_MINUTE: "100000",
     SVC_DATA_DIR: "/nonexistent-test-data-dir",
     SVC_WATCH_INTERVAL_MS: "100",
     SVC_CONFIRMER_INTERVAL_MS: "100",

@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { PGlite } from "@electric-sql/pglite";
@@ -7,6 +7,7 @@ import { drizzle as drizzleNodePg } from "drizzle-orm/node-postgres";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
 import pg from "pg";
+import { ensurePrivateDir, restrictTree } from "../private-files.ts";
 import * as schema from "./schema.ts";
 
 /** The drizzle database, whichever driver is underneath. */
@@ -63,8 +64,10 @@ export async function openStore(location: StoreLocation): Promise<Store> {
 
   let client: PGlite;
   if ("pgliteDir" in location) {
-    mkdirSync(location.pgliteDir, { recursive: true });
+    ensurePrivateDir(location.pgliteDir);
     client = await PGlite.create(location.pgliteDir);
+    // The database files hold every account's data: owner only, as PostgreSQL itself keeps its data dir.
+    restrictTree(location.pgliteDir);
   } else {
     client = await PGlite.create();
   }

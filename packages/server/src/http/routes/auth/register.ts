@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { registerAccount } from "../../../accounts/accounts.ts";
+import { enforceRateLimit } from "../../guards.ts";
 import { displayName, errorResponses, timestamp } from "../../schemas.ts";
 import type { App, Services } from "../../types.ts";
 
@@ -9,6 +10,14 @@ export function registerRegister(app: App, services: Services): void {
     method: "POST",
     url: "/v1/auth/register",
     config: { auth: "public" },
+    // Every attempt counts, refused ones included, before the body is read: sign-up spam costs one bucket.
+    onRequest: async (request) =>
+      enforceRateLimit(
+        services,
+        request,
+        `register:addr:${request.ip}`,
+        services.config.rateLimits.registrations,
+      ),
     schema: {
       tags: ["auth"],
       summary: "Create an account",

@@ -1,0 +1,69 @@
+import type { FastifyRequest } from "fastify";
+import { errors } from "../internal/errors.ts";
+import { markInexactNumbers, restoreInexactNumbers } from "../internal/exact-json.ts";
+import type { App } from "./types.ts";
+
+// NUL, or a UTF-16 surrogate without its partner: neither can be stored as text (PostgreSQL refuses NUL in
+// text and a lone surrogate has no UTF-8 encoding), nor shown back faithfully.
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+const unstorable = (text: string) => text.includes("\u0000") || LONE_SURROGATE.test(text);
+
+/** The path (`a.b.0`) of the first string, key or value, holding an unstorable character; undefined if none. */
+function findUnstorable(value: unknown, path: string, depth = 0): string | undefined {
+  if (typeof value === "string") return unstorable(value) ? path || "(root)" : undefined;
+  if (value === null || typeof value !== "object" || depth > 64) return undefined;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = findUnstorable(value[i], path ? `${path}.${i}` : String(i), depth + 1);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  const proto = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) return undefined;
+  for (const [key, child] of Object.entries(value)) {
+    const childPath = path ? `${path}.${key}` : key;
+    if (unstorable(key)) return `${path ? `${path}.` : ""}(a key)`;
+    const found = findUnstorable(child, childPath, depth + 1);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+const MESSAGE = "contains a NUL character or an unpaired UTF-16 surrogate";
+
+/** Refuses, with 400 before any route runs, a request whose strings could not be stored or shown back. */
+function checkStorable(request: FastifyRequest): void {
+  const where = [
+    ["params", request.params, errors.invalidParams],
+    ["query", request.query, errors.invalidQuery],
+    ["headers", request.headers, errors.invalidHeader],
+    ["body", request.body, errors.invalidBody],
+  ] as const;
+  for (const [location, value, factory] of where) {
+    const path = findUnstorable(value, "");
+    if (path) {
+      // The path names a field (or "a key"), never the offending text: it may be a secret (a password).
+      throw factory(`Invalid ${location}: ${path}: ${MESSAGE}`, { issues: [{ path, message: MESSAGE }] });
+    }
+  }
+}
+
+/**
+ * Installs the JSON body parser that keeps inexact numbers recognisable ({@link markInexactNumbers}) and
+ * the check that refuses NUL and lone surrogates in every string a route could receive, at any depth.
+ */
+export function installInputChecks(app: App): void {
+  const defaultJson = app.getDefaultJsonParser("error", "error");
+  app.removeContentTypeParser("application/json");
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
+    const text = body as string;
+    const marked = markInexactNumbers(text);
+    defaultJson(request, marked, (error, parsed) => {
+      if (error) done(error, undefined);
+      // Only a body that held an inexact number needs the walk.
+      else done(null, marked === text ? parsed : restoreInexactNumbers(parsed));
+    });
+  });
+  app.addHook("preValidation", async (request) => checkStorable(request));
+}

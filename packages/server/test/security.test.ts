@@ -1,0 +1,592 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { lstatSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { fundEvm, fundSolana } from "@svc/devnet";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadConfig } from "../src/internal/config.ts";
+import { eventually } from "./support/eventually.ts";
+import {
+  ApiClient,
+  type ApiResponse,
+  createTestServer,
+  expectErrorShape,
+  seedAccount,
+  sharedDevnet,
+  type TestServer,
+} from "./support/test-server.ts";
+
+/** Security fixes of issue 8: each `describe` is one fix, each test fails without it. */
+
+const MAIN = fileURLToPath(new URL("../src/main.ts", import.meta.url));
+const USDC = 1_000_000n;
+const ETH = 10n ** 18n;
+const SOL = 1_000_000_000n;
+
+type Devnet = Awaited<ReturnType<typeof sharedDevnet>>;
+let devnet: Devnet;
+let server: TestServer;
+let apiKey: string;
+
+beforeAll(async () => {
+  devnet = await sharedDevnet();
+  server = await createTestServer();
+  ({ apiKey } = await seedAccount(server.api));
+});
+afterAll(() => server.close());
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const probe = createServer().listen(0, "127.0.0.1", () => {
+      const address = probe.address();
+      probe.close(() => resolve(typeof address === "object" && address ? address.port : 0));
+    });
+  });
+}
+
+async function createWallet(api: ApiClient, key: string, body: Record<string, unknown> = {}) {
+  const response = await api.post("/v1/wallets", { name: "sec", chains: ["base", "solana"], ...body }, key);
+  if (response.status !== 201) throw new Error(response.text);
+  return response.body as { id: string; evm: { address: `0x${string}` }; solana: { address: string } };
+}
+
+async function fundedWallet() {
+  const wallet = await createWallet(server.api, apiKey);
+  await fundEvm(devnet, wallet.evm.address, { eth: ETH, usdc: 500n * USDC });
+  await fundSolana(devnet, wallet.solana.address as never, { sol: 2n * SOL, usdc: 500n * USDC });
+  return wallet;
+}
+
+async function history(api: ApiClient, key: string, walletId: string, type: "send" | "receive") {
+  const response = await api.get(`/v1/wallets/${walletId}/transactions?type=${type}`, key);
+  expect(response.status, response.text).toBe(200);
+  return response.body.data as Record<string, string>[];
+}
+
+function expectValidationError(response: ApiResponse, reason?: string, status = 400) {
+  expect(response.status, response.text).toBe(status);
+  const error = expectErrorShape(response);
+  expect(error.code).toBe("ValidationError");
+  if (reason) expect(error.reason).toBe(reason);
+  return error;
+}
+
+const rawPost = (api: ApiClient, path: string, raw: string, key: string, method = "POST") =>
+  api.request(method, path, { token: key, rawBody: raw, headers: { "content-type": "application/json" } });
+
+describe("data directory permissions", () => {
+  /** Every path under `root` with a mode other than 0700 (directories) or 0600 (files). */
+  function looseModes(root: string): string[] {
+    const loose: string[] = [];
+    const walk = (path: string) => {
+      const stat = lstatSync(path);
+      if (stat.isSymbolicLink()) return;
+      const mode = stat.mode & 0o777;
+      if (stat.isDirectory()) {
+        if (mode !== 0o700) loose.push(`${path} ${mode.toString(8)}`);
+        for (const entry of readdirSync(path)) walk(join(path, entry));
+      } else if (mode !== 0o600) loose.push(`${path} ${mode.toString(8)}`);
+    };
+    walk(root);
+    return loose;
+  }
+
+  /** `npm start` under umask 022, on PGlite in `dataDir`, against the file's devnet. */
+  async function startUnderUmask022(dataDir: string, env: Record<string, string>) {
+    const port = await freePort();
+    const { DATABASE_URL: _ignored, ...inherited } = process.env;
+    const child: ChildProcess = spawn(
+      "/bin/sh",
+      ["-c", 'umask 022 && exec "$0" --import tsx "$1"', process.execPath, MAIN],
+      {
+        env: {
+          ...inherited,
+          ...env,
+          SVC_DATA_DIR: dataDir,
+          PORT: String(port),
+          LOG_LEVEL: "warn",
+          SVC_RPC_BASE: devnet.evm.rpcUrl,
+          SVC_USDC_BASE: devnet.evm.usdc,
+          SVC_RPC_SOLANA: devnet.solana.rpcUrl,
+          SVC_USDC_SOLANA: devnet.solana.usdcMint,
+        },
+        stdio: ["ignore", "ignore", "inherit"],
+      },
+    );
+    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    const api = new ApiClient(`http://127.0.0.1:${port}`);
+    await eventually(async () => {
+      try {
+        return (await api.get("/healthz")).status === 200 ? true : undefined;
+      } catch {
+        return undefined;
+      }
+    }, 180_000);
+    return {
+      api,
+      stop: async () => {
+        child.kill("SIGTERM");
+        await exited;
+      },
+    };
+  }
+
+  it.each([
+    ["generated into the data directory", {}],
+    [
+      "given by the environment",
+      {
+        SVC_MASTER_KEY: randomBytes(32).toString("base64"),
+        SVC_JWT_SECRET: randomBytes(32).toString("hex"),
+      },
+    ],
+  ])(
+    "keeps the data directory 0700 / 0600 under umask 022, secrets %s, after start-up, writes and stop",
+    async (_how, env) => {
+      const parent = mkdtempSync(join(tmpdir(), "svc-perm-"));
+      const dataDir = join(parent, "data");
+      try {
+        const service = await startUnderUmask022(dataDir, env);
+        try {
+          expect(looseModes(dataDir)).toEqual([]);
+          const account = await seedAccount(service.api);
+          const wallet = await createWallet(service.api, account.apiKey, { metadata: { team: "x" } });
+          const patched = await service.api.request("PATCH", `/v1/wallets/${wallet.id}/policy`, {
+            token: account.apiKey,
+            body: { maxPerTx: "5", whitelist: [wallet.evm.address] },
+          });
+          expect(patched.status).toBe(200);
+          expect(looseModes(dataDir)).toEqual([]);
+        } finally {
+          await service.stop();
+        }
+        expect(looseModes(dataDir)).toEqual([]);
+      } finally {
+        rmSync(parent, { recursive: true, force: true });
+      }
+    },
+    // Two processes start PGlite from scratch; on a loaded machine that alone can take a minute.
+    240_000,
+  );
+});
+
+describe("rate limits never fail open", () => {
+  it("counts in the process while REDIS_URL points at a closed port, warning once", async () => {
+    const port = await freePort();
+    const limited = await createTestServer({
+      env: {
+        REDIS_URL: `redis://127.0.0.1:${port}`,
+        SVC_RATE_LIMIT_PER_ADDRESS_PER_MINUTE: "4",
+      },
+    });
+    try {
+      const statuses = [];
+      for (let i = 0; i < 6; i++) statuses.push((await limited.api.get("/healthz")).status);
+      expect(statuses).toEqual([200, 200, 200, 200, 429, 429]);
+      const warnings = limited.logs.lines.filter((line) => line.includes("rate limiter unavailable"));
+      expect(warnings).toHaveLength(1);
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it("keeps limiting logins while Redis is down", async () => {
+    const port = await freePort();
+    const limited = await createTestServer({
+      env: { REDIS_URL: `redis://127.0.0.1:${port}`, SVC_LOGIN_LIMIT_PER_MINUTE: "3" },
+    });
+    try {
+      const email = `guess-${randomBytes(4).toString("hex")}@example.com`;
+      const statuses = [];
+      for (let i = 0; i < 5; i++) {
+        statuses.push((await limited.api.post("/v1/auth/login", { email, password: `wrong-${i}` })).status);
+      }
+      expect(statuses).toEqual([401, 401, 401, 429, 429]);
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it("falls back to counting in the process when Redis stops mid-run", async () => {
+    const port = await freePort();
+    const redis = spawn("redis-server", ["--port", String(port), "--save", "", "--appendonly", "no"], {
+      stdio: "ignore",
+    });
+    const redisExited = new Promise<void>((resolve) => redis.once("exit", () => resolve()));
+    try {
+      const limited = await createTestServer({
+        env: { REDIS_URL: `redis://127.0.0.1:${port}`, SVC_RATE_LIMIT_PER_ADDRESS_PER_MINUTE: "6" },
+      });
+      try {
+        // Counted in Redis while it runs (the server may need a moment to reach it: retry until one passes).
+        await eventually(async () => ((await limited.api.get("/healthz")).status === 200 ? true : undefined));
+        redis.kill("SIGKILL");
+        await redisExited;
+        const statuses = [];
+        for (let i = 0; i < 8; i++) statuses.push((await limited.api.get("/healthz")).status);
+        // From the outage on, the process counts on its own: 6 pass, then 429.
+        expect(statuses).toEqual([200, 200, 200, 200, 200, 200, 429, 429]);
+      } finally {
+        await limited.close();
+      }
+    } finally {
+      redis.kill("SIGKILL");
+    }
+  });
+});
+
+describe("per-credential limit", () => {
+  it("counts every spelling of one credential's Authorization header in one budget", async () => {
+    const limited = await createTestServer({ env: { SVC_RATE_LIMIT_PER_MINUTE: "6" } });
+    try {
+      const account = await seedAccount(limited.api);
+      const spellings = [`bearer ${account.apiKey}`, `BEARER ${account.apiKey}`, `Bearer  ${account.apiKey}`];
+      const statuses = [];
+      for (let i = 0; i < 7; i++) {
+        const response = await limited.api.request("GET", "/v1/wallets", {
+          headers: { authorization: spellings[i % 3] as string },
+        });
+        statuses.push(response.status);
+      }
+      expect(statuses).toEqual([200, 200, 200, 200, 200, 200, 429]);
+
+      // An access token counts for its account, whatever the spelling too (seedAccount used it once).
+      const tokenStatuses = [];
+      for (let i = 0; i < 6; i++) {
+        const spelling = [`bearer ${account.accessToken}`, `Bearer   ${account.accessToken}`][
+          i % 2
+        ] as string;
+        tokenStatuses.push(
+          (await limited.api.request("GET", "/v1/wallets", { headers: { authorization: spelling } })).status,
+        );
+      }
+      expect(tokenStatuses).toEqual([200, 200, 200, 200, 200, 429]);
+    } finally {
+      await limited.close();
+    }
+  });
+});
+
+describe("registration limit", () => {
+  it("limits registrations per client address with 429, refused attempts included", async () => {
+    const limited = await createTestServer({ env: { SVC_REGISTER_LIMIT_PER_MINUTE: "3" } });
+    try {
+      const register = (body: unknown) => limited.api.post("/v1/auth/register", body);
+      const email = () => `reg-${randomBytes(4).toString("hex")}@example.com`;
+      const password = "correct horse battery";
+      expect((await register({ email: email(), password })).status).toBe(201);
+      expect((await register({ email: "not an email", password })).status).toBe(400);
+      expect((await register({ email: email(), password })).status).toBe(201);
+      const refused = await register({ email: email(), password });
+      expect(refused.status).toBe(429);
+      expect(expectErrorShape(refused).code).toBe("RateLimitExceeded");
+      expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+    } finally {
+      await limited.close();
+    }
+  });
+});
+
+describe("NUL and lone surrogates", () => {
+  it("refuses them with 400 in every kind of string field, before anything is stored", async () => {
+    const wallet = await createWallet(server.api, apiKey);
+    const walletsBefore = (await server.api.get("/v1/wallets", apiKey)).body.length;
+    const secret = `pw-${randomBytes(8).toString("hex")}`;
+    const cases: [string, () => Promise<ApiResponse>][] = [
+      [
+        "register email",
+        () => server.api.post("/v1/auth/register", { email: "a\u0000b@example.com", password: secret }),
+      ],
+      [
+        "register password",
+        () =>
+          server.api.post("/v1/auth/register", {
+            email: `n-${Date.now()}@example.com`,
+            password: `${secret}\u0000`,
+          }),
+      ],
+      [
+        "register name",
+        () =>
+          server.api.post("/v1/auth/register", {
+            email: `n-${Date.now()}@example.com`,
+            password: secret,
+            name: "a\ud800",
+          }),
+      ],
+      [
+        "login email",
+        () => server.api.post("/v1/auth/login", { email: "x\u0000@example.com", password: secret }),
+      ],
+      [
+        "login password",
+        () => server.api.post("/v1/auth/login", { email: "x@example.com", password: `\udc00${secret}` }),
+      ],
+      ["wallet name", () => server.api.post("/v1/wallets", { name: "w\u0000", chains: ["base"] }, apiKey)],
+      [
+        "wallet name surrogate",
+        () => server.api.post("/v1/wallets", { name: "w\ud83d", chains: ["base"] }, apiKey),
+      ],
+      [
+        "metadata key",
+        () =>
+          server.api.post("/v1/wallets", { name: "w", chains: ["base"], metadata: { "k\u0000": 1 } }, apiKey),
+      ],
+      [
+        "deep metadata value",
+        () =>
+          server.api.post(
+            "/v1/wallets",
+            { name: "w", chains: ["base"], metadata: { a: { b: [1, "\ud800x"] } } },
+            apiKey,
+          ),
+      ],
+      [
+        "wallet whitelist",
+        () =>
+          server.api.post(
+            "/v1/wallets",
+            { name: "w", chains: ["base"], policy: { whitelist: ["0x\u0000"] } },
+            apiKey,
+          ),
+      ],
+      [
+        "policy whitelist",
+        () =>
+          server.api.request("PATCH", `/v1/wallets/${wallet.id}/policy`, {
+            token: apiKey,
+            body: { whitelist: ["\udfff"] },
+          }),
+      ],
+      [
+        "send address",
+        () =>
+          server.api.post(
+            `/v1/wallets/${wallet.id}/send`,
+            { to: "0x\u0000", amount: "1", chain: "base" },
+            apiKey,
+          ),
+      ],
+      ["api key name", () => server.api.post("/v1/api-keys", { name: "k\u0000" }, apiKey)],
+      ["query string", () => server.api.get(`/v1/wallets/${wallet.id}/transactions?chain=ba%00se`, apiKey)],
+      ["path parameter", () => server.api.get("/v1/wallets/wal_abc%00", apiKey)],
+    ];
+    for (const [name, call] of cases) {
+      const response = await call();
+      expect(response.status, `${name}: ${response.text}`).toBe(400);
+      expect(expectErrorShape(response).code, name).toBe("ValidationError");
+      expect(response.text.includes(secret), `${name} echoes the password`).toBe(false);
+    }
+    expect((await server.api.get("/v1/wallets", apiKey)).body.length).toBe(walletsBefore);
+    expect((await server.api.get(`/v1/wallets/${wallet.id}/policy`, apiKey)).body.whitelist).toEqual([]);
+  });
+});
+
+describe("JSON-number amounts are exact or refused", () => {
+  const INEXACT = ["1e1", "1.00000000000000001", "0.1e1"];
+
+  it("refuses 1e1, 1.00000000000000001 and 0.1e1 as a send amount, accepts 2.5 and 10", async () => {
+    const wallet = await fundedWallet();
+    const to = (await createWallet(server.api, apiKey)).evm.address;
+    for (const amount of INEXACT) {
+      const response = await rawPost(
+        server.api,
+        `/v1/wallets/${wallet.id}/send`,
+        `{"to":"${to}","amount":${amount},"chain":"base","token":"USDC"}`,
+        apiKey,
+      );
+      expectValidationError(response);
+      expect(response.body.error.message).toContain(amount);
+    }
+    expect(await history(server.api, apiKey, wallet.id, "send")).toEqual([]);
+    for (const amount of ["2.5", "10"]) {
+      const response = await rawPost(
+        server.api,
+        `/v1/wallets/${wallet.id}/send`,
+        `{"to":"${to}","amount":${amount},"chain":"base","token":"USDC"}`,
+        apiKey,
+      );
+      expect(response.status, response.text).toBe(201);
+      expect(response.body.amount).toBe(amount);
+    }
+    expect((await history(server.api, apiKey, wallet.id, "send")).map((t) => t.amount).sort()).toEqual([
+      "10",
+      "2.5",
+    ]);
+  });
+
+  it("refuses them as a faucet amount (nothing paid) and accepts 2.5", async () => {
+    const wallet = await createWallet(server.api, apiKey);
+    for (const amount of INEXACT) {
+      const response = await rawPost(
+        server.api,
+        `/v1/wallets/${wallet.id}/faucet`,
+        `{"chain":"base","token":"USDC","amount":${amount}}`,
+        apiKey,
+      );
+      expectValidationError(response);
+    }
+    expect(await history(server.api, apiKey, wallet.id, "receive")).toEqual([]);
+    const paid = await rawPost(
+      server.api,
+      `/v1/wallets/${wallet.id}/faucet`,
+      `{"chain":"base","token":"USDC","amount":2.5}`,
+      apiKey,
+    );
+    expect(paid.status, paid.text).toBe(201);
+    expect(paid.body.amount).toBe("2.5");
+  });
+
+  it("refuses them as USD policy bounds (policy unchanged) and accepts 2.5 and 10", async () => {
+    const wallet = await createWallet(server.api, apiKey);
+    const path = `/v1/wallets/${wallet.id}/policy`;
+    for (const field of ["maxPerTx", "dailyLimit", "alertAbove"]) {
+      for (const amount of INEXACT) {
+        expectValidationError(await rawPost(server.api, path, `{"${field}":${amount}}`, apiKey, "PATCH"));
+      }
+    }
+    const unchanged = (await server.api.get(path, apiKey)).body;
+    expect([unchanged.maxPerTx, unchanged.dailyLimit, unchanged.alertAbove]).toEqual([null, null, null]);
+    const created = await rawPost(
+      server.api,
+      "/v1/wallets",
+      `{"name":"p","chains":["base"],"policy":{"maxPerTx":1e1}}`,
+      apiKey,
+    );
+    expectValidationError(created);
+    const updated = await rawPost(server.api, path, `{"maxPerTx":2.5,"dailyLimit":10}`, apiKey, "PATCH");
+    expect(updated.status, updated.text).toBe(200);
+    expect([updated.body.maxPerTx, updated.body.dailyLimit]).toEqual(["2.5", "10"]);
+  });
+});
+
+describe("faucet", () => {
+  it("refuses an archived wallet with 409 wallet_archived and pays nothing", async () => {
+    const wallet = await createWallet(server.api, apiKey);
+    expect((await server.api.delete(`/v1/wallets/${wallet.id}`, apiKey)).status).toBeLessThan(300);
+    const response = await server.api.post(
+      `/v1/wallets/${wallet.id}/faucet`,
+      { chain: "base", token: "USDC", amount: "5" },
+      apiKey,
+    );
+    expectValidationError(response, "wallet_archived", 409);
+    expect(await history(server.api, apiKey, wallet.id, "receive")).toEqual([]);
+    const chain = await server.api.get(`/v1/wallets/${wallet.id}/balance`, apiKey);
+    expect(chain.body.balances.find((b: { token: string }) => b.token === "USDC").amount).toBe("0");
+  });
+
+  it("caps an account's wallets together per day, not only each wallet", async () => {
+    const capped = await createTestServer({
+      env: { SVC_FAUCET_DAILY_USDC: "100", SVC_FAUCET_ACCOUNT_DAILY_USDC: "250" },
+    });
+    try {
+      const account = await seedAccount(capped.api);
+      const wallets = [];
+      for (let i = 0; i < 3; i++) wallets.push(await createWallet(capped.api, account.apiKey));
+      const pay = (walletId: string, amount: string) =>
+        capped.api.post(
+          `/v1/wallets/${walletId}/faucet`,
+          { chain: "base", token: "USDC", amount },
+          account.apiKey,
+        );
+      expect((await pay(wallets[0]?.id as string, "100")).status).toBe(201);
+      expect((await pay(wallets[1]?.id as string, "100")).status).toBe(201);
+      const over = await pay(wallets[2]?.id as string, "100");
+      const error = expectValidationError(over, "faucet_cap_exceeded");
+      expect(error.details).toMatchObject({ scope: "account", cap: "250", used: "200", remaining: "50" });
+      expect(await history(capped.api, account.apiKey, wallets[2]?.id as string, "receive")).toEqual([]);
+      expect((await pay(wallets[2]?.id as string, "50")).status).toBe(201);
+      // Another account is not affected.
+      const other = await seedAccount(capped.api);
+      const otherWallet = await createWallet(capped.api, other.apiKey);
+      const paid = await capped.api.post(
+        `/v1/wallets/${otherWallet.id}/faucet`,
+        { chain: "base", token: "USDC", amount: "100" },
+        other.apiKey,
+      );
+      expect(paid.status).toBe(201);
+    } finally {
+      await capped.close();
+    }
+  });
+});
+
+describe("passwords and recipients", () => {
+  it("refuses a password of only whitespace with 400 weak_password", async () => {
+    for (const password of [" ".repeat(12), "\t \n ".repeat(4), "\u00a0".repeat(12)]) {
+      const response = await server.api.post("/v1/auth/register", {
+        email: `ws-${randomBytes(4).toString("hex")}@example.com`,
+        password,
+      });
+      expectValidationError(response, "weak_password");
+    }
+  });
+
+  it("refuses a send to the zero address on EVM and Solana with 400 invalid_address, signing nothing", async () => {
+    const wallet = await fundedWallet();
+    for (const [chain, to] of [
+      ["base", `0x${"0".repeat(40)}`],
+      ["solana", "11111111111111111111111111111111"],
+    ] as const) {
+      for (const token of chain === "base" ? ["USDC", "ETH"] : ["USDC", "SOL"]) {
+        const response = await server.api.post(
+          `/v1/wallets/${wallet.id}/send`,
+          { to, amount: "1", chain, token },
+          apiKey,
+        );
+        const error = expectValidationError(response, "invalid_address");
+        expect(error.message).toContain("zero address");
+      }
+    }
+    expect(await history(server.api, apiKey, wallet.id, "send")).toEqual([]);
+  });
+});
+
+describe("SVC_TRUST_PROXY", () => {
+  it("refuses 'true' and anything but a list of addresses and CIDR ranges", () => {
+    expect(() => loadConfig({ SVC_TRUST_PROXY: "true" })).toThrow(/SVC_TRUST_PROXY/);
+    expect(() => loadConfig({ SVC_TRUST_PROXY: "10.0.0.0/33" })).toThrow(/SVC_TRUST_PROXY/);
+    expect(loadConfig({ SVC_TRUST_PROXY: "127.0.0.1, 10.0.0.0/8,::1" }).trustProxy).toEqual([
+      "127.0.0.1",
+      "10.0.0.0/8",
+      "::1",
+    ]);
+    expect(loadConfig({}).trustProxy).toEqual([]);
+  });
+
+  const forwardedStatuses = async (limited: TestServer, forwardedFor: string, count: number) => {
+    const statuses = [];
+    for (let i = 0; i < count; i++) {
+      const response = await limited.api.request("GET", "/healthz", {
+        headers: { "x-forwarded-for": forwardedFor },
+      });
+      statuses.push(response.status);
+    }
+    return statuses;
+  };
+
+  it("with 127.0.0.1 listed, counts the per-address limit by the forwarded address", async () => {
+    const limited = await createTestServer({
+      env: { SVC_TRUST_PROXY: "127.0.0.1", SVC_RATE_LIMIT_PER_ADDRESS_PER_MINUTE: "3" },
+    });
+    try {
+      expect(await forwardedStatuses(limited, "203.0.113.7", 4)).toEqual([200, 200, 200, 429]);
+      expect(await forwardedStatuses(limited, "203.0.113.8", 1)).toEqual([200]);
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it("unset, ignores X-Forwarded-For: every forwarded address shares the socket's budget", async () => {
+    const limited = await createTestServer({ env: { SVC_RATE_LIMIT_PER_ADDRESS_PER_MINUTE: "3" } });
+    try {
+      expect(await forwardedStatuses(limited, "203.0.113.7", 3)).toEqual([200, 200, 200]);
+      expect(await forwardedStatuses(limited, "203.0.113.8", 1)).toEqual([429]);
+    } finally {
+      await limited.close();
+    }
+  });
+});
