@@ -4,6 +4,7 @@ import type { DevnetInfo } from "@svc/devnet";
 import pino, { type Logger } from "pino";
 import { AccessTokens } from "./accounts/access-tokens.ts";
 import { createApp, REDACTED_LOG_PATHS } from "./app.ts";
+import { AuthzdClient } from "./authzd/client.ts";
 import { type ChainRegistry, createChainRegistry } from "./chains/registry.ts";
 import { Faucet, type FaucetAccounts } from "./faucet/faucet.ts";
 import type { App } from "./http/types.ts";
@@ -91,6 +92,7 @@ export async function startService(config: Config, options: StartOptions = {}): 
         chains: registry,
         rateLimiter,
         faucet,
+        authzd: config.authzd ? new AuthzdClient(config.authzd) : undefined,
       },
       { logger },
     );

@@ -19,7 +19,13 @@ describe("API keys", () => {
     const created = await server.api.post("/v1/api-keys", { name: "deploy bot" }, accessToken);
     expect(created.status).toBe(201);
     expect(created.body.key).toMatch(/^svc_[0-9A-Za-z]{32,}$/);
-    expect(created.body).toMatchObject({ name: "deploy bot", lastUsed: null });
+    expect(created.body).toMatchObject({
+      name: "deploy bot",
+      role: "agent",
+      walletIds: null,
+      expiresAt: null,
+      lastUsed: null,
+    });
     expect(created.body.id).toMatch(/^key_/);
 
     const listed = await server.api.get("/v1/api-keys", accessToken);
@@ -28,6 +34,9 @@ describe("API keys", () => {
     expect(record).toEqual({
       id: created.body.id,
       name: "deploy bot",
+      role: "agent",
+      walletIds: null,
+      expiresAt: null,
       createdAt: created.body.createdAt,
       lastUsed: null,
     });

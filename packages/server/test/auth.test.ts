@@ -135,6 +135,33 @@ describe("POST /v1/auth/login", () => {
     expect(none.status).toBe(401);
     expect(expectErrorShape(none).reason).toBe("missing_credentials");
   });
+
+  it("refuses a token signed with the secret but missing sub, iat or exp, living over an hour, or naming no account", async () => {
+    const { userId } = await seedAccount(server.api);
+    const now = Math.floor(Date.now() / 1000);
+    const sign = (claims: { sub?: string; iat?: number; exp?: number }) => {
+      let jwt = new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setIssuer("svc").setAudience("svc-api");
+      if (claims.sub !== undefined) jwt = jwt.setSubject(claims.sub);
+      if (claims.iat !== undefined) jwt = jwt.setIssuedAt(claims.iat);
+      if (claims.exp !== undefined) jwt = jwt.setExpirationTime(claims.exp);
+      return jwt.sign(new TextEncoder().encode(TEST_JWT_SECRET));
+    };
+    // The control: all three claims, an hour's life, a real account.
+    const good = await sign({ sub: userId, iat: now, exp: now + 3600 });
+    expect((await server.api.get("/v1/wallets", good)).status).toBe(200);
+    const bad = {
+      "no sub": await sign({ iat: now, exp: now + 3600 }),
+      "no iat": await sign({ sub: userId, exp: now + 3600 }),
+      "no exp": await sign({ sub: userId, iat: now }),
+      "a day's life": await sign({ sub: userId, iat: now, exp: now + 86_400 }),
+      "an unknown account": await sign({ sub: "usr_0000000000000000000000", iat: now, exp: now + 3600 }),
+    };
+    for (const [why, token] of Object.entries(bad)) {
+      const response = await server.api.get("/v1/wallets", token);
+      expect(response.status, why).toBe(401);
+      expect(expectErrorShape(response).code, why).toBe("Unauthorized");
+    }
+  });
 });
 
 describe("login rate limits", () => {

@@ -1,4 +1,4 @@
-import { errors as joseErrors, jwtVerify, SignJWT } from "jose";
+import { type JWTPayload, errors as joseErrors, jwtVerify, SignJWT } from "jose";
 import { randomBase62 } from "../internal/crypto.ts";
 import { errors } from "../internal/errors.ts";
 
@@ -29,19 +29,30 @@ export class AccessTokens {
       .sign(this.#key);
   }
 
-  /** Returns the account id the token acts for, or throws Unauthorized (`token_expired` when it expired). */
+  /**
+   * Returns the account id the token acts for, or throws Unauthorized (`token_expired` when it expired).
+   * The token must name its account (`sub`), when it was issued (`iat`) and when it ends (`exp`), and live
+   * no longer than {@link ACCESS_TOKEN_TTL_SECONDS}: a token signed with the secret but without those, or
+   * for longer, is refused.
+   */
   async verify(token: string): Promise<string> {
+    let payload: JWTPayload;
     try {
-      const { payload } = await jwtVerify(token, this.#key, {
+      ({ payload } = await jwtVerify(token, this.#key, {
         algorithms: ["HS256"],
         issuer: ISSUER,
         audience: AUDIENCE,
-      });
-      if (typeof payload.sub !== "string") throw errors.invalidCredentials();
-      return payload.sub;
+        requiredClaims: ["sub", "iat", "exp"],
+        maxTokenAge: ACCESS_TOKEN_TTL_SECONDS,
+      }));
     } catch (error) {
       if (error instanceof joseErrors.JWTExpired) throw errors.tokenExpired();
       throw errors.invalidCredentials();
     }
+    const { sub, iat, exp } = payload;
+    if (typeof sub !== "string" || typeof iat !== "number" || typeof exp !== "number")
+      throw errors.invalidCredentials();
+    if (exp - iat > ACCESS_TOKEN_TTL_SECONDS) throw errors.invalidCredentials();
+    return sub;
   }
 }

@@ -1,8 +1,8 @@
 import { hash, verify } from "@node-rs/argon2";
-import { eq } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import { newId } from "../internal/crypto.ts";
 import { accounts } from "../internal/db/schema.ts";
-import { type Db, isUniqueViolation } from "../internal/db/store.ts";
+import { type Db, isUniqueViolation, preparedPerDb } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 
 /** argon2id, 64 MiB, 3 passes: OWASP's first recommended setting. */
@@ -59,3 +59,17 @@ export async function verifyLogin(db: Db, emailInput: string, password: string):
   if (!row || !ok) throw errors.loginFailed();
   return row.id;
 }
+
+/** Whether an account with this id exists; checked for every access token, which names one. */
+export async function accountExists(db: Db, accountId: string): Promise<boolean> {
+  const [row] = await accountByIdQuery(db).execute({ accountId });
+  return row !== undefined;
+}
+
+const accountByIdQuery = preparedPerDb((db) =>
+  db
+    .select({ id: accounts.id })
+    .from(accounts)
+    .where(eq(accounts.id, sql.placeholder("accountId")))
+    .prepare("account_by_id"),
+);

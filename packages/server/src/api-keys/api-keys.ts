@@ -1,49 +1,88 @@
-import { and, desc, eq, isNull, sql } from "drizzle-orm";
+import { and, desc, eq, inArray, isNull, sql } from "drizzle-orm";
 import { generateApiKey, hashApiKey, newId } from "../internal/crypto.ts";
-import { apiKeys } from "../internal/db/schema.ts";
+import { apiKeys, wallets } from "../internal/db/schema.ts";
 import { type Db, preparedPerDb } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
+
+/** What a key may do (api.md, "Credentials and roles"). */
+export type KeyRole = "admin" | "agent" | "read";
 
 export interface ApiKeyRecord {
   id: string;
   name: string;
+  role: KeyRole;
+  /** The wallets the key may see and act on; null = every wallet of the account. */
+  walletIds: string[] | null;
+  expiresAt: Date | null;
   createdAt: Date;
   lastUsedAt: Date | null;
 }
+
+export interface CreateApiKeyInput {
+  name: string;
+  role: KeyRole;
+  walletIds?: string[] | undefined;
+  expiresAt?: Date | undefined;
+}
+
+const recordColumns = {
+  id: apiKeys.id,
+  name: apiKeys.name,
+  role: apiKeys.role,
+  walletIds: apiKeys.walletIds,
+  expiresAt: apiKeys.expiresAt,
+  createdAt: apiKeys.createdAt,
+  lastUsedAt: apiKeys.lastUsedAt,
+};
 
 /** `lastUsed` is written at most this often per key; api.md allows it to be a few seconds late. */
 const LAST_USED_RESOLUTION_MS = 5_000;
 
 /**
- * Creates an API key. The full key is in the result and nowhere else: only its hash is stored.
- * @example const { key } = await createApiKey(db, accountId, "ci");
+ * Creates an API key. The full key is in the result and nowhere else: only its hash is stored. Every wallet
+ * named in `walletIds` must be the account's (NotFound otherwise, as for any wallet it does not own).
+ * @example const { key } = await createApiKey(db, accountId, { name: "agent-1", role: "agent", walletIds: [walletId] });
  */
 export async function createApiKey(
   db: Db,
   accountId: string,
-  name: string,
+  input: CreateApiKeyInput,
 ): Promise<ApiKeyRecord & { key: string }> {
+  const walletIds = input.walletIds ? [...new Set(input.walletIds)] : null;
+  if (walletIds) {
+    const owned = await db
+      .select({ id: wallets.id })
+      .from(wallets)
+      .where(and(eq(wallets.accountId, accountId), inArray(wallets.id, walletIds)));
+    const ownedIds = new Set(owned.map((wallet) => wallet.id));
+    const missing = walletIds.find((id) => !ownedIds.has(id));
+    if (missing !== undefined) throw errors.walletNotFound(missing);
+  }
   const key = generateApiKey();
   const [row] = await db
     .insert(apiKeys)
-    .values({ id: newId("key"), accountId, name, keyHash: hashApiKey(key) })
-    .returning();
+    .values({
+      id: newId("key"),
+      accountId,
+      name: input.name,
+      keyHash: hashApiKey(key),
+      role: input.role,
+      walletIds,
+      expiresAt: input.expiresAt ?? null,
+    })
+    .returning(recordColumns);
   if (!row) throw errors.internal(new Error("insert returned no row"));
-  return { id: row.id, name: row.name, createdAt: row.createdAt, lastUsedAt: row.lastUsedAt, key };
+  return { ...row, key };
 }
 
-/** The account's keys that still work, newest first. */
-export async function listApiKeys(db: Db, accountId: string): Promise<ApiKeyRecord[]> {
-  return db
-    .select({
-      id: apiKeys.id,
-      name: apiKeys.name,
-      createdAt: apiKeys.createdAt,
-      lastUsedAt: apiKeys.lastUsedAt,
-    })
+/** The account's keys that still work (not revoked, not expired), newest first. */
+export async function listApiKeys(db: Db, accountId: string, now = new Date()): Promise<ApiKeyRecord[]> {
+  const rows = await db
+    .select(recordColumns)
     .from(apiKeys)
     .where(and(eq(apiKeys.accountId, accountId), isNull(apiKeys.revokedAt)))
     .orderBy(desc(apiKeys.createdAt), desc(apiKeys.id));
+  return rows.filter((row) => row.expiresAt === null || row.expiresAt > now);
 }
 
 /** Revokes a key for good. Unknown, already revoked, and other accounts' keys are all NotFound. */
@@ -56,15 +95,24 @@ export async function revokeApiKey(db: Db, accountId: string, keyId: string): Pr
   if (revoked.length === 0) throw errors.apiKeyNotFound(keyId);
 }
 
+/** An authenticated key: whose it is, and what it may do. */
+export interface KeyGrant {
+  accountId: string;
+  keyId: string;
+  role: KeyRole;
+  walletIds: string[] | null;
+}
+
 /**
- * Resolves an API key to the account that owns it, reading the store every time so that a revocation made
- * by any instance takes effect on the next request.
+ * Resolves an API key to the account that owns it and what it may do, reading the store every time so that
+ * a revocation made by any instance takes effect on the next request.
  */
-export async function authenticateApiKey(db: Db, key: string): Promise<{ accountId: string; keyId: string }> {
+export async function authenticateApiKey(db: Db, key: string): Promise<KeyGrant> {
   const [row] = await keyByHashQuery(db).execute({ keyHash: hashApiKey(key) });
   if (!row) throw errors.invalidCredentials();
   if (row.revokedAt) throw errors.keyRevoked();
   const now = Date.now();
+  if (row.expiresAt && row.expiresAt.getTime() <= now) throw errors.keyExpired();
   const lastWritten = Math.max(row.lastUsedAt?.getTime() ?? 0, lastUsedWrites.get(row.id) ?? 0);
   if (now - lastWritten >= LAST_USED_RESOLUTION_MS) {
     // Remembered before the write so that concurrent requests with this key do not all write the same row.
@@ -74,7 +122,7 @@ export async function authenticateApiKey(db: Db, key: string): Promise<{ account
       .set({ lastUsedAt: new Date(now) })
       .where(eq(apiKeys.id, row.id));
   }
-  return { accountId: row.accountId, keyId: row.id };
+  return { accountId: row.accountId, keyId: row.id, role: row.role, walletIds: row.walletIds };
 }
 
 /** When this process last wrote each key's `lastUsed`; pruned as it grows. */
@@ -92,6 +140,9 @@ const keyByHashQuery = preparedPerDb((db) =>
       accountId: apiKeys.accountId,
       revokedAt: apiKeys.revokedAt,
       lastUsedAt: apiKeys.lastUsedAt,
+      role: apiKeys.role,
+      walletIds: apiKeys.walletIds,
+      expiresAt: apiKeys.expiresAt,
     })
     .from(apiKeys)
     .where(eq(apiKeys.keyHash, sql.placeholder("keyHash")))

@@ -58,7 +58,18 @@ export const transactionView = z
   .meta({ id: "Transaction" });
 
 export const apiKeyView = z
-  .object({ id: z.string(), name: z.string(), createdAt: timestamp, lastUsed: timestamp.nullable() })
+  .object({
+    id: z.string(),
+    name: z.string(),
+    role: z.enum(["admin", "agent", "read"]),
+    walletIds: z
+      .array(z.string())
+      .nullable()
+      .meta({ description: "the wallets the key may see and act on; null = every wallet of the account" }),
+    expiresAt: timestamp.nullable(),
+    createdAt: timestamp,
+    lastUsed: timestamp.nullable(),
+  })
   .meta({ id: "ApiKey" });
 
 /** A short human name: trimmed, non-empty, at most 100 characters. */
@@ -76,6 +87,7 @@ export const policyView = z
     dailyLimit: usdOrNull,
     whitelist: z.array(z.string()),
     alertAbove: usdOrNull,
+    requireSpendAuthorization: z.boolean(),
     status: z.enum(["active", "paused"]),
     updatedAt: timestamp,
   })

@@ -7,6 +7,7 @@ import type {
 } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import type { AccessTokens } from "../accounts/access-tokens.ts";
+import type { AuthzdClient } from "../authzd/client.ts";
 import type { ChainRegistry } from "../chains/registry.ts";
 import type { Faucet } from "../faucet/faucet.ts";
 import type { Config } from "../internal/config.ts";
@@ -32,11 +33,19 @@ export interface Services {
   chains: ChainRegistry;
   rateLimiter: RateLimiter;
   faucet: Faucet;
+  /** The authorization daemon, when the service is configured with one. */
+  authzd: AuthzdClient | undefined;
 }
+
+/** What a credential may do: `read` < `agent` < `admin` (api.md, "Credentials and roles"). */
+export type Role = "admin" | "agent" | "read";
 
 /** Who a request acts for, set by authentication on every route that needs it. */
 export interface Principal {
   accountId: string;
+  role: Role;
+  /** The wallets this credential may see and act on; null = every wallet of the account. */
+  walletIds: readonly string[] | null;
   credential: { kind: "api_key"; keyId: string } | { kind: "access_token" };
 }
 
@@ -47,6 +56,10 @@ declare module "fastify" {
   interface FastifyContextConfig {
     /** `public` routes need no credential; every other route needs one. */
     auth?: "public" | "account";
+    /** The least role an `account` route needs; every such route declares one. */
+    role?: Role;
+    /** The path parameter naming a wallet: a credential bound to other wallets gets 404 there. */
+    walletParam?: string;
   }
 }
 

@@ -80,6 +80,8 @@ const envSchema = z.object({
   SVC_FAUCET_DAILY_NATIVE: tokenAmount.default("10"),
   SVC_FAUCET_EVM_PRIVATE_KEY: evmPrivateKey.optional(),
   SVC_FAUCET_SOLANA_SECRET_KEY: solanaSecretKey.optional(),
+  SVC_AUTHZD_URL: httpUrl.optional(),
+  SVC_AUTHZD_TOKEN: z.string().min(1).optional(),
 });
 
 /** Which networks stand behind the chain names: local chains, public test networks or mainnets. */
@@ -153,6 +155,11 @@ export interface Config {
   /** How often pending spends are checked against their chain. */
   confirmerIntervalMs: number;
   network: NetworkConfig;
+  /**
+   * The authorization daemon that spend decisions are verified with, as the service's own identity (holding
+   * `wallet.spend.verify`); absent, a spend carrying a decision id is refused.
+   */
+  authzd: { url: string; token: string } | undefined;
 }
 
 /** Thrown when the environment holds a bad value; its message is one line per bad variable. */
@@ -191,7 +198,19 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     trustProxy: e.SVC_TRUST_PROXY === "true",
     confirmerIntervalMs: e.SVC_CONFIRMER_INTERVAL_MS,
     network: networkConfig(e),
+    authzd: authzdConfig(e),
   };
+}
+
+/** Both variables or neither: a daemon URL without the service's token could verify nothing. */
+function authzdConfig(e: z.infer<typeof envSchema>): Config["authzd"] {
+  if (e.SVC_AUTHZD_URL === undefined && e.SVC_AUTHZD_TOKEN === undefined) return undefined;
+  if (e.SVC_AUTHZD_URL === undefined || e.SVC_AUTHZD_TOKEN === undefined) {
+    const missing = e.SVC_AUTHZD_URL === undefined ? "SVC_AUTHZD_URL" : "SVC_AUTHZD_TOKEN";
+    const given = missing === "SVC_AUTHZD_URL" ? "SVC_AUTHZD_TOKEN" : "SVC_AUTHZD_URL";
+    throw new ConfigError(`Invalid configuration: ${missing}: required when ${given} is set`);
+  }
+  return { url: e.SVC_AUTHZD_URL.replace(/\/+$/, ""), token: e.SVC_AUTHZD_TOKEN };
 }
 
 /** The chain settings, checked across variables (an external devnet needs both chains and their tokens). */

@@ -3,9 +3,10 @@
  * HTTP error handler renders them as `{ error: { code, message, requestId, reason?, details? } }`.
  */
 
-/** The spec's error codes (section 7) plus the one for faults of our own. */
+/** The spec's error codes (section 7), plus api.md's two: a missing role, and faults of our own. */
 export type ErrorCode =
   | "Unauthorized"
+  | "Forbidden"
   | "NotFound"
   | "PolicyViolation"
   | "InsufficientFunds"
@@ -96,7 +97,16 @@ export const errors = {
       "idempotency_key_in_use",
     ),
   policyViolation: (
-    reason: "max_per_tx" | "daily_limit" | "recipient_not_allowed" | "policy_paused" | "price_unavailable",
+    reason:
+      | "max_per_tx"
+      | "daily_limit"
+      | "recipient_not_allowed"
+      | "policy_paused"
+      | "price_unavailable"
+      | "spend_authorization_required"
+      | "spend_authorization_invalid"
+      | "spend_authorization_mismatch"
+      | "spend_authorization_used",
     message: string,
     details?: Record<string, unknown>,
   ) => new AppError(403, "PolicyViolation", message, reason, details),
@@ -124,6 +134,23 @@ export const errors = {
       { cause },
     ),
 
+  authzdNotConfigured: () =>
+    new AppError(
+      400,
+      "ValidationError",
+      "This service is not configured with an authorization daemon, so spendAuthorization.decisionId cannot be verified; send without it",
+      "authzd_not_configured",
+    ),
+  authzdUnavailable: (cause?: unknown) =>
+    new AppError(
+      502,
+      "InternalError",
+      "The authorization daemon is not answering; the spend was not made",
+      "authzd_unavailable",
+      undefined,
+      { cause },
+    ),
+
   missingCredentials: () =>
     new AppError(
       401,
@@ -133,6 +160,16 @@ export const errors = {
     ),
   invalidCredentials: () => new AppError(401, "Unauthorized", "Invalid credentials", "invalid_credentials"),
   keyRevoked: () => new AppError(401, "Unauthorized", "This API key has been revoked", "key_revoked"),
+  keyExpired: () => new AppError(401, "Unauthorized", "This API key has expired", "key_expired"),
+  /** The credential is valid but its role does not allow this; `action` says what was refused. */
+  insufficientRole: (needed: "admin" | "agent", action: string, held: string) =>
+    new AppError(
+      403,
+      "Forbidden",
+      `${action} needs an ${needed} credential; this request was made with ${held}`,
+      "insufficient_role",
+      { needed },
+    ),
   tokenExpired: () => new AppError(401, "Unauthorized", "The access token has expired", "token_expired"),
   /** Same status and message for an unknown email and a wrong password. */
   loginFailed: () => new AppError(401, "Unauthorized", "Invalid email or password", "invalid_credentials"),

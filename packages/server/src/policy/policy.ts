@@ -2,7 +2,8 @@ import { eq } from "drizzle-orm";
 import { z } from "zod";
 import { walletPolicies } from "../internal/db/schema.ts";
 import type { Db } from "../internal/db/store.ts";
-import { formatUnits, parseUnitsStrict, USD_DECIMALS } from "../internal/money.ts";
+import { errors } from "../internal/errors.ts";
+import { formatUnits, formatUsd, parseUnitsStrict, USD_DECIMALS } from "../internal/money.ts";
 
 /**
  * A USD amount on the wire: a decimal string or a JSON number, at most 6 decimals, parsed exactly into
@@ -28,6 +29,10 @@ export const policyInputSchema = z.strictObject({
   dailyLimit: usdAmountSchema.nullable().optional(),
   alertAbove: usdAmountSchema.nullable().optional(),
   whitelist: z.array(z.string().min(1).max(255)).max(1000).optional(),
+  requireSpendAuthorization: z
+    .boolean()
+    .optional()
+    .meta({ description: "refuse spends without a decision verified with the authorization daemon" }),
 });
 export type PolicyInput = z.infer<typeof policyInputSchema>;
 
@@ -38,6 +43,7 @@ export interface PolicyView {
   dailyLimit: string | null;
   whitelist: string[];
   alertAbove: string | null;
+  requireSpendAuthorization: boolean;
   status: "active" | "paused";
   updatedAt: string;
 }
@@ -52,6 +58,7 @@ export function initialPolicyRow(walletId: string, input: PolicyInput | undefine
     dailyLimitMicros: input?.dailyLimit ?? null,
     alertAboveMicros: input?.alertAbove ?? null,
     whitelist: input?.whitelist ?? [],
+    requireSpendAuthorization: input?.requireSpendAuthorization ?? false,
     status: "active" as const,
   };
 }
@@ -70,35 +77,116 @@ export async function getPolicyRow(db: Db, walletId: string): Promise<PolicyRow>
   return row;
 }
 
-/** Changes the given fields of a wallet's policy; fields left out keep their value, `null` removes a bound. */
-export async function updatePolicy(db: Db, walletId: string, input: PolicyInput): Promise<PolicyView> {
-  const set: Partial<typeof walletPolicies.$inferInsert> = { updatedAt: new Date() };
-  if (input.maxPerTx !== undefined) set.maxPerTxMicros = input.maxPerTx;
-  if (input.dailyLimit !== undefined) set.dailyLimitMicros = input.dailyLimit;
-  if (input.alertAbove !== undefined) set.alertAboveMicros = input.alertAbove;
-  if (input.whitelist !== undefined) set.whitelist = input.whitelist;
-  const [row] = await db
-    .update(walletPolicies)
-    .set(set)
-    .where(eq(walletPolicies.walletId, walletId))
-    .returning();
-  if (!row) throw new Error(`wallet ${walletId} has no policy row`);
-  return toPolicyView(row);
+/** Who asks for a policy change: whether they may loosen it, and how a refusal names their credential. */
+export interface PolicyChanger {
+  mayLoosen: boolean;
+  credential: string;
 }
 
-/** Pauses or resumes all spending from a wallet. */
+/**
+ * Changes the given fields of a wallet's policy; fields left out keep their value, `null` removes a bound.
+ * A change that loosens the policy (see {@link loosenings}) is refused with Forbidden unless the changer may
+ * loosen it; the check and the write happen under the policy row's lock, so a concurrent change by the
+ * owner cannot turn an agent's tightening into a loosening.
+ */
+export async function updatePolicy(
+  db: Db,
+  walletId: string,
+  input: PolicyInput,
+  changer: PolicyChanger,
+): Promise<PolicyView> {
+  return db.transaction(async (txDb) => {
+    const tx = txDb as unknown as Db;
+    const current = await lockPolicyRow(tx, walletId);
+    refuseLoosening(loosenings(current, input), changer);
+    const set: Partial<typeof walletPolicies.$inferInsert> = { updatedAt: new Date() };
+    if (input.maxPerTx !== undefined) set.maxPerTxMicros = input.maxPerTx;
+    if (input.dailyLimit !== undefined) set.dailyLimitMicros = input.dailyLimit;
+    if (input.alertAbove !== undefined) set.alertAboveMicros = input.alertAbove;
+    if (input.whitelist !== undefined) set.whitelist = input.whitelist;
+    if (input.requireSpendAuthorization !== undefined)
+      set.requireSpendAuthorization = input.requireSpendAuthorization;
+    const [row] = await tx
+      .update(walletPolicies)
+      .set(set)
+      .where(eq(walletPolicies.walletId, walletId))
+      .returning();
+    if (!row) throw new Error(`wallet ${walletId} has no policy row`);
+    return toPolicyView(row);
+  });
+}
+
+/** Pauses or resumes all spending from a wallet; resuming is a loosening. */
 export async function setPolicyStatus(
   db: Db,
   walletId: string,
   status: "active" | "paused",
+  changer: PolicyChanger,
 ): Promise<PolicyView> {
-  const [row] = await db
-    .update(walletPolicies)
-    .set({ status, updatedAt: new Date() })
+  return db.transaction(async (txDb) => {
+    const tx = txDb as unknown as Db;
+    const current = await lockPolicyRow(tx, walletId);
+    if (current.status === "paused" && status === "active") refuseLoosening(["Resuming spending"], changer);
+    const [row] = await tx
+      .update(walletPolicies)
+      .set({ status, updatedAt: new Date() })
+      .where(eq(walletPolicies.walletId, walletId))
+      .returning();
+    if (!row) throw new Error(`wallet ${walletId} has no policy row`);
+    return toPolicyView(row);
+  });
+}
+
+async function lockPolicyRow(tx: Db, walletId: string): Promise<PolicyRow> {
+  const [row] = await tx
+    .select()
+    .from(walletPolicies)
     .where(eq(walletPolicies.walletId, walletId))
-    .returning();
+    .for("update");
   if (!row) throw new Error(`wallet ${walletId} has no policy row`);
-  return toPolicyView(row);
+  return row;
+}
+
+function refuseLoosening(changes: string[], changer: PolicyChanger): void {
+  if (changes.length === 0 || changer.mayLoosen) return;
+  throw errors.insufficientRole("admin", changes.join("; "), changer.credential);
+}
+
+/**
+ * The parts of `input` that would let the wallet spend more, to more places, or with less oversight than
+ * `current` allows, each as a short phrase. Setting or lowering a bound, narrowing a non-empty whitelist
+ * (never to empty, which allows any recipient), starting a whitelist where there was none, and requiring
+ * spend authorizations are tightenings; everything else that changes a value loosens.
+ */
+export function loosenings(current: PolicyRow, input: PolicyInput): string[] {
+  const changes: string[] = [];
+  const bound = (name: string, was: bigint | null, next: bigint | null | undefined) => {
+    if (next === undefined || was === null) return;
+    if (next === null) changes.push(`Removing ${name} (${formatUsd(was)})`);
+    else if (next > was) changes.push(`Raising ${name} from ${formatUsd(was)} to ${formatUsd(next)}`);
+  };
+  bound("maxPerTx", current.maxPerTxMicros, input.maxPerTx);
+  bound("dailyLimit", current.dailyLimitMicros, input.dailyLimit);
+  bound("alertAbove", current.alertAboveMicros, input.alertAbove);
+  if (input.whitelist !== undefined && current.whitelist.length > 0) {
+    if (input.whitelist.length === 0) changes.push("Emptying the whitelist (which allows any recipient)");
+    else {
+      const added = input.whitelist.filter(
+        (entry) => !current.whitelist.some((kept) => sameRecipient(kept, entry)),
+      );
+      if (added.length > 0) changes.push(`Adding ${added.join(", ")} to the whitelist`);
+    }
+  }
+  if (current.requireSpendAuthorization && input.requireSpendAuthorization === false)
+    changes.push("Turning off requireSpendAuthorization");
+  return changes;
+}
+
+/** Whitelist matching: EVM addresses and hostnames compare without case; Solana addresses (base58) exactly. */
+export function sameRecipient(entry: string, candidate: string): boolean {
+  const caseless = (value: string) => value.startsWith("0x") || value.includes(".");
+  if (caseless(entry) && caseless(candidate)) return entry.toLowerCase() === candidate.toLowerCase();
+  return entry === candidate;
 }
 
 export function toPolicyView(row: PolicyRow): PolicyView {
@@ -108,6 +196,7 @@ export function toPolicyView(row: PolicyRow): PolicyView {
     dailyLimit: usd(row.dailyLimitMicros),
     whitelist: row.whitelist,
     alertAbove: usd(row.alertAboveMicros),
+    requireSpendAuthorization: row.requireSpendAuthorization,
     status: row.status,
     updatedAt: row.updatedAt.toISOString(),
   };

@@ -5,7 +5,7 @@ import { evmNonces, spendHours, transactions, walletPolicies, wallets } from "..
 import type { Db } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 import { formatUsd } from "../internal/money.ts";
-import type { PolicyRow } from "../policy/policy.ts";
+import { type PolicyRow, sameRecipient } from "../policy/policy.ts";
 import { recordTransaction, type TransactionRow } from "../transactions/transactions.ts";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -24,16 +24,24 @@ export interface SpendFacts {
   alsoAllowedAs?: string[];
   /** USD value in micro-dollars; undefined when the token has no price. */
   usdMicros: bigint | undefined;
+  /** Set only once the decision has been verified with the authorization daemon. */
   spendDecisionId?: string | undefined;
 }
 
 /**
- * The rules that do not depend on other spends: paused, whitelist, price known, per-transaction bound.
- * Throws PolicyViolation with api.md's reasons.
+ * The rules that do not depend on other spends: paused, verified authorization when required, whitelist,
+ * price known, per-transaction bound. Throws PolicyViolation with api.md's reasons.
  */
 export function checkStaticRules(policy: PolicyRow, spend: SpendFacts): void {
   if (policy.status === "paused") {
     throw errors.policyViolation("policy_paused", "Spending is paused for this wallet", { rule: "status" });
+  }
+  if (policy.requireSpendAuthorization && spend.spendDecisionId === undefined) {
+    throw errors.policyViolation(
+      "spend_authorization_required",
+      "This wallet's policy requires a spend authorization: send spendAuthorization.decisionId with a decision approved by the authorization daemon",
+      { rule: "requireSpendAuthorization" },
+    );
   }
   if (policy.whitelist.length > 0) {
     const candidates = [spend.to, ...(spend.alsoAllowedAs ?? [])];
@@ -70,13 +78,6 @@ export function checkStaticRules(policy: PolicyRow, spend: SpendFacts): void {
       { rule: "maxPerTx", limit: usdString(policy.maxPerTxMicros), requested: usdString(spend.usdMicros) },
     );
   }
-}
-
-/** EVM addresses and hostnames compare without case; Solana addresses (base58) exactly. */
-function sameRecipient(entry: string, candidate: string): boolean {
-  const caseless = (value: string) => value.startsWith("0x") || value.includes(".");
-  if (caseless(entry) && caseless(candidate)) return entry.toLowerCase() === candidate.toLowerCase();
-  return entry === candidate;
 }
 
 const usdString = (micros: bigint) => formatUsd(micros).slice(1);

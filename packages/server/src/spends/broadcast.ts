@@ -14,7 +14,7 @@ import type { SpendDeps } from "./send.ts";
  * nonce); an unreachable node leaves it pending for the confirmer to re-broadcast.
  */
 export async function broadcastRecorded(
-  deps: SpendDeps,
+  deps: Pick<SpendDeps, "db" | "keyring" | "chainClient">,
   client: ChainClient,
   row: TransactionRow,
 ): Promise<void> {
@@ -43,7 +43,7 @@ export async function broadcastRecorded(
  * zero-value transfer to the wallet itself. Its gas is money moved, so it is recorded like any send.
  */
 export async function fillNonceGap(
-  deps: SpendDeps,
+  deps: Pick<SpendDeps, "db" | "keyring" | "chainClient">,
   client: ChainClient,
   rejected: Pick<TransactionRow, "walletId" | "chain" | "fromAddress"> & { nonce: number },
 ): Promise<void> {

@@ -1,7 +1,8 @@
+import type { AuthzdClient } from "../authzd/client.ts";
 import { chainCall } from "../chains/errors.ts";
 import type { ChainClient, TokenInfo } from "../chains/types.ts";
 import type { IdempotencyClaim } from "../idempotency/idempotency.ts";
-import type { Db } from "../internal/db/store.ts";
+import { type Db, isUniqueViolation } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 import { formatUnits, parseUnitsStrict } from "../internal/money.ts";
 import { getPolicyRow } from "../policy/policy.ts";
@@ -9,6 +10,7 @@ import type { TransactionRow } from "../transactions/transactions.ts";
 import type { Keyring } from "../wallets/keyring.ts";
 import { findWalletForAccount, openSigningKey } from "../wallets/wallets.ts";
 import { admitSpend, checkDailyLimit, checkStaticRules, type SpendFacts } from "./admission.ts";
+import { alreadyUsed, NATIVE_ASSET, verifySpendAuthorization } from "./authorization.ts";
 import { broadcastRecorded } from "./broadcast.ts";
 import { usdMicros } from "./pricing.ts";
 
@@ -17,6 +19,8 @@ export interface SpendDeps {
   db: Db;
   keyring: Keyring;
   chainClient(name: string): ChainClient | undefined;
+  /** The authorization daemon spend decisions are verified with; undefined when none is configured. */
+  authzd: AuthzdClient | undefined;
 }
 
 export interface SendRequest {
@@ -25,6 +29,7 @@ export interface SendRequest {
   amount: string;
   token: string;
   chain: string;
+  /** A decision of the authorization daemon; verified with it before anything is signed. */
   spendDecisionId?: string | undefined;
 }
 
@@ -73,6 +78,15 @@ export async function send(
   const kind = client.config.kind;
   const from = kind === "evm" ? wallet.evmAddress : wallet.solanaAddress;
   if (!from) throw errors.chainNotInWallet(request.chain, wallet.chains);
+  if (request.spendDecisionId !== undefined) {
+    await verifySpendAuthorization({ daemon: deps.authzd, db: deps.db }, request.spendDecisionId, {
+      kind,
+      network: client.config.network,
+      asset: token.address ?? NATIVE_ASSET,
+      amount,
+      destination: request.to,
+    });
+  }
   const spend: SpendFacts = {
     walletId: wallet.id,
     type: "send",
@@ -116,6 +130,11 @@ export async function send(
           }),
         ),
     });
+  } catch (error) {
+    // Two spends raced with one decision: the unique index let the first in.
+    if (request.spendDecisionId !== undefined && isUniqueViolation(error, "transactions_spend_decision_key"))
+      throw alreadyUsed(request.spendDecisionId);
+    throw error;
   } finally {
     privateKey.fill(0);
   }

@@ -90,7 +90,8 @@ export async function seedAccount(
   if (registered.status !== 201) throw new Error(`register failed: ${registered.text}`);
   const login = await api.post("/v1/auth/login", { email, password });
   if (login.status !== 200) throw new Error(`login failed: ${login.text}`);
-  const key = await api.post("/v1/api-keys", { name: "test" }, login.body.accessToken);
+  // The owner's own key: admin, like the access token it was made with.
+  const key = await api.post("/v1/api-keys", { name: "test", role: "admin" }, login.body.accessToken);
   if (key.status !== 201) throw new Error(`api key failed: ${key.text}`);
   return {
     email,

@@ -1,5 +1,6 @@
 import {
   bigint,
+  boolean,
   customType,
   integer,
   jsonb,
@@ -40,6 +41,10 @@ export const apiKeys = pgTable("api_keys", {
   createdAt: createdAt(),
   lastUsedAt: timestamp("last_used_at", { withTimezone: true, mode: "date" }),
   revokedAt: timestamp("revoked_at", { withTimezone: true, mode: "date" }),
+  role: text("role", { enum: ["admin", "agent", "read"] }).notNull(),
+  /** The wallets the key may see and act on; null = every wallet of the account. */
+  walletIds: jsonb("wallet_ids").$type<string[]>(),
+  expiresAt: timestamp("expires_at", { withTimezone: true, mode: "date" }),
 });
 
 export const wallets = pgTable("wallets", {
@@ -73,6 +78,7 @@ export const walletPolicies = pgTable("wallet_policies", {
   alertAboveMicros: numeric("alert_above_micros", { mode: "bigint" }),
   whitelist: jsonb("whitelist").$type<string[]>().notNull(),
   status: text("status", { enum: ["active", "paused"] }).notNull(),
+  requireSpendAuthorization: boolean("require_spend_authorization").notNull(),
   updatedAt: timestamp("updated_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
 });
 

@@ -112,10 +112,11 @@ async function migrate(driver: MigrationDriver): Promise<void> {
   });
 }
 
-/** True when the error (or one it wraps) is PostgreSQL's unique_violation. */
-export function isUniqueViolation(error: unknown): boolean {
+/** True when the error (or one it wraps) is PostgreSQL's unique_violation, of `constraint` when one is named. */
+export function isUniqueViolation(error: unknown, constraint?: string): boolean {
   for (let e: unknown = error, depth = 0; e && depth < 5; depth++) {
-    if (typeof e === "object" && "code" in e && (e as { code: unknown }).code === "23505") return true;
+    if (typeof e === "object" && "code" in e && (e as { code: unknown }).code === "23505")
+      return constraint === undefined || (e as { constraint?: unknown }).constraint === constraint;
     e = (e as { cause?: unknown }).cause;
   }
   return false;

@@ -1,33 +1,50 @@
 import { z } from "zod";
 import { createApiKey } from "../../../api-keys/api-keys.ts";
-import { apiKeyView, displayName, errorResponses } from "../../schemas.ts";
+import { toApiKeyView } from "../../api-key-view.ts";
+import { apiKeyView, displayName, errorResponses, idParam } from "../../schemas.ts";
 import { type App, principalOf, type Services } from "../../types.ts";
+
+const body = z
+  .strictObject({
+    name: displayName,
+    role: z.enum(["admin", "agent", "read"]).default("agent"),
+    walletIds: z.array(idParam("wal")).min(1).max(100).optional(),
+    expiresAt: z.iso
+      .datetime({ offset: true })
+      .optional()
+      .meta({ format: "date-time", example: "2027-01-01T00:00:00.000Z" }),
+  })
+  .superRefine((value, ctx) => {
+    // Admin keys act for the whole account; a key bound to wallets is an agent's or a reader's.
+    if (value.role === "admin" && value.walletIds)
+      ctx.addIssue({ code: "custom", path: ["walletIds"], message: "admin keys cannot be bound to wallets" });
+    if (value.expiresAt && Date.parse(value.expiresAt) <= Date.now())
+      ctx.addIssue({ code: "custom", path: ["expiresAt"], message: "must be in the future" });
+  });
 
 /** POST /v1/api-keys: create an API key; the only response that ever shows the full key. */
 export function registerCreateApiKey(app: App, services: Services): void {
   app.route({
     method: "POST",
     url: "/v1/api-keys",
-    config: { auth: "account" },
+    config: { auth: "account", role: "admin" },
     schema: {
       tags: ["api-keys"],
-      summary: "Create an API key (the full key is returned once, here)",
-      body: z.strictObject({ name: displayName }),
-      response: { 201: apiKeyView.extend({ key: z.string() }), ...errorResponses() },
+      summary: "Create an API key (the full key is returned once, here); admin credentials only",
+      description:
+        "`role` is `agent` unless given. `walletIds` limits the key to those wallets (others answer 404); omitted, the key sees every wallet of the account, present and future. After `expiresAt` the key answers 401 `key_expired`.",
+      body,
+      response: { 201: apiKeyView.extend({ key: z.string() }), ...errorResponses(403, 404) },
     },
     handler: async (request, reply) => {
-      const created = await createApiKey(
-        services.store.db,
-        principalOf(request).accountId,
-        request.body.name,
-      );
-      return reply.status(201).send({
-        id: created.id,
-        name: created.name,
-        key: created.key,
-        createdAt: created.createdAt.toISOString(),
-        lastUsed: null,
+      const { name, role, walletIds, expiresAt } = request.body;
+      const created = await createApiKey(services.store.db, principalOf(request).accountId, {
+        name,
+        role,
+        walletIds,
+        expiresAt: expiresAt === undefined ? undefined : new Date(expiresAt),
       });
+      return reply.status(201).send({ ...toApiKeyView(created), key: created.key });
     },
   });
 }

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { listApiKeys } from "../../../api-keys/api-keys.ts";
+import { toApiKeyView } from "../../api-key-view.ts";
 import { apiKeyView, errorResponses } from "../../schemas.ts";
 import { type App, principalOf, type Services } from "../../types.ts";
 
@@ -8,20 +9,13 @@ export function registerListApiKeys(app: App, services: Services): void {
   app.route({
     method: "GET",
     url: "/v1/api-keys",
-    config: { auth: "account" },
+    config: { auth: "account", role: "admin" },
     schema: {
       tags: ["api-keys"],
-      summary: "List the account's active API keys (without key values)",
-      response: { 200: z.array(apiKeyView), ...errorResponses() },
+      summary: "List the account's active API keys (without key values); admin credentials only",
+      response: { 200: z.array(apiKeyView), ...errorResponses(403) },
     },
-    handler: async (request) => {
-      const keys = await listApiKeys(services.store.db, principalOf(request).accountId);
-      return keys.map((key) => ({
-        id: key.id,
-        name: key.name,
-        createdAt: key.createdAt.toISOString(),
-        lastUsed: key.lastUsedAt?.toISOString() ?? null,
-      }));
-    },
+    handler: async (request) =>
+      (await listApiKeys(services.store.db, principalOf(request).accountId)).map(toApiKeyView),
   });
 }

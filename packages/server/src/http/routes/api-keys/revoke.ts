@@ -1,5 +1,7 @@
 import { z } from "zod";
 import { revokeApiKey } from "../../../api-keys/api-keys.ts";
+import { errors } from "../../../internal/errors.ts";
+import { describeCredential, hasRole } from "../../access.ts";
 import { errorResponses, idParam } from "../../schemas.ts";
 import { type App, principalOf, type Services } from "../../types.ts";
 
@@ -8,15 +10,21 @@ export function registerRevokeApiKey(app: App, services: Services): void {
   app.route({
     method: "DELETE",
     url: "/v1/api-keys/:id",
-    config: { auth: "account" },
+    // Any key may revoke itself (giving up power is always allowed); revoking another key needs admin.
+    config: { auth: "account", role: "read" },
     schema: {
       tags: ["api-keys"],
-      summary: "Revoke an API key (immediate and irreversible)",
+      summary: "Revoke an API key (immediate and irreversible); admin credentials, or the key itself",
       params: z.object({ id: idParam("key") }),
-      response: { 204: z.null().meta({ description: "Revoked" }), ...errorResponses(404) },
+      response: { 204: z.null().meta({ description: "Revoked" }), ...errorResponses(403, 404) },
     },
     handler: async (request, reply) => {
-      await revokeApiKey(services.store.db, principalOf(request).accountId, request.params.id);
+      const principal = principalOf(request);
+      const self =
+        principal.credential.kind === "api_key" && principal.credential.keyId === request.params.id;
+      if (!self && !hasRole(principal, "admin"))
+        throw errors.insufficientRole("admin", "Revoking another API key", describeCredential(principal));
+      await revokeApiKey(services.store.db, principal.accountId, request.params.id);
       return reply.status(204).send(null);
     },
   });

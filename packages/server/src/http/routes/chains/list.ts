@@ -30,7 +30,7 @@ export function registerListChains(app: App, services: Services): void {
   app.route({
     method: "GET",
     url: "/v1/chains",
-    config: { auth: "account" },
+    config: { auth: "account", role: "read" },
     schema: {
       tags: ["chains"],
       summary: "The chains and tokens this deployment serves",

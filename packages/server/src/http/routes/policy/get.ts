@@ -9,7 +9,7 @@ export function registerGetPolicy(app: App, services: Services): void {
   app.route({
     method: "GET",
     url: "/v1/wallets/:id/policy",
-    config: { auth: "account" },
+    config: { auth: "account", role: "read", walletParam: "id" },
     schema: {
       tags: ["policy"],
       summary: "Get a wallet's spending policy (USD amounts; null = no bound)",

@@ -17,7 +17,7 @@ export function registerSend(app: App, services: Services): void {
   app.route({
     method: "POST",
     url: "/v1/wallets/:id/send",
-    config: { auth: "account" },
+    config: { auth: "account", role: "agent", walletParam: "id" },
     schema: {
       tags: ["spends"],
       summary:
@@ -40,6 +40,7 @@ export function registerSend(app: App, services: Services): void {
         db: services.store.db,
         keyring: services.keyring,
         chainClient: (name: string) => services.chains.client(name),
+        authzd: services.authzd,
       };
       const { spendAuthorization, ...rest } = request.body;
       const run = async (claim?: IdempotencyClaim): Promise<StoredResponse> => {

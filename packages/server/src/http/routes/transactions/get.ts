@@ -1,5 +1,7 @@
 import { z } from "zod";
+import { errors } from "../../../internal/errors.ts";
 import { findTransactionForAccount, toTransactionView } from "../../../transactions/transactions.ts";
+import { mayActOnWallet } from "../../access.ts";
 import { errorResponses, idParam, transactionView } from "../../schemas.ts";
 import { type App, principalOf, type Services } from "../../types.ts";
 
@@ -8,16 +10,18 @@ export function registerGetTransaction(app: App, services: Services): void {
   app.route({
     method: "GET",
     url: "/v1/transactions/:id",
-    config: { auth: "account" },
+    config: { auth: "account", role: "read" },
     schema: {
       tags: ["transactions"],
       summary: "Get a transaction",
       params: z.object({ id: idParam("tx") }),
       response: { 200: transactionView, ...errorResponses(404) },
     },
-    handler: async (request) =>
-      toTransactionView(
-        await findTransactionForAccount(services.store.db, principalOf(request).accountId, request.params.id),
-      ),
+    handler: async (request) => {
+      const principal = principalOf(request);
+      const row = await findTransactionForAccount(services.store.db, principal.accountId, request.params.id);
+      if (!mayActOnWallet(principal, row.walletId)) throw errors.transactionNotFound(request.params.id);
+      return toTransactionView(row);
+    },
   });
 }

@@ -24,7 +24,7 @@ export function registerListTransactions(app: App, services: Services): void {
   app.route({
     method: "GET",
     url: "/v1/wallets/:id/transactions",
-    config: { auth: "account" },
+    config: { auth: "account", role: "read", walletParam: "id" },
     schema: {
       tags: ["transactions"],
       summary: "List a wallet's transactions, newest first",

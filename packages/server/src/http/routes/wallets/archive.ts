@@ -8,12 +8,12 @@ export function registerArchiveWallet(app: App, services: Services): void {
   app.route({
     method: "DELETE",
     url: "/v1/wallets/:id",
-    config: { auth: "account" },
+    config: { auth: "account", role: "agent", walletParam: "id" },
     schema: {
       tags: ["wallets"],
       summary: "Archive a wallet (it can no longer spend; history is kept)",
       params: z.object({ id: idParam("wal") }),
-      response: { 204: z.null().meta({ description: "Archived" }), ...errorResponses(404) },
+      response: { 204: z.null().meta({ description: "Archived" }), ...errorResponses(403, 404) },
     },
     handler: async (request, reply) => {
       await archiveWallet(services.store.db, principalOf(request).accountId, request.params.id);

@@ -31,7 +31,7 @@ export function registerGetBalance(app: App, services: Services): void {
   app.route({
     method: "GET",
     url: "/v1/wallets/:id/balance",
-    config: { auth: "account" },
+    config: { auth: "account", role: "read", walletParam: "id" },
     schema: {
       tags: ["wallets"],
       summary: "Balances of the wallet on each of its chains, with USD values",

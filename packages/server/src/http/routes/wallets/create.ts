@@ -19,7 +19,7 @@ export function registerCreateWallet(app: App, services: Services): void {
   app.route({
     method: "POST",
     url: "/v1/wallets",
-    config: { auth: "account" },
+    config: { auth: "account", role: "admin" },
     schema: {
       tags: ["wallets"],
       summary: "Create a wallet; the service generates and keeps its keys",
@@ -29,7 +29,7 @@ export function registerCreateWallet(app: App, services: Services): void {
         metadata: metadataSchema.optional(),
         policy: policyInputSchema.optional(),
       }),
-      response: { 201: walletView, ...errorResponses() },
+      response: { 201: walletView, ...errorResponses(403) },
     },
     handler: async (request, reply) => {
       const wallet = await createWallet(

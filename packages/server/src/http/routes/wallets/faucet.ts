@@ -8,7 +8,7 @@ export function registerFaucet(app: App, services: Services): void {
   app.route({
     method: "POST",
     url: "/v1/wallets/:id/faucet",
-    config: { auth: "account" },
+    config: { auth: "account", role: "agent", walletParam: "id" },
     schema: {
       tags: ["wallets"],
       summary: "Pay the wallet test coins (local and test networks only)",
@@ -25,7 +25,7 @@ export function registerFaucet(app: App, services: Services): void {
         token: z.string().min(1).max(16).meta({ example: "USDC" }),
         amount: tokenAmount.optional(),
       }),
-      response: { 201: transactionView, ...errorResponses(404, 502) },
+      response: { 201: transactionView, ...errorResponses(403, 404, 502) },
     },
     handler: async (request, reply) => {
       const row = await services.faucet.pay(principalOf(request).accountId, request.params.id, request.body);

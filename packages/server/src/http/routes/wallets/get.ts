@@ -8,7 +8,7 @@ export function registerGetWallet(app: App, services: Services): void {
   app.route({
     method: "GET",
     url: "/v1/wallets/:id",
-    config: { auth: "account" },
+    config: { auth: "account", role: "read", walletParam: "id" },
     schema: {
       tags: ["wallets"],
       summary: "Get a wallet",

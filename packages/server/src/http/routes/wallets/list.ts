@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { listWallets, toWalletView } from "../../../wallets/wallets.ts";
+import { mayActOnWallet } from "../../access.ts";
 import { errorResponses, walletView } from "../../schemas.ts";
 import { type App, principalOf, type Services } from "../../types.ts";
 
@@ -8,13 +9,16 @@ export function registerListWallets(app: App, services: Services): void {
   app.route({
     method: "GET",
     url: "/v1/wallets",
-    config: { auth: "account" },
+    config: { auth: "account", role: "read" },
     schema: {
       tags: ["wallets"],
       summary: "List the account's wallets, newest first (archived ones included)",
       response: { 200: z.array(walletView), ...errorResponses() },
     },
-    handler: async (request) =>
-      (await listWallets(services.store.db, principalOf(request).accountId)).map(toWalletView),
+    handler: async (request) => {
+      const principal = principalOf(request);
+      const rows = await listWallets(services.store.db, principal.accountId);
+      return rows.filter((row) => mayActOnWallet(principal, row.id)).map(toWalletView);
+    },
   });
 }
