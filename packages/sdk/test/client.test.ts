@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   DEFAULT_BASE_URL,
+  SvcForbiddenError,
   SvcNotFoundError,
   SvcUnauthorizedError,
   SvcValidationError,
@@ -93,6 +94,31 @@ describe("auth and API keys", () => {
     const error = await withKey.wallet.list().catch((e) => e);
     expect(error).toBeInstanceOf(SvcUnauthorizedError);
     expect(error.reason).toBe("key_revoked");
+  });
+});
+
+describe("key roles: an admin sets up, an agent spends within the limits", () => {
+  it("an admin key creates a wallet and its policy; an agent key bound to it sends, may tighten, may not loosen (SvcForbiddenError)", async () => {
+    const adminKey = await world.admin.apiKeys.create({ name: "owner", role: "admin" });
+    expect(adminKey.role).toBe("admin");
+    const owner = world.client({ apiKey: adminKey.key });
+    const wallet = await fundedWallet(owner, { maxPerTx: "10", dailyLimit: "50" }, "agent wallet");
+    const agentKey = await owner.apiKeys.create({ name: "agent", role: "agent", walletIds: [wallet.id] });
+    expect(agentKey).toMatchObject({ role: "agent", walletIds: [wallet.id], expiresAt: null });
+    const agent = world.client({ apiKey: agentKey.key });
+    const mine = await agent.wallet.get(wallet.id);
+    const tx = await mine.send({ to: payee.evm?.address as string, amount: 2, token: "USDC", chain: "base" });
+    expect(tx.status).toBe("pending");
+    expect(await mine.policy.update({ maxPerTx: "5" })).toMatchObject({ maxPerTx: "5" });
+    const loosen = await mine.policy.update({ maxPerTx: "500" }).catch((e) => e);
+    expect(loosen).toBeInstanceOf(SvcForbiddenError);
+    expect(loosen).toMatchObject({ status: 403, reason: "insufficient_role" });
+    expect((await mine.policy.get()).maxPerTx).toBe("5");
+    // Other wallets of the account are invisible to a wallet-bound key.
+    const other = await agent.wallet.get(payer.id).catch((e) => e);
+    expect(other).toBeInstanceOf(SvcNotFoundError);
+    const created = await agent.wallet.create({ name: "nope", chains: ["base"] }).catch((e) => e);
+    expect(created).toBeInstanceOf(SvcForbiddenError);
   });
 });
 

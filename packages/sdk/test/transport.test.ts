@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   SvcConnectionError,
+  SvcForbiddenError,
   SvcInsufficientFundsError,
   SvcNotFoundError,
   SvcPolicyViolationError,
@@ -44,6 +45,7 @@ describe("service errors surface as their subclass, with the service's message a
     ["PolicyViolation", SvcPolicyViolationError, 403],
     ["InsufficientFunds", SvcInsufficientFundsError, 422],
     ["ValidationError", SvcValidationError, 400],
+    ["Forbidden", SvcForbiddenError, 403],
   ] as const)("%s", async (code, Class, status) => {
     const to = payee.evm?.address as string;
     const make: Record<typeof code, () => Promise<unknown>> = {
@@ -56,6 +58,10 @@ describe("service errors surface as their subclass, with the service's message a
       InsufficientFunds: async () => {
         const wallet = await world.admin.wallet.create({ name: "empty", chains: ["base"] });
         return wallet.send({ to, amount: 2, token: "USDC", chain: "base" });
+      },
+      Forbidden: async () => {
+        const agent = await world.admin.apiKeys.create({ name: "agent", role: "agent" });
+        return world.client({ apiKey: agent.key }).wallet.create({ name: "not allowed", chains: ["base"] });
       },
       ValidationError: async () => {
         const wallet = await world.admin.wallet.create({ name: "bad address", chains: ["base"] });
@@ -76,6 +82,7 @@ describe("service errors surface as their subclass, with the service's message a
     }
     if (code === "InsufficientFunds") expect(error.reason).toMatch(/^insufficient_/);
     if (code === "ValidationError") expect(error.reason).toBe("invalid_address");
+    if (code === "Forbidden") expect(error.reason).toBe("insufficient_role");
   });
 });
 
