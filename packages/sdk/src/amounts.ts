@@ -70,7 +70,11 @@ export function toAtomic(decimal: string, decimals: number): bigint {
   return BigInt(match[1] ?? "0") * 10n ** BigInt(decimals) + BigInt(fraction === "" ? "0" : fraction);
 }
 
-/** A non-negative decimal string as an exact fraction `value / 10^scale`; undefined when malformed. */
+/**
+ * A non-negative decimal string as an exact fraction `value / 10^scale`; undefined when malformed.
+ * @example
+ * parseDecimal("150.25"); // { value: 15025n, scale: 100n }
+ */
 export function parseDecimal(text: string): { value: bigint; scale: bigint } | undefined {
   const match = DECIMAL.exec(text);
   if (!match) return undefined;

@@ -16,7 +16,11 @@ import type {
 } from "./types.ts";
 import { type ClientContext, policyBody, Wallet } from "./wallet.ts";
 
-/** The local service's address, the default `baseUrl`. */
+/**
+ * The local service's address, the default `baseUrl`.
+ * @example
+ * new SvcWallet({ apiKey }); // talks to DEFAULT_BASE_URL, http://127.0.0.1:8080/v1
+ */
 export const DEFAULT_BASE_URL = "http://127.0.0.1:8080/v1";
 const DEFAULT_MAX_RETRIES = 2;
 const DEFAULT_TIMEOUT_MS = 60_000;

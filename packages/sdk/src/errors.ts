@@ -4,7 +4,11 @@
  * network) carry `status` 0 and no `requestId`.
  */
 
-/** The fields every {@link SvcError} is built from. */
+/**
+ * The fields every {@link SvcError} is built from.
+ * @example
+ * const init: SvcErrorInit = { code: "ValidationError", status: 0, message: "bad input", reason: "invalid_input" };
+ */
 export interface SvcErrorInit {
   /** The service's error code (spec 7 / api.md), or the client's own code for client-side errors. */
   code: string;
@@ -248,7 +252,11 @@ export function errorFromResponse(status: number, body: unknown, headers?: Heade
   return new Class(init);
 }
 
-/** `Retry-After` in seconds: a number of seconds or an HTTP date; 0 when absent or unreadable. */
+/**
+ * `Retry-After` in seconds: a number of seconds or an HTTP date; 0 when absent or unreadable.
+ * @example
+ * retryAfterSeconds(new Headers({ "retry-after": "7" })); // 7
+ */
 export function retryAfterSeconds(headers: Headers | undefined): number {
   const value = headers?.get("retry-after");
   if (value === null || value === undefined || value.trim() === "") return 0;

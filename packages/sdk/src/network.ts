@@ -24,6 +24,8 @@ export interface TokenFacts {
 /**
  * The `asset` the gate names for a chain's native coin (ETH, SOL), which has no token address. The service
  * verifying a decision compares the same word.
+ * @example
+ * const asset = token.native ? NATIVE_ASSET : token.address; // "native" for ETH / SOL
  */
 export const NATIVE_ASSET = "native";
 

@@ -4,7 +4,12 @@
  */
 import { errorFromResponse, SvcConnectionError, type SvcError, SvcRateLimitError } from "./errors.ts";
 
-/** The `fetch` the SDK calls: the global one by default, or the caller's. */
+/**
+ * The `fetch` the SDK calls: the global one by default, or the caller's (for a proxy agent, tracing, tests).
+ * @example
+ * const traced: FetchLike = (url, init) => { console.log(init.method, url); return fetch(url, init); };
+ * const svc = new SvcWallet({ apiKey, fetch: traced });
+ */
 export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;
 
 /** How the transport is set up (from the `SvcWallet` options). */

@@ -68,7 +68,7 @@ describe("service errors surface as their subclass, with the service's message a
         return wallet.send({ to: "0xnot-an-address", amount: 1, token: "USDC", chain: "base" });
       },
     };
-    const error = await make[code]().catch((e) => e);
+    const error: any = await make[code]().catch((e) => e);
     expect(error).toBeInstanceOf(Class);
     expect(error).toMatchObject({ code, status });
     expect(error.requestId).toMatch(/^req_[0-9A-Za-z]+$/);

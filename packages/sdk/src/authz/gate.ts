@@ -10,7 +10,11 @@ import type {
   SpendAuthzConfig,
 } from "./types.ts";
 
-/** The provider tag the SDK puts on audit rows unless `authz.provider` says otherwise. */
+/**
+ * The provider tag the SDK puts on audit rows unless `authz.provider` says otherwise.
+ * @example
+ * new SvcWallet({ apiKey, authz: { gatewayUrl, token, provider: DEFAULT_PROVIDER } }); // "svc"
+ */
 export const DEFAULT_PROVIDER = "svc";
 const DEFAULT_SETTLEMENT_RETRY_ATTEMPTS = 3;
 const DEFAULT_SETTLEMENT_RETRY_DELAY_MS = 100;

@@ -20,7 +20,11 @@ export class FileSettlementStore implements FailedSettlementStore {
   readonly file: string;
   readonly #records = new Map<string, FailedSettlementRecord>();
 
-  /** Opens (or starts) the store at `file`; a file that is not a list of records throws. */
+  /**
+   * Opens (or starts) the store at `file`; a file that is not a list of records throws.
+   * @example
+   * const store = new FileSettlementStore("./.svc/failed-settlements.json");
+   */
   constructor(file: string) {
     this.file = path.resolve(file);
     let text: string | undefined;
