@@ -10,7 +10,8 @@ import path from "node:path";
 import { anchorFileFor, writeAnchorSync } from "../src/audit/anchor.ts";
 import { type AuditRow, encodeRow, GENESIS_HASH } from "../src/audit/rows.ts";
 import { scanAuditFileSync } from "../src/audit/verify.ts";
-import { PACKAGE_DIR, SPEND, TestDaemon } from "../test/harness.ts";
+import { PACKAGE_DIR, startTestDaemon } from "../src/testing.ts";
+import { SPEND } from "../test/harness.ts";
 import { buildPost, RawClient } from "./client.ts";
 
 const DURATION_MS = Number(process.env.BENCH_SECONDS ?? 5) * 1000;
@@ -118,10 +119,13 @@ async function main(): Promise<void> {
   console.log(
     `authzd benchmark — node ${process.version}, ${os.cpus().length} CPUs, ${DURATION_MS / 1000}s per run, load average ${loadAverage()}`,
   );
-  const daemon = await TestDaemon.start({ SPEND_AUTHZ_ENABLED: "1" });
+  // The rate limiter is off: this measures the daemon, not the limiter.
+  const daemon = await startTestDaemon({ AUTHZD_SPEND_RATE_LIMIT_PER_SECOND: "0" });
   const results: LoadResult[] = [];
   try {
-    const token = await daemon.identity("bench", ["wallet.spend.authorize"], Number.MAX_SAFE_INTEGER);
+    const token = await daemon.identity("bench", ["wallet.spend.authorize"], {
+      budgetCredits: Number.MAX_SAFE_INTEGER,
+    });
     for (const concurrency of [1, 32]) {
       results.push(await load(new URL(daemon.url), token, concurrency, DURATION_MS));
     }

@@ -9,21 +9,24 @@ import { homePaths } from "./internal/home.ts";
 const USAGE = `usage: authzd <command>
 
   serve                                            start the daemon
-  identities create NAME [--budget CREDITS]        create an identity; prints its token once
+  identities create NAME [--budget CREDITS] [--max-per-call-cap ATOMIC]
+                                                   create an identity; prints its token once
   identities list
   capabilities grant CAP --to NAME [--expires-in SECONDS | --expires-at ISO]
   capabilities revoke CAP --from NAME
   capabilities list [--for NAME]
-  budgets show NAME                                reserved, settled and available credits
+  budgets show NAME                                reserved, settled, expired-unsettled and available
+                                                   credits
   audit verify [--file PATH] [--anchor PATH] [--threads N]
                                                    verify the hash chain and its head anchor (reads
                                                    the files directly; anchor default: audit.head
                                                    beside the log)
   audit recent [--limit N]
 
-Capabilities: wallet.spend.authorize, wallet.spend.settle, audit.read.
+Capabilities: wallet.spend.authorize, wallet.spend.settle, wallet.spend.verify, audit.read.
 Environment: AUTHZD_HOME (default ./.authzd), AUTHZD_HOST, AUTHZD_PORT, AUTHZD_URL, SPEND_AUTHZ_ENABLED=1,
-AUTHZD_BUDGET_CREDITS, AUTHZD_BUDGET_WINDOW_SECONDS, AUTHZD_RESERVATION_TTL_SECONDS,
+AUTHZD_BUDGET_CREDITS, AUTHZD_BUDGET_WINDOW_SECONDS, AUTHZD_RESERVATION_TTL_SECONDS, AUTHZD_MAX_PER_CALL_CAP,
+AUTHZD_SPEND_RATE_LIMIT_PER_SECOND (0 = off), AUTHZD_SPEND_RATE_LIMIT_BURST,
 AUTHZD_ALLOW_PROVIDERS, AUTHZD_ALLOW_NETWORKS, AUTHZD_ALLOW_ASSETS, AUTHZD_ALLOW_DESTINATIONS (comma lists).`;
 
 function print(value: unknown): void {
@@ -63,6 +66,7 @@ async function run(argv: string[]): Promise<number> {
     allowPositionals: true,
     options: {
       budget: { type: "string" },
+      "max-per-call-cap": { type: "string" },
       to: { type: "string" },
       from: { type: "string" },
       for: { type: "string" },
@@ -97,10 +101,13 @@ async function run(argv: string[]): Promise<number> {
       if (budget !== undefined && (!Number.isSafeInteger(budget) || budget < 0)) {
         throw new CliError("--budget must be a non-negative integer");
       }
+      const ceiling = values["max-per-call-cap"];
       print(
         await operatorRequest(config, paths, "POST", "/identities", {
           name: need(arg, "NAME"),
           ...(budget === undefined ? {} : { budget_credits: budget }),
+          // Validated by the daemon, which names the expected format.
+          ...(ceiling === undefined ? {} : { max_per_call_cap: ceiling }),
         }),
       );
       return 0;

@@ -5,7 +5,7 @@ describe("budget under concurrency", () => {
   let daemon: TestDaemon;
 
   beforeAll(async () => {
-    daemon = await TestDaemon.start({ SPEND_AUTHZ_ENABLED: "1" });
+    daemon = await TestDaemon.start({ AUTHZD_SPEND_RATE_LIMIT_PER_SECOND: "0" });
   });
 
   afterAll(async () => {
@@ -13,7 +13,7 @@ describe("budget under concurrency", () => {
   });
 
   it("approves exactly 50 of 200 concurrent 1-credit authorizations against a budget of 50", async () => {
-    const token = await daemon.identity("agent", ["wallet.spend.authorize"], 50);
+    const token = await daemon.identity("agent", ["wallet.spend.authorize"], { budgetCredits: 50 });
     const replies = await Promise.all(
       Array.from({ length: 200 }, () =>
         daemon.call<{ approved: boolean; reason?: string }>("POST", "/spend/authorize", {

@@ -30,9 +30,11 @@ function budgetFromRows(
 
 describe("crash safety", () => {
   it("after SIGKILL during a burst, the chain verifies, every answered verdict is on it, and budgets match the rows", async () => {
-    const env = { SPEND_AUTHZ_ENABLED: "1" };
+    const env = { AUTHZD_SPEND_RATE_LIMIT_PER_SECOND: "0" };
     const first = await TestDaemon.start(env);
-    const token = await first.identity("agent", ["wallet.spend.authorize", "wallet.spend.settle"], 400);
+    const token = await first.identity("agent", ["wallet.spend.authorize", "wallet.spend.settle"], {
+      budgetCredits: 400,
+    });
 
     // A few settled spends first, so the rebuilt budget has both reserved and settled credits.
     for (let i = 0; i < 5; i++) {

@@ -38,7 +38,7 @@ const INVALID: Record<keyof typeof SPEND, unknown[]> = {
     ["1"],
   ],
   per_call_cap: [null, 5000, "", "00", "-5", "5.0", "5e3", "five", "9".repeat(80), {}],
-  credits: [null, -1, 1.5, "1", "", true, 2 ** 53, -0.5, [1], { n: 1 }, 1e21],
+  credits: [null, 0, -1, 1.5, "1", "", true, 2 ** 53, -0.5, [1], { n: 1 }, 1e21],
   destination: [null, 7, "", "two words", "x".repeat(257), [], "\n"],
 };
 
@@ -104,7 +104,7 @@ describe("malformed requests", () => {
   let token: string;
 
   beforeAll(async () => {
-    daemon = await TestDaemon.start({ SPEND_AUTHZ_ENABLED: "1" });
+    daemon = await TestDaemon.start({ AUTHZD_SPEND_RATE_LIMIT_PER_SECOND: "0" });
     token = await daemon.identity("agent", ["wallet.spend.authorize", "wallet.spend.settle"]);
   });
 

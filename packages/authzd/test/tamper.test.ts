@@ -226,7 +226,9 @@ describe("head anchor: rows cut off the end of a stopped daemon's log", () => {
 
   beforeAll(async () => {
     const daemon = await TestDaemon.start({ SPEND_AUTHZ_ENABLED: "1" });
-    const token = await daemon.identity("agent", ["wallet.spend.authorize", "wallet.spend.settle"], 20);
+    const token = await daemon.identity("agent", ["wallet.spend.authorize", "wallet.spend.settle"], {
+      budgetCredits: 20,
+    });
     for (let i = 0; i < 4; i++) {
       const verdict = await daemon.call<{ decision_id: string }>("POST", "/spend/authorize", {
         token,

@@ -4,6 +4,7 @@ import { validatorCompiler, type ZodTypeProvider } from "fastify-type-provider-z
 import { z } from "zod";
 import { BODY_LIMIT_BYTES, installErrorHandling, renderFrameworkError } from "./http/error-handler.ts";
 import { installGuards } from "./http/guards.ts";
+import { installIdempotency } from "./http/idempotency.ts";
 import { installOpenApi, registerDocsRoutes } from "./http/openapi.ts";
 import { registerRoutes } from "./http/routes/index.ts";
 import type { App, Services } from "./http/types.ts";
@@ -67,6 +68,7 @@ export async function createApp(
   });
   installErrorHandling(app);
   installGuards(app, services);
+  installIdempotency(app, services);
   await installOpenApi(app);
   registerRoutes(app, services);
   registerDocsRoutes(app);

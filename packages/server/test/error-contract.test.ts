@@ -1,5 +1,7 @@
 import { createHash } from "node:crypto";
+import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { accounts } from "../src/internal/db/schema.ts";
 import { createTestServer, expectErrorShape, seedAccount, type TestServer } from "./support/test-server.ts";
 
 let server: TestServer;
@@ -136,8 +138,12 @@ describe("rate limiting", () => {
     const first = await createTestServer({ env });
     const second = await createTestServer({ env });
     try {
-      // An access token is valid on both instances (same signing secret), whatever store each has.
-      const { accessToken } = await seedAccount(first.api);
+      // An access token is valid on both instances (same signing secret) once its account is in both stores
+      // (each instance here has its own in-memory store; on PostgreSQL they would share one).
+      const { accessToken, userId } = await seedAccount(first.api);
+      const [account] = await first.service.store.db.select().from(accounts).where(eq(accounts.id, userId));
+      if (!account) throw new Error("seeded account not found");
+      await second.service.store.db.insert(accounts).values(account);
       const statuses = [];
       for (let i = 0; i < 4; i++) {
         statuses.push((await first.api.get("/v1/wallets", accessToken)).status);

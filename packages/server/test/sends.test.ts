@@ -119,25 +119,6 @@ describe("POST /v1/wallets/:id/send", () => {
       ]);
     },
   );
-
-  it("stores the spend authorization's decision id and returns it as spendDecisionId", async () => {
-    const sender = await fundedWallet();
-    const response = await server.api.post(
-      `/v1/wallets/${sender.id}/send`,
-      {
-        to: "0x000000000000000000000000000000000000dEaD",
-        amount: "1",
-        chain: "base",
-        spendAuthorization: { decisionId: "dec_123" },
-      },
-      apiKey,
-    );
-    expect(response.status, response.text).toBe(201);
-    expect(response.body.spendDecisionId).toBe("dec_123");
-    expect((await server.api.get(`/v1/transactions/${response.body.id}`, apiKey)).body.spendDecisionId).toBe(
-      "dec_123",
-    );
-  });
 });
 
 describe("refused sends move nothing and record nothing", () => {

@@ -169,20 +169,6 @@ describe("Idempotency-Key", () => {
     expect(other.status).toBe(409);
     expect(expectErrorShape(other).reason).toBe("idempotency_key_reused");
   });
-
-  it("replays a refusal too, without sending", async () => {
-    const wallet = await fundedWallet({ maxPerTx: "1" });
-    const headers = { "idempotency-key": "too-big" };
-    const body = { to: freshRecipient(), amount: "2", chain: "base" };
-    const first = await server.api.post(`/v1/wallets/${wallet.id}/send`, body, apiKey, headers);
-    expect(first.status).toBe(403);
-    const again = await server.api.post(`/v1/wallets/${wallet.id}/send`, body, apiKey, headers);
-    expect(again.status).toBe(403);
-    expect({ ...expectErrorShape(again), requestId: "" }).toEqual({
-      ...expectErrorShape(first),
-      requestId: "",
-    });
-  });
 });
 
 describe("EVM nonces", () => {

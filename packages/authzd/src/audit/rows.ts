@@ -34,6 +34,16 @@ export interface SpendSettledFields {
   tx_sig: string | null;
 }
 
+/**
+ * Cancellation of an approved, unsettled decision by its payer (the spend was never made): its
+ * credits stop counting and it can no longer be settled.
+ */
+export interface SpendCancelledFields {
+  kind: "spend_cancelled";
+  decision_id: string;
+  payer: string;
+}
+
 /** A named identity and the SHA-256 of its bearer token (the token itself is never stored). */
 export interface IdentityCreatedFields {
   kind: "identity_created";
@@ -41,6 +51,11 @@ export interface IdentityCreatedFields {
   token_sha256: string;
   /** Own budget in credits per window; `null` uses the daemon default. */
   budget_credits: number | null;
+  /**
+   * Highest `per_call_cap` the identity may ask for (atomic units); `null` uses the daemon default.
+   * Absent on rows written before ceilings existed (read as `null`).
+   */
+  max_per_call_cap?: string | null;
 }
 
 export interface CapabilityGrantedFields {
@@ -68,6 +83,7 @@ export interface AuditRepairedFields {
 export type RowFields =
   | SpendDecidedFields
   | SpendSettledFields
+  | SpendCancelledFields
   | IdentityCreatedFields
   | CapabilityGrantedFields
   | CapabilityRevokedFields

@@ -26,30 +26,39 @@ export class Queue<T> {
  */
 export interface Reservation {
   readonly credits: number;
-  /** When the reservation is released if not settled by then (ms since the epoch). */
+  /** When the reservation lapses if not settled or cancelled by then (ms since the epoch). */
   readonly expiresAt: number;
   /** When it was settled, or null. Set by {@link PayerLedger.settle}. */
   settledAt: number | null;
+  /** When it was cancelled, or null. Set by {@link PayerLedger.cancel}. */
+  cancelledAt: number | null;
 }
 
 /** What a payer has used, in credits, at one instant. */
 export interface BudgetUsage {
-  /** Approved, not settled, not yet expired. */
+  /** Approved, neither settled nor cancelled, reservation not yet lapsed. */
   reserved: number;
   /** Settled within the window. */
   settled: number;
+  /**
+   * Approved, neither settled nor cancelled, reservation lapsed: the money may have been spent, so
+   * these count until one window after the lapse.
+   */
+  expiredUnsettled: number;
 }
 
-/** Whether a reservation still holds its credits at `now` (neither settled nor expired). */
+/** Whether a reservation is still open at `now`: neither settled, cancelled nor lapsed. */
 export function isHeld(reservation: Reservation, now: number): boolean {
-  return reservation.settledAt === null && reservation.expiresAt > now;
+  return reservation.settledAt === null && reservation.cancelledAt === null && reservation.expiresAt > now;
 }
 
 /**
- * Credits of one payer. An approval reserves credits until it is settled or its reservation expires;
- * settled credits count for one window from the time of settlement. Usage at any instant is reserved
- * plus settled, and the caller admits a spend only while usage plus its credits stays within the
- * budget. Both queues are ordered by time, so expiry is a pop from the front.
+ * Credits of one payer. An approval reserves credits until it is settled, cancelled or its reservation
+ * lapses. Fail-closed: a lapsed reservation that was neither settled nor cancelled may still have been
+ * spent, so its credits keep counting (as expired-unsettled) for one window after the lapse, unless it
+ * is cancelled. Settled credits count for one window from the time of settlement. Usage at any
+ * instant is the sum of the three, and the caller admits a spend only while usage plus its credits
+ * stays within the budget. All queues are ordered by time, so expiry is a pop from the front.
  *
  * Time is passed in (milliseconds since the epoch) so that replaying audit rows at their own times
  * rebuilds exactly the state the live daemon had.
@@ -57,15 +66,21 @@ export function isHeld(reservation: Reservation, now: number): boolean {
 export class PayerLedger {
   private reservedCredits = 0;
   private settledCredits = 0;
+  private expiredCredits = 0;
   private readonly reservations = new Queue<Reservation>();
+  private readonly lapsed = new Queue<Reservation>();
   private readonly settlements = new Queue<Reservation>();
 
   constructor(private readonly windowMs: number) {}
 
-  /** Usage at `now`, after releasing expired reservations and settlements that left the window. */
+  /** Usage at `now`, after moving lapsed reservations and dropping what left the window. */
   usage(now: number): BudgetUsage {
     this.expire(now);
-    return { reserved: this.reservedCredits, settled: this.settledCredits };
+    return {
+      reserved: this.reservedCredits,
+      settled: this.settledCredits,
+      expiredUnsettled: this.expiredCredits,
+    };
   }
 
   /** Reserves credits for an approved decision made at `at`. */
@@ -75,14 +90,29 @@ export class PayerLedger {
     this.reservedCredits += reservation.credits;
   }
 
-  /** Commits a reservation: its credits count as settled for one window from `at`. Once only. */
+  /**
+   * Commits a held reservation: its credits count as settled for one window from `at`. Once only;
+   * the caller refuses to settle a lapsed or cancelled one.
+   */
   settle(reservation: Reservation, at: number): void {
     this.expire(at);
-    if (reservation.settledAt !== null) return;
-    if (isHeld(reservation, at)) this.reservedCredits -= reservation.credits;
+    if (!isHeld(reservation, at)) return;
+    this.reservedCredits -= reservation.credits;
     reservation.settledAt = at;
     this.settlements.push(reservation);
     this.settledCredits += reservation.credits;
+  }
+
+  /**
+   * Cancels an unsettled reservation at `at` (the spend was never made): its credits stop counting,
+   * whether it is still held or already lapsed. Once only; a settled reservation is left alone.
+   */
+  cancel(reservation: Reservation, at: number): void {
+    this.expire(at);
+    if (reservation.settledAt !== null || reservation.cancelledAt !== null) return;
+    if (reservation.expiresAt > at) this.reservedCredits -= reservation.credits;
+    else if (reservation.expiresAt + this.windowMs > at) this.expiredCredits -= reservation.credits;
+    reservation.cancelledAt = at;
   }
 
   private expire(now: number): void {
@@ -92,10 +122,18 @@ export class PayerLedger {
       r = this.reservations.peek()
     ) {
       this.reservations.shift();
-      // A settled reservation gave its credits back when it was settled.
-      if (r.settledAt === null) this.reservedCredits -= r.credits;
+      // A settled or cancelled reservation gave its credits back then.
+      if (r.settledAt === null && r.cancelledAt === null) {
+        this.reservedCredits -= r.credits;
+        this.expiredCredits += r.credits;
+        this.lapsed.push(r);
+      }
     }
     const horizon = now - this.windowMs;
+    for (let r = this.lapsed.peek(); r !== undefined && r.expiresAt <= horizon; r = this.lapsed.peek()) {
+      this.lapsed.shift();
+      if (r.cancelledAt === null) this.expiredCredits -= r.credits;
+    }
     for (
       let s = this.settlements.peek();
       s !== undefined && (s.settledAt ?? 0) <= horizon;

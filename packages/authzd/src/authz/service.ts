@@ -1,14 +1,30 @@
 import type { AuditLog, HashedRow } from "../audit/log.ts";
-import type { RowFields, SpendDecidedFields, SpendSettledFields } from "../audit/rows.ts";
+import type {
+  RowFields,
+  SpendCancelledFields,
+  SpendDecidedFields,
+  SpendSettledFields,
+} from "../audit/rows.ts";
 import { type VerifyReport, verifyAuditFileParallel } from "../audit/verify.ts";
 import { type Config, normalizeFact } from "../internal/config.ts";
 import { errors } from "../internal/errors.ts";
 import { mintToken, newDecisionId, newReceiptId, tokenSha256 } from "../internal/tokens.ts";
-import { type AuthzState, CAPABILITIES, type Capability, type Identity, isCapability } from "./state.ts";
+import { SpendRateLimiter } from "./rate-limit.ts";
+import {
+  type AuthzState,
+  CAPABILITIES,
+  type Capability,
+  type DecisionState,
+  decisionState,
+  type Identity,
+  isCapability,
+} from "./state.ts";
 import {
   type AuthorizeRequest,
   atomicGreater,
+  isDecisionId,
   parseAuthorizeRequest,
+  parseCancelRequest,
   parseSettleRequest,
 } from "./validate.ts";
 
@@ -27,12 +43,45 @@ export interface SettleResult {
   decision_id: string;
 }
 
+/** Response of `POST /spend/cancel`; a repeat returns the same body (the first cancellation's time). */
+export interface CancelResult {
+  kind: "spend_cancelled";
+  decision_id: string;
+  cancelled_at: string;
+}
+
+/**
+ * Response of `GET /spend/decisions/:id`: the decision's facts, verdict and where it stands now.
+ * The wallet service checks a spend against it before signing; these names are its contract.
+ */
+export interface DecisionView {
+  kind: "spend_decision";
+  decision_id: string;
+  payer: string;
+  approved: boolean;
+  /** Only on a denial. */
+  reason?: string;
+  provider: string;
+  network: string;
+  asset: string;
+  amount: string;
+  per_call_cap: string;
+  credits: number;
+  destination: string;
+  decided_at: string;
+  /** `decided_at` plus the reservation time (for a denial: when it would have lapsed). */
+  expires_at: string;
+  state: DecisionState;
+}
+
 /** A payer's budget at one instant, as `GET /budgets/:name` shows it. */
 export interface BudgetView {
   payer: string;
   budget_credits: number;
   reserved_credits: number;
   settled_credits: number;
+  /** Approvals whose reservation lapsed unsettled and uncancelled; they count until one window after. */
+  expired_unsettled_credits: number;
   available_credits: number;
   window_seconds: number;
   reservation_ttl_seconds: number;
@@ -63,6 +112,7 @@ const SETTLED_FACTS = ["provider", "network", "asset", "amount", "credits"] as c
  */
 export class AuthzService {
   private failure: Error | null = null;
+  private readonly limiter: SpendRateLimiter | null;
 
   constructor(
     private readonly config: Config,
@@ -72,6 +122,7 @@ export class AuthzService {
     private readonly onAuditFailure: (error: Error) => void,
   ) {
     log.onFailure((error) => this.reportFailure(error));
+    this.limiter = config.spendRateLimit === null ? null : new SpendRateLimiter(config.spendRateLimit);
   }
 
   /** The identity whose token hashes to `sha256`, if any. */
@@ -87,6 +138,18 @@ export class AuthzService {
     this.assertAuditUsable();
     if (!this.config.spendAuthzEnabled) throw errors.spendAuthzDisabled();
     if (!this.state.holds(caller, capability, Date.now())) throw errors.missingCapability(capability);
+  }
+
+  /**
+   * The gate of every `/spend/*` route: {@link assertSpendAllowed}, then one token of the caller's rate
+   * limit (429 `rate_limited` with `Retry-After` when it is used up). Call it once per request, before
+   * the body is parsed; nothing is audited for a request it refuses.
+   */
+  admitSpend(caller: Identity, capability: Capability): void {
+    this.assertSpendAllowed(caller, capability);
+    if (this.limiter === null) return;
+    const retryAfter = this.limiter.take(caller.name, Date.now());
+    if (retryAfter > 0) throw errors.rateLimited(retryAfter);
   }
 
   /** Whether `caller` may read the audit log (the operator always may). */
@@ -146,7 +209,10 @@ export class AuthzService {
     const request = parsed.value;
     const now = Date.now();
     const decision = this.state.decision(request.decision_id, now);
-    if (decision === undefined || decision.payer !== caller.name) throw errors.decisionNotFound();
+    if (decision === undefined || !decision.approved || decision.payer !== caller.name) {
+      throw errors.decisionNotFound();
+    }
+    if (decision.cancelledAt !== null) throw errors.decisionCancelled();
     const differing = SETTLED_FACTS.filter((fact) => decision[fact] !== request[fact]);
     if (differing.length > 0) throw errors.settleMismatch(differing);
     if (decision.receiptId !== null) {
@@ -175,11 +241,83 @@ export class AuthzService {
     return { kind: "spend_settled", receipt_id: fields.receipt_id, decision_id: request.decision_id };
   }
 
-  /** Creates an identity and returns its token; the token is shown once and stored only hashed. */
+  /**
+   * Cancels an approved, unsettled decision of `caller` whose spend was never made: its credits stop
+   * counting (whether the reservation is still held or already lapsed) and it can no longer be
+   * settled. A repeat returns the first cancellation and writes nothing.
+   */
+  cancel(caller: Identity, body: unknown): Promise<CancelResult> {
+    return this.durably(() => this.cancelNow(caller, body));
+  }
+
+  private cancelNow(caller: Identity, body: unknown): CancelResult {
+    this.assertSpendAllowed(caller, "wallet.spend.settle");
+    const parsed = parseCancelRequest(body);
+    if (!parsed.ok) throw errors.invalidBody(parsed.error);
+    const id = parsed.value.decision_id;
+    const now = Date.now();
+    const decision = this.state.decision(id, now);
+    if (decision === undefined || !decision.approved || decision.payer !== caller.name) {
+      throw errors.decisionNotFound();
+    }
+    if (decision.settledAt !== null) throw errors.alreadySettled();
+    if (decision.cancelledAt === null) {
+      const fields: SpendCancelledFields = { kind: "spend_cancelled", decision_id: id, payer: caller.name };
+      this.append(fields, now);
+    }
+    return {
+      kind: "spend_cancelled",
+      decision_id: id,
+      cancelled_at: new Date(decision.cancelledAt ?? now).toISOString(),
+    };
+  }
+
+  /**
+   * Any payer's decision (approved or denied) by id, with its state now; for the wallet service
+   * (`wallet.spend.verify`), which checks a spend against it before signing. Writes no row. A string
+   * that is not shaped like a decision id is simply not found.
+   */
+  lookupDecision(id: string): Promise<DecisionView> {
+    return this.durably(() => {
+      const now = Date.now();
+      const decision = isDecisionId(id) ? this.state.decision(id, now) : undefined;
+      if (decision === undefined) throw errors.decisionUnknown();
+      return {
+        kind: "spend_decision",
+        decision_id: decision.id,
+        payer: decision.payer,
+        approved: decision.approved,
+        ...(decision.reason === null ? {} : { reason: decision.reason }),
+        provider: decision.provider,
+        network: decision.network,
+        asset: decision.asset,
+        amount: decision.amount,
+        per_call_cap: decision.perCallCap,
+        credits: decision.credits,
+        destination: decision.destination,
+        decided_at: new Date(decision.decidedAt).toISOString(),
+        expires_at: new Date(decision.expiresAt).toISOString(),
+        state: decisionState(decision, now),
+      };
+    });
+  }
+
+  /**
+   * Creates an identity and returns its token; the token is shown once and stored only hashed.
+   * `maxPerCallCap` (atomic units) is the highest `per_call_cap` it may ask for; null uses the daemon
+   * default `AUTHZD_MAX_PER_CALL_CAP`.
+   */
   createIdentity(
     name: string,
     budgetCredits: number | null,
-  ): Promise<{ kind: "identity_created"; name: string; token: string; budget_credits: number | null }> {
+    maxPerCallCap: string | null = null,
+  ): Promise<{
+    kind: "identity_created";
+    name: string;
+    token: string;
+    budget_credits: number | null;
+    max_per_call_cap: string | null;
+  }> {
     return this.durably(() => {
       if (!IDENTITY_NAME.test(name)) {
         throw errors.invalidBody("name must be 1-64 characters of letters, digits, '.', '_' or '-'");
@@ -187,10 +325,22 @@ export class AuthzService {
       if (this.state.identities.has(name)) throw errors.identityExists(name);
       const token = mintToken("azd");
       this.append(
-        { kind: "identity_created", name, token_sha256: tokenSha256(token), budget_credits: budgetCredits },
+        {
+          kind: "identity_created",
+          name,
+          token_sha256: tokenSha256(token),
+          budget_credits: budgetCredits,
+          max_per_call_cap: maxPerCallCap,
+        },
         Date.now(),
       );
-      return { kind: "identity_created", name, token, budget_credits: budgetCredits };
+      return {
+        kind: "identity_created",
+        name,
+        token,
+        budget_credits: budgetCredits,
+        max_per_call_cap: maxPerCallCap,
+      };
     });
   }
 
@@ -200,6 +350,7 @@ export class AuthzService {
       name: string;
       created_at: string;
       budget_credits: number | null;
+      max_per_call_cap: string | null;
       capabilities: GrantView[];
     }[]
   > {
@@ -208,6 +359,7 @@ export class AuthzService {
         name: identity.name,
         created_at: identity.createdAt,
         budget_credits: identity.budgetCredits,
+        max_per_call_cap: identity.maxPerCallCap,
         capabilities: this.grantsOf(identity),
       })),
     );
@@ -273,7 +425,8 @@ export class AuthzService {
         budget_credits: budget,
         reserved_credits: usage.reserved,
         settled_credits: usage.settled,
-        available_credits: Math.max(0, budget - usage.reserved - usage.settled),
+        expired_unsettled_credits: usage.expiredUnsettled,
+        available_credits: Math.max(0, budget - usage.reserved - usage.settled - usage.expiredUnsettled),
         window_seconds: this.config.budgetWindowMs / 1000,
         reservation_ttl_seconds: this.config.reservationTtlMs / 1000,
       };
@@ -299,6 +452,10 @@ export class AuthzService {
   }
 
   private denialReason(caller: Identity, request: AuthorizeRequest, now: number): string | null {
+    const ceiling = caller.maxPerCallCap ?? this.config.maxPerCallCap;
+    if (ceiling !== null && atomicGreater(request.per_call_cap, ceiling)) {
+      return `per_call_cap ${request.per_call_cap} exceeds the operator ceiling ${ceiling}`;
+    }
     if (atomicGreater(request.amount, request.per_call_cap)) {
       return `amount ${request.amount} exceeds per_call_cap ${request.per_call_cap}`;
     }
@@ -315,10 +472,10 @@ export class AuthzService {
       }
     }
     const budget = caller.budgetCredits ?? this.config.defaultBudgetCredits;
-    const { reserved, settled } = this.state.usage(caller.name, now);
-    const used = reserved + settled;
+    const { reserved, settled, expiredUnsettled } = this.state.usage(caller.name, now);
+    const used = reserved + settled + expiredUnsettled;
     if (used + request.credits > budget) {
-      return `budget exceeded: ${used} of ${budget} credits already reserved or settled in the current window, this spend needs ${request.credits}`;
+      return `budget exceeded: ${used} of ${budget} credits already reserved, settled or expired unsettled in the current window, this spend needs ${request.credits}`;
     }
     return null;
   }

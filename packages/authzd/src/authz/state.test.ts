@@ -1,13 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { type AuditRow, GENESIS_HASH } from "../audit/rows.ts";
-import { AuthzState } from "./state.ts";
+import { AuthzState, decisionState } from "./state.ts";
 
 const WINDOW = 1_000;
 const TTL = 100;
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-function decided(id: string, at: number, credits = 1): AuditRow {
+function decided(id: string, at: number, credits = 1, approved = true): AuditRow {
   return {
     kind: "spend_authorization_decided",
     provider: "svc",
@@ -17,8 +17,8 @@ function decided(id: string, at: number, credits = 1): AuditRow {
     per_call_cap: "10",
     credits,
     destination: "0xd",
-    approved: true,
-    reason: null,
+    approved,
+    reason: approved ? null : "amount 5 exceeds per_call_cap 1",
     decision_id: id,
     payer: "agent",
     seq: 0,
@@ -45,15 +45,28 @@ function settled(id: string, at: number, credits = 1): AuditRow {
   };
 }
 
+function cancelled(id: string, at: number): AuditRow {
+  return {
+    kind: "spend_cancelled",
+    decision_id: id,
+    payer: "agent",
+    seq: 2,
+    prev: GENESIS_HASH,
+    time: iso(at),
+  };
+}
+
 describe("AuthzState", () => {
   it("reserves on approval and moves credits to settled on settlement, at the rows' own times", () => {
     const state = new AuthzState(WINDOW, TTL);
     state.apply(decided("a", 0, 3));
     state.apply(decided("b", 10, 2));
     state.apply(settled("a", 50, 3));
-    expect(state.usage("agent", 60)).toEqual({ reserved: 2, settled: 3 });
-    expect(state.usage("agent", 110)).toEqual({ reserved: 0, settled: 3 });
-    expect(state.usage("agent", 1_050)).toEqual({ reserved: 0, settled: 0 });
+    expect(state.usage("agent", 60)).toEqual({ reserved: 2, settled: 3, expiredUnsettled: 0 });
+    // b lapses unsettled at 110 and keeps counting until 1_110 (fail-closed).
+    expect(state.usage("agent", 110)).toEqual({ reserved: 0, settled: 3, expiredUnsettled: 2 });
+    expect(state.usage("agent", 1_050)).toEqual({ reserved: 0, settled: 0, expiredUnsettled: 2 });
+    expect(state.usage("agent", 1_110)).toEqual({ reserved: 0, settled: 0, expiredUnsettled: 0 });
   });
 
   it("ignores a second settlement row for the same decision", () => {
@@ -61,15 +74,39 @@ describe("AuthzState", () => {
     state.apply(decided("a", 0, 3));
     state.apply(settled("a", 50, 3));
     state.apply(settled("a", 60, 3));
-    expect(state.usage("agent", 70)).toEqual({ reserved: 0, settled: 3 });
+    expect(state.usage("agent", 70)).toEqual({ reserved: 0, settled: 3, expiredUnsettled: 0 });
   });
 
-  it("remembers a settled decision for one window after settlement, then forgets it", () => {
+  it("remembers a settled decision for its reservation time plus one window, then forgets it", () => {
     const state = new AuthzState(WINDOW, TTL);
     state.apply(decided("a", 0));
     state.apply(settled("a", 50));
-    expect(state.decision("a", 1_049)?.receiptId).toBe("rcp_a");
-    expect(state.decision("a", 1_050)).toBeUndefined();
+    expect(state.decision("a", 1_099)?.receiptId).toBe("rcp_a");
+    expect(state.decision("a", 1_100)).toBeUndefined();
+  });
+
+  it("remembers denied decisions, without reserving anything", () => {
+    const state = new AuthzState(WINDOW, TTL);
+    state.apply(decided("d", 0, 4, false));
+    const decision = state.decision("d", 1_099);
+    expect(decision).toMatchObject({ approved: false, reason: "amount 5 exceeds per_call_cap 1" });
+    expect(decision !== undefined && decisionState(decision, 10)).toBe("denied");
+    expect(state.usage("agent", 10)).toEqual({ reserved: 0, settled: 0, expiredUnsettled: 0 });
+    expect(state.decision("d", 1_100)).toBeUndefined();
+  });
+
+  it("replays a cancellation: the credits stop counting and the state says cancelled", () => {
+    const state = new AuthzState(WINDOW, TTL);
+    state.apply(decided("a", 0, 3));
+    state.apply(decided("b", 0, 2));
+    state.apply(cancelled("a", 10));
+    state.apply(cancelled("b", 500));
+    // a settlement row after a cancellation changes nothing
+    state.apply(settled("a", 20, 3));
+    expect(state.usage("agent", 600)).toEqual({ reserved: 0, settled: 0, expiredUnsettled: 0 });
+    const a = state.decision("a", 600);
+    expect(a !== undefined && decisionState(a, 600)).toBe("cancelled");
+    expect(a?.receiptId).toBeNull();
   });
 
   it("remembers an unsettled decision for its reservation time plus one window, then forgets it", () => {
@@ -78,7 +115,9 @@ describe("AuthzState", () => {
     const decision = state.decision("a", 1_099);
     expect(decision).toMatchObject({ receiptId: null, settledAt: null, amount: "5", credits: 1 });
     expect(decision !== undefined && state.reservationHeld(decision, 99)).toBe(true);
+    expect(decision !== undefined && decisionState(decision, 99)).toBe("approved");
     expect(decision !== undefined && state.reservationHeld(decision, 100)).toBe(false);
+    expect(decision !== undefined && decisionState(decision, 100)).toBe("expired");
     expect(state.decision("a", 1_100)).toBeUndefined();
   });
 });

@@ -2,7 +2,12 @@ import type { AuditRow } from "../audit/rows.ts";
 import { type BudgetUsage, isHeld, PayerLedger, Queue, type Reservation } from "./budget.ts";
 
 /** Capabilities an identity can hold. */
-export const CAPABILITIES = ["wallet.spend.authorize", "wallet.spend.settle", "audit.read"] as const;
+export const CAPABILITIES = [
+  "wallet.spend.authorize",
+  "wallet.spend.settle",
+  "wallet.spend.verify",
+  "audit.read",
+] as const;
 export type Capability = (typeof CAPABILITIES)[number];
 
 /** Whether `name` is a capability this daemon knows. */
@@ -15,25 +20,42 @@ export interface Identity {
   name: string;
   tokenSha256: string;
   budgetCredits: number | null;
+  /** Highest `per_call_cap` this identity may ask for (atomic units), or null for the daemon default. */
+  maxPerCallCap: string | null;
   createdAt: string;
   /** Capability → expiry in ms since the epoch, or null for no expiry. */
   grants: Map<Capability, number | null>;
 }
 
 /**
- * An approved decision, kept for settlement: only the facts a settlement must match, and the
- * reservation the payer's ledger holds. Deliberately small; the audit row has everything else.
+ * A decision (approved or denied), kept for settlement, cancellation and lookup: the facts of the
+ * request, the verdict, and for an approval the reservation the payer's ledger holds.
  */
-export interface ApprovedDecision extends Reservation {
+export interface Decision extends Reservation {
   readonly id: string;
   readonly payer: string;
+  readonly approved: boolean;
+  readonly reason: string | null;
   readonly provider: string;
   readonly network: string;
   readonly asset: string;
   readonly amount: string;
+  readonly perCallCap: string;
   readonly credits: number;
+  readonly destination: string;
   readonly decidedAt: number;
   receiptId: string | null;
+}
+
+/** Where a decision stands at one instant, as `GET /spend/decisions/:id` shows it. */
+export type DecisionState = "approved" | "denied" | "settled" | "cancelled" | "expired";
+
+/** The state of `decision` at `now`. */
+export function decisionState(decision: Decision, now: number): DecisionState {
+  if (!decision.approved) return "denied";
+  if (decision.settledAt !== null) return "settled";
+  if (decision.cancelledAt !== null) return "cancelled";
+  return decision.expiresAt > now ? "approved" : "expired";
 }
 
 /** Distinct strings kept for sharing; beyond this, strings are stored as they come. */
@@ -46,12 +68,10 @@ const INTERN_LIMIT = 10_000;
 export class AuthzState {
   readonly identities = new Map<string, Identity>();
   private readonly byToken = new Map<string, Identity>();
-  private readonly approved = new Map<string, ApprovedDecision>();
+  private readonly decisions = new Map<string, Decision>();
   private readonly ledgers = new Map<string, PayerLedger>();
-  /** Approved decisions in decision order, to forget the unsettled ones. */
-  private readonly byDecision = new Queue<ApprovedDecision>();
-  /** Settled decisions in settlement order, to forget them. */
-  private readonly bySettlement = new Queue<ApprovedDecision>();
+  /** Decisions in decision order, to forget them. */
+  private readonly byDecision = new Queue<Decision>();
   /** Providers, networks, assets and payers repeat across decisions; one copy of each is enough. */
   private readonly strings = new Map<string, string>();
 
@@ -68,6 +88,8 @@ export class AuthzState {
           name: row.name,
           tokenSha256: row.token_sha256,
           budgetCredits: row.budget_credits,
+          // Rows written before ceilings existed have no such field.
+          maxPerCallCap: row.max_per_call_cap ?? null,
           createdAt: row.time,
           grants: new Map(),
         };
@@ -85,34 +107,44 @@ export class AuthzState {
         if (isCapability(row.capability)) this.identities.get(row.identity)?.grants.delete(row.capability);
         return;
       case "spend_authorization_decided": {
-        if (!row.approved) return;
         const at = Date.parse(row.time);
         this.forget(at);
-        const decision: ApprovedDecision = {
+        const decision: Decision = {
           id: row.decision_id,
           payer: this.intern(row.payer),
+          approved: row.approved,
+          reason: row.reason,
           provider: this.intern(row.provider),
           network: this.intern(row.network),
           asset: this.intern(row.asset),
           amount: row.amount,
+          perCallCap: row.per_call_cap,
           credits: row.credits,
+          destination: row.destination,
           decidedAt: at,
           expiresAt: at + this.reservationTtlMs,
           settledAt: null,
+          cancelledAt: null,
           receiptId: null,
         };
-        this.approved.set(row.decision_id, decision);
+        this.decisions.set(row.decision_id, decision);
         this.byDecision.push(decision);
-        this.ledger(row.payer).reserve(decision, at);
+        if (row.approved) this.ledger(row.payer).reserve(decision, at);
         return;
       }
       case "spend_settled": {
-        const decision = this.approved.get(row.decision_id);
-        if (decision === undefined || decision.receiptId !== null) return;
+        const decision = this.decisions.get(row.decision_id);
         const at = Date.parse(row.time);
+        // The service writes a settlement only for a held reservation; anything else changes nothing.
+        if (decision === undefined || !decision.approved || !isHeld(decision, at)) return;
         decision.receiptId = row.receipt_id;
         this.ledger(row.payer).settle(decision, at);
-        this.bySettlement.push(decision);
+        return;
+      }
+      case "spend_cancelled": {
+        const decision = this.decisions.get(row.decision_id);
+        if (decision === undefined || !decision.approved) return;
+        this.ledger(row.payer).cancel(decision, Date.parse(row.time));
         return;
       }
       case "audit_repaired":
@@ -132,14 +164,15 @@ export class AuthzState {
   }
 
   /**
-   * The approved decision with this id, if it is still remembered at `now`. A settled decision is
-   * remembered (for idempotent repeats) for one budget window after settlement; an unsettled one for
-   * its reservation time plus one window (so a late settlement is told the reservation expired).
-   * After that it no longer affects any budget, and forgetting it keeps memory bounded by the window.
+   * The decision (approved or denied) with this id, if it is still remembered at `now`. Every
+   * decision is remembered until its reservation time plus one budget window have passed: by then a
+   * settlement (made before the reservation lapsed) has left the window too, and so has a lapsed,
+   * unsettled approval, so it no longer affects any budget; forgetting it keeps memory bounded by the
+   * decisions of one window (plus one reservation time).
    */
-  decision(decisionId: string, now: number): ApprovedDecision | undefined {
+  decision(decisionId: string, now: number): Decision | undefined {
     this.forget(now);
-    return this.approved.get(decisionId);
+    return this.decisions.get(decisionId);
   }
 
   /** The payer's usage at `now`. */
@@ -147,28 +180,20 @@ export class AuthzState {
     return this.ledger(payer).usage(now);
   }
 
-  /** Whether the decision's reservation is still held (neither settled nor expired) at `now`. */
-  reservationHeld(decision: ApprovedDecision, now: number): boolean {
+  /** Whether the decision's reservation is still held (neither settled, cancelled nor lapsed) at `now`. */
+  reservationHeld(decision: Decision, now: number): boolean {
     return isHeld(decision, now);
   }
 
   private forget(now: number): void {
-    const window = this.budgetWindowMs;
+    const keep = this.reservationTtlMs + this.budgetWindowMs;
     for (
       let d = this.byDecision.peek();
-      d !== undefined && d.expiresAt + window <= now;
+      d !== undefined && d.decidedAt + keep <= now;
       d = this.byDecision.peek()
     ) {
       this.byDecision.shift();
-      if (d.settledAt === null) this.approved.delete(d.id);
-    }
-    for (
-      let d = this.bySettlement.peek();
-      d !== undefined && (d.settledAt ?? 0) + window <= now;
-      d = this.bySettlement.peek()
-    ) {
-      this.bySettlement.shift();
-      this.approved.delete(d.id);
+      this.decisions.delete(d.id);
     }
   }
 

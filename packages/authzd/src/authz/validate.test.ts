@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { atomicGreater, parseAuthorizeRequest, parseSettleRequest } from "./validate.ts";
+import {
+  atomicGreater,
+  isDecisionId,
+  parseAuthorizeRequest,
+  parseCancelRequest,
+  parseSettleRequest,
+} from "./validate.ts";
 
 const VALID = {
   provider: "svc",
@@ -7,13 +13,30 @@ const VALID = {
   asset: "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v",
   amount: "0",
   per_call_cap: "115792089237316195423570985008687907853269984665640564039457584007913129639935",
-  credits: 0,
+  credits: 1,
   destination: "9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM",
 };
 
 describe("request validation", () => {
-  it("accepts a complete authorize body with zero amount and credits and a uint256 cap", () => {
+  it("accepts a complete authorize body with zero amount and a uint256 cap", () => {
     expect(parseAuthorizeRequest(VALID)).toEqual({ ok: true, value: VALID });
+  });
+
+  it("refuses an authorization that costs no credits", () => {
+    expect(parseAuthorizeRequest({ ...VALID, credits: 0 })).toEqual({
+      ok: false,
+      error: "credits must be an integer of at least 1",
+    });
+  });
+
+  it("takes exactly a well-formed decision_id as a cancel body", () => {
+    const id = `dec_${"ab".repeat(16)}`;
+    expect(parseCancelRequest({ decision_id: id })).toEqual({ ok: true, value: { decision_id: id } });
+    expect(parseCancelRequest({ decision_id: id, credits: 1 }).ok).toBe(false);
+    expect(parseCancelRequest({ decision_id: "dec_1" }).ok).toBe(false);
+    expect(parseCancelRequest({}).ok).toBe(false);
+    expect(isDecisionId(id)).toBe(true);
+    expect(isDecisionId(id.toUpperCase())).toBe(false);
   });
 
   it("names the first missing, unknown or invalid field", () => {
@@ -25,7 +48,7 @@ describe("request validation", () => {
     });
     expect(parseAuthorizeRequest({ ...VALID, credits: 1.5 })).toEqual({
       ok: false,
-      error: "credits must be a non-negative integer",
+      error: "credits must be an integer of at least 1",
     });
     expect(parseAuthorizeRequest({ ...VALID, amount: "007" }).ok).toBe(false);
     expect(parseAuthorizeRequest({ ...VALID, per_call_cap: "1".repeat(79) }).ok).toBe(false);

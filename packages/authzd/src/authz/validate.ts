@@ -1,4 +1,5 @@
-import type { SpendDecidedFields, SpendSettledFields } from "../audit/rows.ts";
+import type { SpendCancelledFields, SpendDecidedFields, SpendSettledFields } from "../audit/rows.ts";
+import { ATOMIC_AMOUNT } from "../internal/config.ts";
 
 /** Body of `POST /spend/authorize` (spec 2.9): the facts its audit row records. */
 export type AuthorizeRequest = Pick<
@@ -12,13 +13,15 @@ export type SettleRequest = Pick<
   "decision_id" | "provider" | "network" | "asset" | "amount" | "credits"
 > & { tx_sig?: string | null };
 
+/** Body of `POST /spend/cancel`: the decision whose spend was never made. */
+export type CancelRequest = Pick<SpendCancelledFields, "decision_id">;
+
 /** A parsed value, or the reason it was rejected (safe to return to the client). */
 export type Parsed<T> = { ok: true; value: T } | { ok: false; error: string };
 
 type Check = (value: unknown) => string | null;
 
 const CAIP2 = /^[-a-z0-9]{3,8}:[-_a-zA-Z0-9]{1,32}$/;
-const ATOMIC = /^(0|[1-9][0-9]{0,77})$/;
 const TOKENISH = /^[\x21-\x7e]{1,256}$/;
 const DECISION_ID = /^dec_[0-9a-f]{32}$/;
 
@@ -35,7 +38,7 @@ const network: Check = (value) =>
     : 'must be a CAIP-2 chain id "namespace:reference", e.g. "eip155:8453"';
 
 const atomic: Check = (value) =>
-  typeof value === "string" && ATOMIC.test(value)
+  typeof value === "string" && ATOMIC_AMOUNT.test(value)
     ? null
     : 'must be a decimal string of atomic units without sign, fraction or leading zeros, e.g. "1500000"';
 
@@ -43,6 +46,13 @@ const credits: Check = (value) =>
   typeof value === "number" && Number.isSafeInteger(value) && value >= 0
     ? null
     : "must be a non-negative integer";
+
+// A spend that costs no credits would pass every budget; an authorization must cost at least one.
+// (Settlement keeps accepting 0 so that decisions logged before this rule can still be settled.)
+const positiveCredits: Check = (value) =>
+  typeof value === "number" && Number.isSafeInteger(value) && value >= 1
+    ? null
+    : "must be an integer of at least 1";
 
 const decisionId: Check = (value) =>
   typeof value === "string" && DECISION_ID.test(value)
@@ -55,7 +65,7 @@ const AUTHORIZE_FIELDS: Record<string, Check> = {
   asset: text("asset address"),
   amount: atomic,
   per_call_cap: atomic,
-  credits,
+  credits: positiveCredits,
   destination: text("payee address"),
 };
 
@@ -67,6 +77,8 @@ const SETTLE_FIELDS: Record<string, Check> = {
   amount: atomic,
   credits,
 };
+
+const CANCEL_FIELDS: Record<string, Check> = { decision_id: decisionId };
 
 const SETTLE_OPTIONAL: Record<string, Check> = { tx_sig: text("transaction signature") };
 
@@ -118,6 +130,26 @@ export function parseAuthorizeRequest(body: unknown): Parsed<AuthorizeRequest> {
  */
 export function parseSettleRequest(body: unknown): Parsed<SettleRequest> {
   return parseObject<SettleRequest>(body, SETTLE_FIELDS, SETTLE_OPTIONAL);
+}
+
+/**
+ * Validates a cancel body strictly: `{ decision_id }` and nothing else.
+ *
+ * @example
+ * parseCancelRequest({ decision_id: "dec_0123456789abcdef0123456789abcdef" }).ok; // true
+ */
+export function parseCancelRequest(body: unknown): Parsed<CancelRequest> {
+  return parseObject<CancelRequest>(body, CANCEL_FIELDS);
+}
+
+/**
+ * Whether `value` has the shape of a decision id (`dec_` and 32 hex digits).
+ *
+ * @example
+ * isDecisionId("dec_0123456789abcdef0123456789abcdef"); // true
+ */
+export function isDecisionId(value: string): boolean {
+  return DECISION_ID.test(value);
 }
 
 /**

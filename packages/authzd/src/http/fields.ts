@@ -1,3 +1,4 @@
+import { ATOMIC_AMOUNT } from "../internal/config.ts";
 import { errors } from "../internal/errors.ts";
 
 /**
@@ -46,6 +47,18 @@ export function optionalCount(record: Record<string, unknown>, key: string): num
   if (value === undefined || value === null) return null;
   if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) {
     throw errors.invalidBody(`${key} must be a non-negative integer`);
+  }
+  return value;
+}
+
+/** An optional atomic-unit amount (decimal string without sign, fraction or leading zeros), or null. */
+export function optionalAtomic(record: Record<string, unknown>, key: string): string | null {
+  const value = record[key];
+  if (value === undefined || value === null) return null;
+  if (typeof value !== "string" || !ATOMIC_AMOUNT.test(value)) {
+    throw errors.invalidBody(
+      `${key} must be a decimal string of atomic units without sign, fraction or leading zeros, e.g. "5000000"`,
+    );
   }
   return value;
 }

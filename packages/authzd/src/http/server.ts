@@ -85,7 +85,13 @@ export function createHttpServer(service: AuthzService, operatorTokenSha256: str
   return http.createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
       if (error instanceof HttpError) {
-        send(res, error.status, { error: error.message, code: error.code }, error.status === 413);
+        send(
+          res,
+          error.status,
+          { error: error.message, code: error.code },
+          error.status === 413,
+          error.headers,
+        );
         return;
       }
       console.error(`authzd: unexpected error on ${req.method} ${req.url?.split("?")[0]}:`, error);
@@ -138,13 +144,20 @@ function parseJson(req: IncomingMessage, body: Buffer | null): unknown {
   }
 }
 
-function send(res: ServerResponse, status: number, body: unknown, close = false): void {
+function send(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  close = false,
+  headers: Readonly<Record<string, string>> = {},
+): void {
   if (res.headersSent) return;
   const text = JSON.stringify(body);
   res.writeHead(status, {
     "content-type": "application/json; charset=utf-8",
     "content-length": Buffer.byteLength(text),
     ...(close ? { connection: "close" } : {}),
+    ...headers,
   });
   res.end(text);
 }

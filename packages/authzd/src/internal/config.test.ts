@@ -44,4 +44,25 @@ describe("loadConfig", () => {
       ].join("\n"),
     );
   });
+
+  it("reads the per-call-cap ceiling and the spend rate limit (50/s, burst 100 by default; 0 switches it off)", () => {
+    expect(loadConfig({})).toMatchObject({
+      maxPerCallCap: null,
+      spendRateLimit: { perSecond: 50, burst: 100 },
+    });
+    expect(
+      loadConfig({
+        AUTHZD_MAX_PER_CALL_CAP: "5000000",
+        AUTHZD_SPEND_RATE_LIMIT_PER_SECOND: "5",
+        AUTHZD_SPEND_RATE_LIMIT_BURST: "7",
+      }),
+    ).toMatchObject({ maxPerCallCap: "5000000", spendRateLimit: { perSecond: 5, burst: 7 } });
+    expect(loadConfig({ AUTHZD_SPEND_RATE_LIMIT_PER_SECOND: "0" }).spendRateLimit).toBeNull();
+    expect(() => loadConfig({ AUTHZD_MAX_PER_CALL_CAP: "5e6", AUTHZD_SPEND_RATE_LIMIT_BURST: "0" })).toThrow(
+      [
+        'AUTHZD_MAX_PER_CALL_CAP: expected a decimal amount of atomic units without sign, fraction or leading zeros, got "5e6"',
+        'AUTHZD_SPEND_RATE_LIMIT_BURST: expected an integer between 1 and 1000000000, got "0"',
+      ].join("\n"),
+    );
+  });
 });

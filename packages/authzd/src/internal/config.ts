@@ -19,8 +19,21 @@ export interface Config {
   defaultBudgetCredits: number;
   budgetWindowMs: number;
   reservationTtlMs: number;
+  /** Highest `per_call_cap` (atomic units) for identities without a ceiling of their own; null: none. */
+  maxPerCallCap: string | null;
+  /** Token bucket per identity on `/spend/*`; null when switched off. */
+  spendRateLimit: RateLimit | null;
   allow: AllowLists;
 }
+
+/** A token bucket: `perSecond` sustained, up to `burst` at once. */
+export interface RateLimit {
+  perSecond: number;
+  burst: number;
+}
+
+/** Canonical atomic-unit amount: decimal digits, no sign, fraction or leading zeros. */
+export const ATOMIC_AMOUNT = /^(0|[1-9][0-9]{0,77})$/;
 
 /** Thrown when one or more variables are invalid; the message has one line per bad variable. */
 export class ConfigError extends Error {
@@ -68,6 +81,20 @@ export function loadConfig(env: Env = process.env): Config {
         .filter((item) => item !== ""),
     );
   };
+  const atomic = (name: string): string | null => {
+    const raw = env[name];
+    if (raw === undefined || raw === "") return null;
+    if (!ATOMIC_AMOUNT.test(raw)) {
+      problems.push(
+        `${name}: expected a decimal amount of atomic units without sign, fraction or leading zeros, got "${raw}"`,
+      );
+      return null;
+    }
+    return raw;
+  };
+  const maxPerCallCap = atomic("AUTHZD_MAX_PER_CALL_CAP");
+  const ratePerSecond = int("AUTHZD_SPEND_RATE_LIMIT_PER_SECOND", 50, 0, 1_000_000_000);
+  const rateBurst = int("AUTHZD_SPEND_RATE_LIMIT_BURST", 100, 1, 1_000_000_000);
   const enabledRaw = env.SPEND_AUTHZ_ENABLED;
   if (enabledRaw !== undefined && !["", "0", "1"].includes(enabledRaw)) {
     problems.push(`SPEND_AUTHZ_ENABLED: expected 1 or 0, got "${enabledRaw}"`);
@@ -82,6 +109,9 @@ export function loadConfig(env: Env = process.env): Config {
     defaultBudgetCredits: int("AUTHZD_BUDGET_CREDITS", 1000, 0, Number.MAX_SAFE_INTEGER),
     budgetWindowMs: seconds("AUTHZD_BUDGET_WINDOW_SECONDS", 86_400),
     reservationTtlMs: seconds("AUTHZD_RESERVATION_TTL_SECONDS", 600),
+    maxPerCallCap,
+    // 0 switches the limiter off (the benchmark does, to measure the daemon rather than the limiter).
+    spendRateLimit: ratePerSecond === 0 ? null : { perSecond: ratePerSecond, burst: rateBurst },
     allow: {
       providers: list("AUTHZD_ALLOW_PROVIDERS"),
       networks: list("AUTHZD_ALLOW_NETWORKS"),

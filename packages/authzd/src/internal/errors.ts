@@ -9,6 +9,8 @@ export class HttpError extends Error {
     readonly status: number,
     readonly code: string,
     message: string,
+    /** Extra response headers (e.g. `Retry-After`). */
+    readonly headers: Readonly<Record<string, string>> = {},
   ) {
     super(message);
   }
@@ -51,6 +53,18 @@ export const errors = {
     new HttpError(405, "method_not_allowed", `${method} is not allowed on ${path}`),
   decisionNotFound: () =>
     new HttpError(404, "decision_not_found", "no approved decision with this decision_id for this payer"),
+  decisionUnknown: () => new HttpError(404, "decision_not_found", "no decision with this decision_id"),
+  alreadySettled: () =>
+    new HttpError(409, "already_settled", "this decision was settled; a settled spend cannot be cancelled"),
+  decisionCancelled: () =>
+    new HttpError(409, "decision_cancelled", "this decision was cancelled; it can no longer be settled"),
+  rateLimited: (retryAfterSeconds: number) =>
+    new HttpError(
+      429,
+      "rate_limited",
+      `too many /spend requests from this identity; retry after ${retryAfterSeconds} s`,
+      { "retry-after": String(retryAfterSeconds) },
+    ),
   settleMismatch: (fields: string[]) =>
     new HttpError(
       409,
@@ -61,7 +75,7 @@ export const errors = {
     new HttpError(
       409,
       "reservation_expired",
-      "the reservation of this decision expired before settlement; its credits were released",
+      "the reservation of this decision expired before settlement; it keeps counting against the budget unless it is cancelled",
     ),
   identityExists: (name: string) => new HttpError(409, "identity_exists", `identity ${name} already exists`),
   identityNotFound: (name: string) => new HttpError(404, "identity_not_found", `no identity named ${name}`),

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { and, eq, sql } from "drizzle-orm";
 import { idempotencyKeys } from "../internal/db/schema.ts";
 import type { Db } from "../internal/db/store.ts";
-import { AppError, errors } from "../internal/errors.ts";
+import { errors } from "../internal/errors.ts";
 
 /** A response to remember and replay: the status and the JSON body. */
 export interface StoredResponse {
@@ -44,21 +44,23 @@ function canonicalJson(value: unknown): string {
   return JSON.stringify(value ?? null);
 }
 
+/** What claiming a key found: it is ours to run, a finished request to replay, or a dead owner's spend. */
+export type ClaimOutcome =
+  | { kind: "owned"; claim: IdempotencyClaim }
+  | { kind: "replay"; response: StoredResponse }
+  /** Taken over from a process that died after recording its spend: answer from that spend, never redo it. */
+  | { kind: "resume"; claim: IdempotencyClaim; transactionId: string };
+
 /**
- * Runs `work` at most once per (account, Idempotency-Key): the first request runs it and its response is
- * remembered; a repeat with the same request gets that response again without running anything; a repeat
- * with another request is refused (`idempotency_key_reused`); a repeat while the first is still running waits
- * for it, then answers `idempotency_key_in_use` if it has not finished.
- *
- * `resume` answers for a claim left `in_progress` by a process that died after recording its spend (the
- * spend is never made twice: it is read back instead).
+ * Claims an (account, Idempotency-Key) for one request. The first request owns it and runs; a repeat of a
+ * finished request replays its response; a repeat with another request is refused (`idempotency_key_reused`);
+ * a repeat while the first is still running waits for it, then answers `idempotency_key_in_use`. A claim
+ * whose owner died is taken over by exactly one retry.
  */
-export async function runIdempotent(
+export async function claimIdempotencyKey(
   db: Db,
   request: { accountId: string; key: string; fingerprint: string },
-  work: (claim: IdempotencyClaim) => Promise<StoredResponse>,
-  resume: (transactionId: string) => Promise<StoredResponse>,
-): Promise<StoredResponse & { replayed: boolean }> {
+): Promise<ClaimOutcome> {
   const deadline = Date.now() + WAIT_FOR_FIRST_MS;
   for (;;) {
     const claim: IdempotencyClaim = { accountId: request.accountId, key: request.key, lockedAt: new Date() };
@@ -67,7 +69,7 @@ export async function runIdempotent(
       .values({ ...claim, requestHash: request.fingerprint, state: "in_progress" })
       .onConflictDoNothing()
       .returning({ key: idempotencyKeys.key });
-    if (inserted.length > 0) return { ...(await runOwned(db, claim, work)), replayed: false };
+    if (inserted.length > 0) return { kind: "owned", claim };
 
     const [existing] = await db
       .select()
@@ -76,7 +78,10 @@ export async function runIdempotent(
     if (!existing) continue; // released between our insert and read: try again
     if (existing.requestHash !== request.fingerprint) throw errors.idempotencyKeyReused();
     if (existing.state === "completed") {
-      return { status: existing.responseStatus ?? 200, body: existing.responseBody, replayed: true };
+      return {
+        kind: "replay",
+        response: { status: existing.responseStatus ?? 200, body: existing.responseBody },
+      };
     }
     if (Date.now() - existing.lockedAt.getTime() > STALE_CLAIM_MS) {
       // Take over a claim whose owner died, exactly once: compare-and-set on locked_at.
@@ -86,16 +91,33 @@ export async function runIdempotent(
         .where(owned({ ...claim, lockedAt: existing.lockedAt }))
         .returning({ key: idempotencyKeys.key });
       if (taken.length > 0) {
-        const response = existing.transactionId
-          ? await resume(existing.transactionId)
-          : await runOwned(db, claim, work);
-        if (existing.transactionId) await complete(db, claim, response);
-        return { ...response, replayed: false };
+        return existing.transactionId
+          ? { kind: "resume", claim, transactionId: existing.transactionId }
+          : { kind: "owned", claim };
       }
     }
     if (Date.now() > deadline) throw errors.idempotencyKeyInUse();
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+}
+
+/**
+ * Ends an owned claim with the request's response. A success is remembered. So is an error once the request
+ * recorded a spend (a rejected broadcast, say): a retry must not pay again. An error that moved nothing and
+ * recorded nothing (validation, policy, funds, a fault before the spend) frees the key, so a retry with the
+ * same key is evaluated afresh, as if it were the first.
+ */
+export async function finishIdempotencyClaim(
+  db: Db,
+  claim: IdempotencyClaim,
+  response: StoredResponse,
+): Promise<void> {
+  if (response.status < 400) return complete(db, claim, response);
+  const freed = await db
+    .delete(idempotencyKeys)
+    .where(and(owned(claim), sql`${idempotencyKeys.transactionId} IS NULL`))
+    .returning({ key: idempotencyKeys.key });
+  if (freed.length === 0) await complete(db, claim, response);
 }
 
 /** The claim row, if this owner still holds it. */
@@ -105,45 +127,6 @@ function owned(claim: IdempotencyClaim) {
     eq(idempotencyKeys.key, claim.key),
     eq(idempotencyKeys.lockedAt, claim.lockedAt),
   );
-}
-
-async function runOwned(
-  db: Db,
-  claim: IdempotencyClaim,
-  work: (claim: IdempotencyClaim) => Promise<StoredResponse>,
-): Promise<StoredResponse> {
-  let response: StoredResponse;
-  try {
-    response = await work(claim);
-  } catch (error) {
-    // A deliberate refusal (policy, funds, validation) is the answer to this request: remember it. A fault
-    // before any spend was recorded frees the key for a retry; after one was (a rejected broadcast, say),
-    // the error is this request's answer too, remembered so a retry cannot pay again.
-    const answer =
-      error instanceof AppError ? { status: error.status, body: { error: errorBody(error) } } : undefined;
-    if (answer && error instanceof AppError && error.status < 500) {
-      await complete(db, claim, answer);
-    } else {
-      const freed = await db
-        .delete(idempotencyKeys)
-        .where(and(owned(claim), sql`${idempotencyKeys.transactionId} IS NULL`))
-        .returning({ key: idempotencyKeys.key });
-      if (freed.length === 0 && answer) await complete(db, claim, answer);
-    }
-    throw error;
-  }
-  await complete(db, claim, response);
-  return response;
-}
-
-/** The stored form of a refusal; the request id is the first request's, as on any replay. */
-function errorBody(error: AppError): Record<string, unknown> {
-  return {
-    code: error.code,
-    message: error.message,
-    ...(error.reason ? { reason: error.reason } : {}),
-    ...(error.details ? { details: error.details } : {}),
-  };
 }
 
 async function complete(db: Db, claim: IdempotencyClaim, response: StoredResponse): Promise<void> {

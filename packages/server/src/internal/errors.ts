@@ -196,6 +196,12 @@ export const errors = {
       },
     ),
 
+  /** A refusal remembered under an Idempotency-Key, answered again (with the new request's id). */
+  replayed: (
+    status: number,
+    stored: { code: ErrorCode; message: string; reason?: string; details?: Record<string, unknown> },
+  ) => new AppError(status, stored.code, stored.message, stored.reason, stored.details),
+
   internal: (cause?: unknown) =>
     new AppError(
       500,

@@ -8,6 +8,8 @@ import { revokeCapability } from "./capabilities/revoke.ts";
 import { createIdentity } from "./identities/create.ts";
 import { listIdentities } from "./identities/list.ts";
 import { authorize } from "./spend/authorize.ts";
+import { cancel } from "./spend/cancel.ts";
+import { getDecision } from "./spend/get-decision.ts";
 import { settle } from "./spend/settle.ts";
 import { health } from "./system/health.ts";
 import { version } from "./system/version.ts";
@@ -18,6 +20,8 @@ export const routes: Route[] = [
   version,
   authorize,
   settle,
+  cancel,
+  getDecision,
   createIdentity,
   listIdentities,
   grantCapability,

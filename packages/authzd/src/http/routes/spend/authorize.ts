@@ -10,7 +10,7 @@ export const authorize: Route = {
   auth: "identity",
   handle: async ({ caller, service, json }) => {
     if (caller?.kind !== "identity") throw new Error("identity route reached without an identity");
-    service.assertSpendAllowed(caller.identity, "wallet.spend.authorize");
+    service.admitSpend(caller.identity, "wallet.spend.authorize");
     return { status: 200, body: await service.authorize(caller.identity, json()) };
   },
 };

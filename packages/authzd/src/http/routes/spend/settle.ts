@@ -11,7 +11,7 @@ export const settle: Route = {
   auth: "identity",
   handle: async ({ caller, service, json }) => {
     if (caller?.kind !== "identity") throw new Error("identity route reached without an identity");
-    service.assertSpendAllowed(caller.identity, "wallet.spend.settle");
+    service.admitSpend(caller.identity, "wallet.spend.settle");
     return { status: 200, body: await service.settle(caller.identity, json()) };
   },
 };

@@ -1,0 +1,97 @@
+import type { FastifyRequest, RouteOptions } from "fastify";
+import { z } from "zod";
+import {
+  claimIdempotencyKey,
+  finishIdempotencyClaim,
+  type IdempotencyClaim,
+  requestFingerprint,
+  type StoredResponse,
+} from "../idempotency/idempotency.ts";
+import type { ErrorCode } from "../internal/errors.ts";
+import { errors } from "../internal/errors.ts";
+import type { App, Services } from "./types.ts";
+
+/** What a route declares to be idempotent: how to answer for a spend a dead process recorded. */
+export interface IdempotentRoute {
+  /** The response for the transaction the request had recorded, read back instead of redone. */
+  resume(request: FastifyRequest, transactionId: string): Promise<StoredResponse>;
+}
+
+declare module "fastify" {
+  interface FastifyRequest {
+    /** The Idempotency-Key this request owns, when its route is idempotent and the header was sent. */
+    idempotencyClaim: IdempotencyClaim | null;
+  }
+  interface FastifyContextConfig {
+    /** Honour `Idempotency-Key` on this route (every money-moving POST). */
+    idempotency?: IdempotentRoute;
+  }
+}
+
+const idempotencyKeyHeader = z
+  .string()
+  .min(1)
+  .max(255)
+  .meta({ description: "Retries with the same key and body answer the first response; 1–255 characters" });
+
+/**
+ * The one Idempotency-Key mechanism, for every route that declares `config.idempotency`:
+ * - before the handler, the key is claimed; a repeat of a finished request is answered from what was
+ *   remembered (`Idempotent-Replayed: true`), a remembered refusal going through the one error handler;
+ * - the handler gets `request.idempotencyClaim` to link the spend it records, in the spend's transaction;
+ * - after the response is made, the claim is finished: successes, and errors after a spend was recorded,
+ *   are remembered; refusals that moved nothing free the key (see {@link finishIdempotencyClaim}).
+ */
+export function installIdempotency(app: App, services: Services): void {
+  app.decorateRequest("idempotencyClaim", null);
+  app.addHook("onRoute", (route: RouteOptions) => {
+    if (!route.config?.idempotency) return;
+    const headers = z.object({ "idempotency-key": idempotencyKeyHeader.optional() }).passthrough();
+    route.schema = { ...route.schema, headers };
+  });
+  app.addHook("preHandler", async (request, reply) => {
+    const idempotent = request.routeOptions.config.idempotency;
+    const key = request.headers["idempotency-key"];
+    if (!idempotent || typeof key !== "string" || !request.principal) return;
+    const outcome = await claimIdempotencyKey(services.store.db, {
+      accountId: request.principal.accountId,
+      key,
+      fingerprint: requestFingerprint(request.method, request.routeOptions.url ?? "", {
+        params: request.params,
+        body: request.body,
+      }),
+    });
+    reply.header("idempotent-replayed", String(outcome.kind === "replay"));
+    if (outcome.kind === "replay") {
+      const stored = outcome.response;
+      const refusal = (stored.body as { error?: StoredRefusal } | null)?.error;
+      if (refusal) throw errors.replayed(stored.status, refusal);
+      return reply.status(stored.status).send(stored.body);
+    }
+    request.idempotencyClaim = outcome.claim;
+    if (outcome.kind === "resume") {
+      const response = await idempotent.resume(request, outcome.transactionId);
+      return reply.status(response.status).send(response.body);
+    }
+  });
+  app.addHook("onSend", async (request, reply, payload) => {
+    const claim = request.idempotencyClaim;
+    if (!claim) return payload;
+    request.idempotencyClaim = null;
+    try {
+      const body = typeof payload === "string" && payload !== "" ? JSON.parse(payload) : null;
+      await finishIdempotencyClaim(services.store.db, claim, { status: reply.statusCode, body });
+    } catch (error) {
+      // The claim stays in progress; a retry takes it over once it is stale, and resumes from its spend.
+      request.log.error({ err: error }, "could not record the Idempotency-Key's response");
+    }
+    return payload;
+  });
+}
+
+interface StoredRefusal {
+  code: ErrorCode;
+  message: string;
+  reason?: string;
+  details?: Record<string, unknown>;
+}

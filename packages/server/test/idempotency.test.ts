@@ -1,0 +1,139 @@
+import { fundEvm } from "@svc/devnet";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { requestFingerprint } from "../src/idempotency/idempotency.ts";
+import { idempotencyKeys } from "../src/internal/db/schema.ts";
+import {
+  createTestServer,
+  expectErrorShape,
+  seedAccount,
+  sharedDevnet,
+  type TestServer,
+} from "./support/test-server.ts";
+
+let server: TestServer;
+let owner: Awaited<ReturnType<typeof seedAccount>>;
+const USDC = 1_000_000n;
+const RECIPIENT = "0x1111111111111111111111111111111111111111";
+
+beforeAll(async () => {
+  server = await createTestServer();
+  owner = await seedAccount(server.api);
+});
+afterAll(() => server.close());
+
+async function createWallet(policy: Record<string, unknown> = {}) {
+  const response = await server.api.post(
+    "/v1/wallets",
+    { name: "w", chains: ["base"], policy },
+    owner.apiKey,
+  );
+  if (response.status !== 201) throw new Error(response.text);
+  return response.body as { id: string; evm: { address: `0x${string}` } };
+}
+
+const sendWithKey = (walletId: string, key: string, body: Record<string, unknown>) =>
+  server.api.post(`/v1/wallets/${walletId}/send`, { chain: "base", ...body }, owner.apiKey, {
+    "idempotency-key": key,
+  });
+
+/** Leaves a claim as a request still running (or a dead process) would: in progress, nothing recorded. */
+async function leaveClaim(walletId: string, key: string, body: Record<string, unknown>, lockedAt: Date) {
+  await server.service.store.db.insert(idempotencyKeys).values({
+    accountId: owner.userId,
+    key,
+    // The fingerprint the route computes: its params and its parsed body (token defaults to USDC).
+    requestHash: requestFingerprint("POST", "/v1/wallets/:id/send", {
+      params: { id: walletId },
+      body: { chain: "base", token: "USDC", ...body },
+    }),
+    state: "in_progress",
+    lockedAt,
+  });
+}
+
+const sendsOf = async (walletId: string) =>
+  (await server.api.get(`/v1/wallets/${walletId}/transactions?type=send`, owner.apiKey)).body.total;
+
+describe("a refusal that moved nothing is not remembered under its Idempotency-Key", () => {
+  it("a send refused for missing gas, then funded, then retried with the same key, is sent", async () => {
+    const wallet = await createWallet();
+    const devnet = await sharedDevnet();
+    await fundEvm(devnet, wallet.evm.address, { usdc: 10n * USDC });
+    const body = { to: RECIPIENT, amount: "1" };
+    const refused = await sendWithKey(wallet.id, "invoice-7", body);
+    expect(refused.status).toBe(422);
+    expect(expectErrorShape(refused).reason).toBe("insufficient_gas");
+    await fundEvm(devnet, wallet.evm.address, { eth: 10n ** 18n });
+    const retried = await sendWithKey(wallet.id, "invoice-7", body);
+    expect(retried.status).toBe(201);
+    expect(retried.headers.get("idempotent-replayed")).toBe("false");
+    const replayed = await sendWithKey(wallet.id, "invoice-7", body);
+    expect(replayed.status).toBe(201);
+    expect(replayed.headers.get("idempotent-replayed")).toBe("true");
+    expect(replayed.body).toEqual(retried.body);
+    expect(await sendsOf(wallet.id)).toBe(1);
+  });
+
+  it("a send refused by the policy is evaluated afresh once the owner changes the policy", async () => {
+    const wallet = await createWallet({ maxPerTx: "1" });
+    await fundEvm(await sharedDevnet(), wallet.evm.address, { eth: 10n ** 18n, usdc: 10n * USDC });
+    const body = { to: RECIPIENT, amount: "2" };
+    const refused = await sendWithKey(wallet.id, "po-1", body);
+    expect(expectErrorShape(refused).reason).toBe("max_per_tx");
+    expect(refused.headers.get("idempotent-replayed")).toBe("false");
+    await server.api.request("PATCH", `/v1/wallets/${wallet.id}/policy`, {
+      token: owner.apiKey,
+      body: { maxPerTx: "5" },
+    });
+    expect((await sendWithKey(wallet.id, "po-1", body)).status).toBe(201);
+    expect(await sendsOf(wallet.id)).toBe(1);
+  });
+});
+
+describe("a claim left behind by a process that died", () => {
+  it("is taken over once stale: resumed from the spend it had recorded, never sent again", async () => {
+    const wallet = await createWallet();
+    await fundEvm(await sharedDevnet(), wallet.evm.address, { eth: 10n ** 18n, usdc: 10n * USDC });
+    const body = { to: RECIPIENT, amount: "1" };
+    const first = await sendWithKey(wallet.id, "crash-1", body);
+    expect(first.status).toBe(201);
+    // What a crash between recording the spend and storing the response leaves: the claim in progress,
+    // linked to its spend, last locked two minutes ago.
+    await server.service.store.db
+      .update(idempotencyKeys)
+      .set({
+        state: "in_progress",
+        responseStatus: null,
+        responseBody: null,
+        lockedAt: new Date(Date.now() - 120_000),
+      });
+    const retried = await sendWithKey(wallet.id, "crash-1", body);
+    expect(retried.status).toBe(201);
+    expect(retried.body.id).toBe(first.body.id);
+    expect(await sendsOf(wallet.id)).toBe(1);
+    const replayed = await sendWithKey(wallet.id, "crash-1", body);
+    expect(replayed.headers.get("idempotent-replayed")).toBe("true");
+    expect(replayed.body.id).toBe(first.body.id);
+  });
+
+  it("is taken over once stale and run afresh when it had recorded nothing", async () => {
+    const wallet = await createWallet();
+    await fundEvm(await sharedDevnet(), wallet.evm.address, { eth: 10n ** 18n, usdc: 10n * USDC });
+    const body = { to: RECIPIENT, amount: "1" };
+    await leaveClaim(wallet.id, "crash-2", body, new Date(Date.now() - 120_000));
+    const retried = await sendWithKey(wallet.id, "crash-2", body);
+    expect(retried.status).toBe(201);
+    expect(await sendsOf(wallet.id)).toBe(1);
+  });
+
+  it("is not taken over while fresh: a duplicate waits, then answers idempotency_key_in_use", async () => {
+    const wallet = await createWallet();
+    await fundEvm(await sharedDevnet(), wallet.evm.address, { eth: 10n ** 18n, usdc: 10n * USDC });
+    const body = { to: RECIPIENT, amount: "1" };
+    await leaveClaim(wallet.id, "fresh-1", body, new Date());
+    const duplicate = await sendWithKey(wallet.id, "fresh-1", body);
+    expect(duplicate.status).toBe(409);
+    expect(expectErrorShape(duplicate).reason).toBe("idempotency_key_in_use");
+    expect(await sendsOf(wallet.id)).toBe(0);
+  });
+});
