@@ -19,7 +19,7 @@ import {
   type Wallet,
 } from "../src/index.ts";
 import { FileSettlementStore } from "../src/node/index.ts";
-import { auditRowsOf, fundedWallet, type GatedWorld, startGatedWorld, TestDaemon } from "./support.ts";
+import { auditRowsOf, fundedWallet, type GatedWorld, startGatedWorld, startTestDaemon } from "./support.ts";
 
 let world: GatedWorld;
 let payee: Wallet;
@@ -122,7 +122,7 @@ describe("spec 4.8: gate behaviour rules", () => {
   it("4.8.5 a spendDecisionId passed to wallet.send skips the client's authorize call and is forwarded (and not settled by the client)", async () => {
     const payer = await fundedWallet(world.admin);
     const to = payee.evm?.address as string;
-    const daemon = new SpendAuthzClient({ gatewayUrl: world.daemon.url, token: world.agentToken });
+    const daemon = new SpendAuthzClient({ gatewayUrl: world.daemonUrl, token: world.agentToken });
     const verdict = await daemon.authorize({
       provider: "svc",
       network: baseNetwork,
@@ -400,7 +400,7 @@ describe("spec 7: SvcAuthzError, and nothing submitted", () => {
   });
 
   it("spend authorization not enabled on the daemon (503)", async () => {
-    const disabled = await TestDaemon.start({});
+    const disabled = await startTestDaemon({ SPEND_AUTHZ_ENABLED: "0" });
     try {
       const token = await disabled.identity("agent", ["wallet.spend.authorize", "wallet.spend.settle"]);
       await expectAuthzError(
@@ -409,7 +409,7 @@ describe("spec 7: SvcAuthzError, and nothing submitted", () => {
         503,
       );
     } finally {
-      await disabled.stop();
+      await disabled.stop({ removeHome: true });
     }
   });
 
@@ -432,7 +432,7 @@ describe("spec 7: SvcAuthzError, and nothing submitted", () => {
     expect(error.reason).toBe("misconfigured");
     expect(await sendCount(payer)).toBe(0);
     expect(() => world.client({ authz: { ...world.authz(), retries: 1 } as never })).toThrow(SvcAuthzError);
-    expect(() => world.client({ authz: { gatewayUrl: world.daemon.url } as never })).toThrow(/token/);
+    expect(() => world.client({ authz: { gatewayUrl: world.daemonUrl } as never })).toThrow(/token/);
     expect(() => world.client({ authz: world.authz({ perCallCap: "1.5" }) })).toThrow(/perCallCap/);
     expect(() => world.client({ authz: world.authz({ settlementRetryAttempts: -1 }) })).toThrow(
       /settlementRetryAttempts/,

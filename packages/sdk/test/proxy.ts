@@ -22,9 +22,12 @@ export class FaultProxy {
   readonly requests: { line: string; idempotencyKey: string | undefined }[] = [];
   url = "";
 
+  #target: { host: string; port: number };
+
   private constructor(target: { host: string; port: number }) {
+    this.#target = target;
     this.#server = net.createServer((client) => {
-      const upstream = net.connect(target.port, target.host);
+      const upstream = net.connect(this.#target.port, this.#target.host);
       this.#sockets.add(client).add(upstream);
       let fault: Fault | undefined;
       client.on("data", (chunk: Buffer) => {
@@ -72,6 +75,12 @@ export class FaultProxy {
     const { port } = proxy.#server.address() as net.AddressInfo;
     proxy.url = `http://127.0.0.1:${port}`;
     return proxy;
+  }
+
+  /** Sends new connections to `targetUrl` from now on (the service behind it moved). */
+  retarget(targetUrl: string): void {
+    const target = new URL(targetUrl);
+    this.#target = { host: target.hostname, port: Number(target.port) };
   }
 
   /** Injects `fault` into the next request whose request line ("POST /v1/… HTTP/1.1") matches `pattern`. */

@@ -2,8 +2,9 @@
  * What the SDK's end-to-end tests share: a real service (with local chains) and, where the gate is tested, a
  * real daemon process. Test-only: the SDK's source never imports the service.
  */
+
+import { startTestDaemon, type TestDaemon } from "@svc/authzd/testing";
 import { fundEvm, fundSolana } from "@svc/devnet";
-import { TestDaemon } from "../../authzd/test/harness.ts";
 import {
   createTestServer,
   seedAccount,
@@ -11,8 +12,9 @@ import {
   type TestServer,
 } from "../../server/test/support/test-server.ts";
 import { type SpendAuthzConfig, SvcWallet, type SvcWalletOptions, type Wallet } from "../src/index.ts";
+import { FaultProxy } from "./proxy.ts";
 
-export { TestDaemon } from "../../authzd/test/harness.ts";
+export { startTestDaemon, type TestDaemon } from "@svc/authzd/testing";
 export { sharedDevnet } from "../../server/test/support/test-server.ts";
 
 export const USDC = 1_000_000n;
@@ -52,45 +54,42 @@ export async function startWorld(env: Record<string, string> = {}): Promise<Worl
 /** A daemon with spend authorization on, and the service configured to verify decisions with it. */
 export interface GatedWorld extends World {
   daemon: TestDaemon;
+  /** The daemon's address as the SDK and the service know it: a forwarder that survives a daemon restart. */
+  daemonUrl: string;
   /** Token of the SDK's daemon identity (`agent`), holding {@link AGENT_CAPABILITIES}. */
   agentToken: string;
-  /** Restarts the daemon on the same home and port (after `daemon.stop()`). */
-  restartDaemon(): Promise<TestDaemon>;
+  /** Restarts the daemon on the same home (after `daemon.stop()` or not); `daemonUrl` keeps working. */
+  restartDaemon(): Promise<void>;
   authz(extra?: Partial<SpendAuthzConfig>): SpendAuthzConfig;
 }
 
 /**
  * Starts a daemon (spend authorization enabled), an identity for the SDK, an identity for the service with
- * `wallet.spend.verify`, and the service configured with it (`SVC_AUTHZD_URL`, `SVC_AUTHZD_TOKEN`).
+ * `wallet.spend.verify`, and the service configured with it (`SVC_AUTHZD_URL`, `SVC_AUTHZD_TOKEN`). Both
+ * reach the daemon through a TCP forwarder, so a restarted daemon (on a new port) is found at the same URL.
  */
 export async function startGatedWorld(env: Record<string, string> = {}): Promise<GatedWorld> {
-  const daemonEnv = { SPEND_AUTHZ_ENABLED: "1" };
-  let daemon = await TestDaemon.start(daemonEnv);
-  const port = new URL(daemon.url).port;
-  const home = daemon.home;
-  const agentToken = await daemon.identity("agent", AGENT_CAPABILITIES, 1_000_000);
-  // PRE-MERGE: drop this fallback once the daemon knows wallet.spend.verify.
-  const serviceToken = await daemon.identity("svc-service", ["wallet.spend.verify"]).catch(() => undefined);
-  const world = await startWorld(
-    serviceToken ? { SVC_AUTHZD_URL: daemon.url, SVC_AUTHZD_TOKEN: serviceToken, ...env } : env,
-  );
-  const gated: GatedWorld = {
+  const daemon = await startTestDaemon();
+  const forwarder = await FaultProxy.start(daemon.url);
+  const agentToken = await daemon.identity("agent", AGENT_CAPABILITIES, { budgetCredits: 10_000_000 });
+  const serviceToken = await daemon.identity("svc-service", ["wallet.spend.verify"]);
+  const world = await startWorld({ SVC_AUTHZD_URL: forwarder.url, SVC_AUTHZD_TOKEN: serviceToken, ...env });
+  return {
     ...world,
-    get daemon() {
-      return daemon;
-    },
+    daemon,
+    daemonUrl: forwarder.url,
     agentToken,
     restartDaemon: async () => {
-      daemon = await TestDaemon.start({ ...daemonEnv, AUTHZD_PORT: port }, home);
-      return daemon;
+      await daemon.restart();
+      forwarder.retarget(daemon.url);
     },
-    authz: (extra = {}) => ({ gatewayUrl: daemon.url, token: agentToken, ...extra }),
+    authz: (extra = {}) => ({ gatewayUrl: forwarder.url, token: agentToken, ...extra }),
     close: async () => {
       await world.close();
-      await daemon.stop();
+      await forwarder.close();
+      await daemon.stop({ removeHome: true });
     },
   };
-  return gated;
 }
 
 /** A wallet on base and solana created by the admin, funded on chain with gas and USDC. */
