@@ -11,7 +11,7 @@
  */
 import http from "node:http";
 import os from "node:os";
-import { TestDaemon } from "../../authzd/test/harness.ts";
+import { startTestDaemon } from "@svc/authzd/testing";
 import { SpendAuthzClient, SvcWallet } from "../src/index.ts";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 20);
@@ -104,13 +104,12 @@ function percentile(sorted: number[], p: number): number {
 
 async function main(): Promise<void> {
   const stub = await startStub();
-  const daemon = await TestDaemon.start({ SPEND_AUTHZ_ENABLED: "1" });
+  // The daemon's per-identity rate limit would throttle a benchmark that sends as fast as it can.
+  const daemon = await startTestDaemon({ AUTHZD_SPEND_RATE_LIMIT_PER_SECOND: "0" });
   try {
-    const token = await daemon.identity(
-      "bench",
-      ["wallet.spend.authorize", "wallet.spend.settle"],
-      1_000_000_000,
-    );
+    const token = await daemon.identity("bench", ["wallet.spend.authorize", "wallet.spend.settle"], {
+      budgetCredits: 1_000_000_000,
+    });
     const baseUrl = `${stub.url}/v1`;
     const off = await new SvcWallet({ apiKey: "svc_bench", baseUrl }).wallet.get(WALLET);
     const on = await new SvcWallet({
@@ -174,7 +173,7 @@ async function main(): Promise<void> {
     );
     console.log(`  ratio gate on / gate off (p50): ${(gateOn.p50 / gateOff.p50).toFixed(2)}×`);
   } finally {
-    await daemon.stop();
+    await daemon.stop({ removeHome: true });
     stub.close();
   }
 }
