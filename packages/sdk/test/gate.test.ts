@@ -11,6 +11,7 @@ import {
   SpendAuthzClient,
   SpendGate,
   SvcAuthzError,
+  SvcConnectionError,
   SvcPolicyViolationError,
   SvcSpendDeniedError,
   type SvcWallet,
@@ -486,6 +487,40 @@ describe("beyond the anchors", () => {
       "POST /spend/cancel",
     ]);
     expect(await budget()).toBe(reservedBefore);
+  });
+
+  it("SpendGate.run cancels only on a definite refusal; with the outcome unknown (no answer, a 5xx, the key still in use) the approval stays", async () => {
+    const verifier = await world.daemon.identity("verifier", ["wallet.spend.verify"]);
+    const gate = new SpendGate(world.authz());
+    const spend = {
+      context: { provider: "svc", network: baseNetwork, asset: usdcAddress, amount: "1000", credits: 1 },
+      destination: payee.evm?.address as string,
+      perCallCap: "100000000",
+    };
+    const stateAfter = async (failure: Error): Promise<unknown> => {
+      let decisionId = "";
+      const error = await gate
+        .run(
+          spend,
+          async (id) => {
+            decisionId = id;
+            throw failure;
+          },
+          () => undefined,
+        )
+        .catch((e) => e);
+      expect(error).toBe(failure);
+      const lookup = await world.daemon.call("GET", `/spend/decisions/${decisionId}`, { token: verifier });
+      return lookup.body.state;
+    };
+    const serviceError = (status: number, reason?: string) =>
+      new SvcPolicyViolationError({ code: "X", status, message: "m", requestId: "req_x", reason });
+    expect(await stateAfter(serviceError(403, "recipient_not_allowed"))).toBe("cancelled");
+    expect(await stateAfter(serviceError(409, "idempotency_key_in_use"))).toBe("approved");
+    expect(await stateAfter(serviceError(502, "chain_unavailable"))).toBe("approved");
+    expect(
+      await stateAfter(new SvcConnectionError({ code: "ConnectionError", status: 0, message: "no answer" })),
+    ).toBe("approved");
   });
 
   it("FileSettlementStore: an agent that restarts after a failed settlement still settles it", async () => {

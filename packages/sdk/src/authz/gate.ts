@@ -46,6 +46,20 @@ function misconfigured(message: string): SvcAuthzError {
   return new SvcAuthzError(message, { reason: "misconfigured" });
 }
 
+/**
+ * True when the service refused the spend for good, so nothing moved and the approval can be given back: a
+ * 4xx answer, except "the first request with this Idempotency-Key is still running" (that one may yet move
+ * money). No answer or a 5xx may hide a spend that happened: the approval stays.
+ */
+function definiteRefusal(error: unknown): boolean {
+  return (
+    error instanceof SvcError &&
+    error.status >= 400 &&
+    error.status < 500 &&
+    error.reason !== "idempotency_key_in_use"
+  );
+}
+
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
@@ -134,10 +148,7 @@ export class SpendGate {
     try {
       result = await submit(decisionId);
     } catch (error) {
-      // A definite refusal (the service answered 4xx) moved nothing: give the reservation back. Anything
-      // else (no answer, a 5xx) may have moved money, so the approval stays for settlement by hand.
-      if (error instanceof SvcError && error.status >= 400 && error.status < 500)
-        await this.cancel(decisionId);
+      if (definiteRefusal(error)) await this.cancel(decisionId);
       throw error;
     }
     const txHash = txHashOf(result);
