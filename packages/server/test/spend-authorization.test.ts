@@ -1,0 +1,352 @@
+import { startTestDaemon, type TestDaemon } from "@svc/authzd/testing";
+import { fundEvm } from "@svc/devnet";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { devnetClients } from "./support/chains.ts";
+import { waitForSettled } from "./support/spends.ts";
+import {
+  createTestServer,
+  expectErrorShape,
+  seedAccount,
+  sharedDevnet,
+  type TestServer,
+} from "./support/test-server.ts";
+
+const USDC = 1_000_000n;
+const RECIPIENT = "0x1111111111111111111111111111111111111111";
+const OTHER = "0x2222222222222222222222222222222222222222";
+
+let daemon: TestDaemon;
+let server: TestServer;
+let owner: Awaited<ReturnType<typeof seedAccount>>;
+let agentToken: string;
+/** The facts of base as the service serves it: read from GET /v1/chains, like a client would. */
+let base: { network: string; usdc: string };
+let solanaNetwork: string;
+
+beforeAll(async () => {
+  daemon = await startTestDaemon();
+  const serviceToken = await daemon.identity("svc-service", ["wallet.spend.verify"]);
+  agentToken = await daemon.identity("agent-1", ["wallet.spend.authorize", "wallet.spend.settle"]);
+  server = await createTestServer({
+    env: { SVC_AUTHZD_URL: daemon.url, SVC_AUTHZD_TOKEN: serviceToken },
+  });
+  owner = await seedAccount(server.api);
+  const chains = (await server.api.get("/v1/chains", owner.apiKey)).body as {
+    name: string;
+    network: string;
+    tokens: { symbol: string; address: string }[];
+  }[];
+  const baseChain = chains.find((c) => c.name === "base");
+  const usdc = baseChain?.tokens.find((t) => t.symbol === "USDC")?.address;
+  if (!baseChain || !usdc) throw new Error("base USDC not served");
+  base = { network: baseChain.network, usdc };
+  solanaNetwork = chains.find((c) => c.name === "solana")?.network ?? "";
+});
+afterAll(async () => {
+  await server?.close();
+  await daemon?.stop();
+});
+
+async function fundedWallet(policy?: Record<string, unknown>) {
+  const created = await server.api.post(
+    "/v1/wallets",
+    { name: "gated", chains: ["base"], ...(policy ? { policy } : {}) },
+    owner.apiKey,
+  );
+  if (created.status !== 201) throw new Error(created.text);
+  await fundEvm(await sharedDevnet(), created.body.evm.address, { eth: 10n ** 18n, usdc: 100n * USDC });
+  return created.body as { id: string; evm: { address: string } };
+}
+
+/** Asks the daemon, as the agent's identity, to approve a spend; returns the decision. */
+async function authorize(overrides: Record<string, unknown> = {}) {
+  const reply = await daemon.call<{ approved: boolean; decision_id: string }>("POST", "/spend/authorize", {
+    token: agentToken,
+    body: {
+      provider: "svc",
+      network: base.network,
+      asset: base.usdc,
+      amount: "2000000",
+      per_call_cap: "5000000",
+      credits: 1,
+      destination: RECIPIENT,
+      ...overrides,
+    },
+  });
+  expect(reply.status).toBe(200);
+  return reply.body;
+}
+
+const send = (walletId: string, body: Record<string, unknown>) =>
+  server.api.post(`/v1/wallets/${walletId}/send`, { chain: "base", ...body }, owner.apiKey);
+
+async function sendsOf(walletId: string): Promise<number> {
+  return (await server.api.get(`/v1/wallets/${walletId}/transactions?type=send`, owner.apiKey)).body.total;
+}
+
+describe("a spend carrying spendAuthorization.decisionId", () => {
+  it("is admitted when the daemon approved exactly this spend, and shows spendDecisionId", async () => {
+    const wallet = await fundedWallet();
+    const decision = await authorize();
+    expect(decision.approved).toBe(true);
+    const sent = await send(wallet.id, {
+      to: RECIPIENT,
+      amount: "2",
+      spendAuthorization: { decisionId: decision.decision_id },
+    });
+    expect(sent.status).toBe(201);
+    expect(sent.body.spendDecisionId).toBe(decision.decision_id);
+    const settled = await waitForSettled(server.api, owner.apiKey, sent.body.id);
+    expect(settled).toMatchObject({ status: "confirmed", spendDecisionId: decision.decision_id });
+  });
+
+  it("is refused when the decision is made up, denied or cancelled, and nothing is signed", async () => {
+    const wallet = await fundedWallet();
+    const denied = await authorize({ amount: "9000000" });
+    expect(denied.approved).toBe(false);
+    const cancelled = await authorize();
+    expect(
+      (
+        await daemon.call("POST", "/spend/cancel", {
+          token: agentToken,
+          body: { decision_id: cancelled.decision_id },
+        })
+      ).status,
+    ).toBe(200);
+    const cases: [string, string, string, string][] = [
+      ["made up", "dec_totally_made_up", "2", "is unknown to the authorization daemon"],
+      ["denied", denied.decision_id, "9", "was denied"],
+      ["cancelled", cancelled.decision_id, "2", "was cancelled"],
+    ];
+    for (const [why, decisionId, amount, message] of cases) {
+      const response = await send(wallet.id, { to: RECIPIENT, amount, spendAuthorization: { decisionId } });
+      expect(response.status, why).toBe(403);
+      const error = expectErrorShape(response);
+      expect(error, why).toMatchObject({ code: "PolicyViolation", reason: "spend_authorization_invalid" });
+      expect(error.message, why).toContain(message);
+    }
+    expect(await sendsOf(wallet.id)).toBe(0);
+  });
+
+  it.each([
+    ["amount", { amount: "3000000" }, "amount"],
+    ["destination", { destination: OTHER }, "destination"],
+    ["asset", { asset: "native" }, "asset"],
+    ["network", { network: "eip155:1" }, "network"],
+  ] as const)(
+    "is refused when the decision's %s differs, naming the field",
+    async (_name, overrides, field) => {
+      const wallet = await fundedWallet();
+      const decision = await authorize(overrides);
+      expect(decision.approved).toBe(true);
+      const response = await send(wallet.id, {
+        to: RECIPIENT,
+        amount: "2",
+        spendAuthorization: { decisionId: decision.decision_id },
+      });
+      expect(response.status).toBe(403);
+      const error = expectErrorShape(response);
+      expect(error).toMatchObject({ code: "PolicyViolation", reason: "spend_authorization_mismatch" });
+      expect(error.details).toMatchObject({ field });
+      expect(error.message).toContain(`this spend's ${field} is`);
+      expect(await sendsOf(wallet.id)).toBe(0);
+    },
+  );
+
+  it("admits one spend per decision: a second use is refused", async () => {
+    const wallet = await fundedWallet();
+    const decision = await authorize();
+    const body = { to: RECIPIENT, amount: "2", spendAuthorization: { decisionId: decision.decision_id } };
+    expect((await send(wallet.id, body)).status).toBe(201);
+    const again = await send(wallet.id, body);
+    expect(again.status).toBe(403);
+    expect(expectErrorShape(again).reason).toBe("spend_authorization_used");
+    expect(await sendsOf(wallet.id)).toBe(1);
+  });
+
+  it("admits exactly one of 50 concurrent sends carrying one decision", async () => {
+    const wallet = await fundedWallet();
+    const decision = await authorize();
+    const body = { to: RECIPIENT, amount: "2", spendAuthorization: { decisionId: decision.decision_id } };
+    const responses = await Promise.all(Array.from({ length: 50 }, () => send(wallet.id, body)));
+    const statuses = responses.map((r) => r.status);
+    expect(statuses.filter((s) => s === 201)).toHaveLength(1);
+    for (const refused of responses.filter((r) => r.status !== 201))
+      expect(expectErrorShape(refused)).toMatchObject({
+        code: "PolicyViolation",
+        reason: "spend_authorization_used",
+      });
+    expect(await sendsOf(wallet.id)).toBe(1);
+    const { base: chain } = await devnetClients(await sharedDevnet());
+    const admitted = responses.find((r) => r.status === 201);
+    await waitForSettled(server.api, owner.apiKey, admitted?.body.id);
+    const usdc = chain.config.tokens.find((t) => t.symbol === "USDC");
+    if (!usdc) throw new Error("no USDC");
+    expect(await chain.getBalance(wallet.evm.address, usdc)).toBe(98n * USDC);
+  });
+
+  it("requireSpendAuthorization refuses a spend without a decision; only admin turns it off", async () => {
+    const wallet = await fundedWallet({ requireSpendAuthorization: true });
+    const bare = await send(wallet.id, { to: RECIPIENT, amount: "1" });
+    expect(bare.status).toBe(403);
+    expect(expectErrorShape(bare)).toMatchObject({
+      code: "PolicyViolation",
+      reason: "spend_authorization_required",
+    });
+    const decision = await authorize({ amount: "1000000" });
+    const gated = await send(wallet.id, {
+      to: RECIPIENT,
+      amount: "1",
+      spendAuthorization: { decisionId: decision.decision_id },
+    });
+    expect(gated.status).toBe(201);
+    const agent = await server.api.post(
+      "/v1/api-keys",
+      { name: "agent", walletIds: [wallet.id] },
+      owner.accessToken,
+    );
+    const off = await server.api.request("PATCH", `/v1/wallets/${wallet.id}/policy`, {
+      token: agent.body.key,
+      body: { requireSpendAuthorization: false },
+    });
+    expect(expectErrorShape(off)).toMatchObject({ code: "Forbidden", reason: "insufficient_role" });
+    expect(await sendsOf(wallet.id)).toBe(1);
+  });
+
+  it("a Solana decision cannot pay on base", async () => {
+    const wallet = await fundedWallet();
+    const decision = await authorize({ network: solanaNetwork });
+    const response = await send(wallet.id, {
+      to: RECIPIENT,
+      amount: "2",
+      spendAuthorization: { decisionId: decision.decision_id },
+    });
+    expect(expectErrorShape(response)).toMatchObject({ reason: "spend_authorization_mismatch" });
+  });
+});
+
+describe("decision verification against a daemon that expires approvals quickly", () => {
+  it("refuses an approval past its reservation time", async () => {
+    const quick = await startTestDaemon({ AUTHZD_RESERVATION_TTL_SECONDS: "1" });
+    const serviceToken = await quick.identity("svc-service", ["wallet.spend.verify"]);
+    const agent = await quick.identity("agent", ["wallet.spend.authorize"]);
+    const quickServer = await createTestServer({
+      env: { SVC_AUTHZD_URL: quick.url, SVC_AUTHZD_TOKEN: serviceToken },
+    });
+    try {
+      const account = await seedAccount(quickServer.api);
+      const wallet = await quickServer.api.post(
+        "/v1/wallets",
+        { name: "w", chains: ["base"] },
+        account.apiKey,
+      );
+      await fundEvm(await sharedDevnet(), wallet.body.evm.address, { eth: 10n ** 18n, usdc: 10n * USDC });
+      const decision = await quick.call<{ decision_id: string }>("POST", "/spend/authorize", {
+        token: agent,
+        body: {
+          provider: "svc",
+          network: base.network,
+          asset: base.usdc,
+          amount: "1000000",
+          per_call_cap: "5000000",
+          credits: 1,
+          destination: RECIPIENT,
+        },
+      });
+      // Wait until the daemon itself reports the approval expired: no fixed sleep.
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        const lookup = await quick.call<{ state: string }>(
+          "GET",
+          `/spend/decisions/${decision.body.decision_id}`,
+          {
+            token: serviceToken,
+          },
+        );
+        if (lookup.body.state === "expired") break;
+        if (Date.now() > deadline) throw new Error(`decision never expired: ${JSON.stringify(lookup.body)}`);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      const response = await quickServer.api.post(
+        `/v1/wallets/${wallet.body.id}/send`,
+        {
+          to: RECIPIENT,
+          amount: "1",
+          chain: "base",
+          spendAuthorization: { decisionId: decision.body.decision_id },
+        },
+        account.apiKey,
+      );
+      expect(response.status).toBe(403);
+      const error = expectErrorShape(response);
+      expect(error.reason).toBe("spend_authorization_invalid");
+      expect(error.message).toContain("expired at");
+    } finally {
+      await quickServer.close();
+      await quick.stop();
+    }
+  });
+});
+
+describe("without a usable daemon", () => {
+  it("a service configured without one refuses a decisionId with 400 authzd_not_configured", async () => {
+    const plain = await createTestServer();
+    try {
+      const account = await seedAccount(plain.api);
+      const wallet = await plain.api.post("/v1/wallets", { name: "w", chains: ["base"] }, account.apiKey);
+      const response = await plain.api.post(
+        `/v1/wallets/${wallet.body.id}/send`,
+        {
+          to: RECIPIENT,
+          amount: "1",
+          chain: "base",
+          spendAuthorization: { decisionId: "dec_totally_made_up" },
+        },
+        account.apiKey,
+      );
+      expect(response.status).toBe(400);
+      expect(expectErrorShape(response)).toMatchObject({
+        code: "ValidationError",
+        reason: "authzd_not_configured",
+      });
+      expect(
+        (await plain.api.get(`/v1/wallets/${wallet.body.id}/transactions`, account.apiKey)).body.total,
+      ).toBe(0);
+    } finally {
+      await plain.close();
+    }
+  });
+
+  it("a daemon that does not answer refuses the spend with 502 authzd_unavailable, nothing signed", async () => {
+    const down = await createTestServer({
+      env: { SVC_AUTHZD_URL: "http://127.0.0.1:1", SVC_AUTHZD_TOKEN: "azd_unused" },
+    });
+    try {
+      const account = await seedAccount(down.api);
+      const wallet = await down.api.post("/v1/wallets", { name: "w", chains: ["base"] }, account.apiKey);
+      await fundEvm(await sharedDevnet(), wallet.body.evm.address, { eth: 10n ** 18n, usdc: 10n * USDC });
+      const decision = await authorize();
+      const response = await down.api.post(
+        `/v1/wallets/${wallet.body.id}/send`,
+        {
+          to: RECIPIENT,
+          amount: "2",
+          chain: "base",
+          spendAuthorization: { decisionId: decision.decision_id },
+        },
+        account.apiKey,
+      );
+      expect(response.status).toBe(502);
+      expect(expectErrorShape(response)).toMatchObject({
+        code: "InternalError",
+        reason: "authzd_unavailable",
+      });
+      expect(response.text).not.toContain("azd_unused");
+      expect(
+        (await down.api.get(`/v1/wallets/${wallet.body.id}/transactions`, account.apiKey)).body.total,
+      ).toBe(0);
+    } finally {
+      await down.close();
+    }
+  });
+});
