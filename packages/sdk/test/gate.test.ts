@@ -308,6 +308,14 @@ describe("spec 4.7: client library operations", () => {
     expect(typeof wallet.send).toBe("function");
   });
 
+  it("spec 2.11 defaults: provider svc, 3 settlement retries 100 ms apart, perCallCap from the policy", () => {
+    const gate = world.client({ authz: world.authz() }).authz as SpendGate;
+    expect(gate.provider).toBe("svc");
+    expect(gate.settlementRetryAttempts).toBe(3);
+    expect(gate.settlementRetryDelayMs).toBe(100);
+    expect(gate.perCallCap).toBeUndefined();
+  });
+
   it("svc.authz exists only when the client was constructed with an authz config", () => {
     expect("authz" in world.client()).toBe(false);
     expect(world.client().authz).toBeUndefined();
