@@ -129,7 +129,8 @@ describe("retries", () => {
 
   it("a timed-out attempt is retried with the same key; with no retries left the error is SvcConnectionError reason timeout", async () => {
     const payer = await fundedWallet(world.admin, {}, "timeout");
-    const wallet = await throughProxy({ timeoutMs: 3_000 }).wallet.get(payer.id);
+    // Long enough for a loaded machine to broadcast the first attempt; that attempt's answer is held back.
+    const wallet = await throughProxy({ timeoutMs: 6_000 }).wallet.get(payer.id);
     proxy.requests.length = 0;
     proxy.inject(/^POST \/v1\/wallets\/\S+\/send /, "hold-response");
     const tx = await wallet.send({
