@@ -5,13 +5,13 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startWorld, type World } from "./support.ts";
+import { auditRowsOf, fundedWallet, type GatedWorld, startGatedWorld } from "./support.ts";
 
 const run = promisify(execFile);
 const PACKAGE_DIR = fileURLToPath(new URL("..", import.meta.url));
 const TSC = fileURLToPath(new URL("../../../node_modules/typescript/bin/tsc", import.meta.url));
 
-let world: World;
+let world: GatedWorld;
 let work: string;
 let app: string;
 let tarball: string;
@@ -30,7 +30,7 @@ beforeAll(async () => {
     JSON.stringify({ name: "app", private: true, type: "module" }),
   );
   await run("npm", ["install", "--no-audit", "--no-fund", "--ignore-scripts", tarball], { cwd: app });
-  world = await startWorld();
+  world = await startGatedWorld();
 });
 afterAll(async () => {
   await world?.close();
@@ -140,5 +140,34 @@ describe("the packed package", () => {
     expect(refused).toMatchObject({ code: "PolicyViolation", reason: "max_per_tx" });
     // The service has the send.
     expect(await world.admin.transactions.get(sent.id)).toMatchObject({ txHash: sent.txHash, amount: "1.5" });
+  });
+
+  it("the gate example runs from the tarball against a daemon: approved, submitted with its decision, settled; the over-cap send denied", async () => {
+    fs.copyFileSync(path.join(PACKAGE_DIR, "examples/gate.mjs"), path.join(app, "gate.mjs"));
+    const payer = await fundedWallet(world.admin, { maxPerTx: "5" });
+    const payee = await world.admin.wallet.create({ name: "gate payee", chains: ["base"] });
+    const result = await run(process.execPath, ["gate.mjs"], {
+      cwd: app,
+      env: {
+        PATH: process.env.PATH ?? "",
+        SVC_BASE_URL: world.baseUrl,
+        SVC_API_KEY: world.accessToken,
+        WALLET: payer.id,
+        PAYEE: payee.evm?.address as string,
+        AUTHZD_URL: world.daemonUrl,
+        AUTHZD_TOKEN: world.agentToken,
+      },
+    });
+    const [sent, denied, failed] = result.stdout
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line));
+    expect(sent.spendDecisionId).toMatch(/^dec_/);
+    expect(auditRowsOf(world.daemon, "spend_settled").map((row) => row.decision_id)).toContain(
+      sent.spendDecisionId,
+    );
+    expect(denied.denied).toMatch(/exceeds per_call_cap 5000000/);
+    expect(failed).toEqual({ failedSettlements: [] });
+    expect((await payer.transactions({ type: "send" })).data.map((tx) => tx.id)).toEqual([sent.id]);
   });
 });
