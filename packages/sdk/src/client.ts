@@ -1,0 +1,266 @@
+import { SpendGate } from "./authz/gate.ts";
+import type { SpendAuthzConfig } from "./authz/types.ts";
+import { SvcValidationError } from "./errors.ts";
+import { NetworkDirectory } from "./network.ts";
+import { type FetchLike, Transport } from "./transport.ts";
+import type {
+  Account,
+  ApiKey,
+  Chain,
+  CreateApiKeyInput,
+  CreatedApiKey,
+  CreateWalletInput,
+  LoginResult,
+  Transaction,
+  WalletRecord,
+} from "./types.ts";
+import { type ClientContext, policyBody, Wallet } from "./wallet.ts";
+
+/**
+ * The local service's address, the default `baseUrl`.
+ * @example
+ * new SvcWallet({ apiKey }); // talks to DEFAULT_BASE_URL, http://127.0.0.1:8080/v1
+ */
+export const DEFAULT_BASE_URL = "http://127.0.0.1:8080/v1";
+const DEFAULT_MAX_RETRIES = 2;
+const DEFAULT_TIMEOUT_MS = 60_000;
+const OPTION_KEYS = new Set(["apiKey", "baseUrl", "authz", "fetch", "maxRetries", "timeoutMs"]);
+
+/**
+ * Options of {@link SvcWallet}.
+ * @example
+ * const options: SvcWalletOptions = { apiKey: process.env.SVC_API_KEY!, baseUrl: "http://127.0.0.1:8080/v1" };
+ */
+export interface SvcWalletOptions {
+  /** An API key (`svc_…`) or a login access token. Needed by every call but `auth.register` / `auth.login`. */
+  apiKey?: string;
+  /** The service's base URL, ending in `/v1`; default `http://127.0.0.1:8080/v1`. */
+  baseUrl?: string;
+  /** Turns on the spend-authorization gate (spec 2.11); without it `svc.authz` does not exist. */
+  authz?: SpendAuthzConfig;
+  /** `fetch` to use for the service and the daemon; default the global `fetch`. */
+  fetch?: FetchLike;
+  /** Retries after the first attempt on network errors, 429 and 5xx; default 2. */
+  maxRetries?: number;
+  /** Per-attempt timeout in milliseconds; default 60000. */
+  timeoutMs?: number;
+}
+
+function badOption(message: string): SvcValidationError {
+  return new SvcValidationError({ code: "ValidationError", status: 0, message, reason: "invalid_option" });
+}
+
+function strip<T extends object>(input: T): Partial<T> {
+  return Object.fromEntries(Object.entries(input).filter(([, value]) => value !== undefined)) as Partial<T>;
+}
+
+/**
+ * The Svc client: the whole REST API, and the optional spend-authorization gate.
+ * @example
+ * import { SvcWallet } from "@svc/sdk";
+ *
+ * const svc = new SvcWallet({ apiKey: process.env.SVC_API_KEY! });
+ * const wallet = await svc.wallet.get("wal_…");
+ * const tx = await wallet.send({ to: "0xc202…f741", amount: 10, token: "USDC", chain: "base" });
+ */
+export class SvcWallet {
+  /** Accounts: register and log in (no credential needed). */
+  readonly auth: {
+    /**
+     * Creates an account (password at least 12 characters).
+     * @example
+     * const account = await svc.auth.register({ email: "ada@example.com", password: "correct-horse-battery" });
+     */
+    register(input: { email: string; password: string; name?: string }): Promise<Account>;
+    /**
+     * Logs in; the access token acts as an admin credential for an hour.
+     * @example
+     * const { accessToken } = await svc.auth.login({ email, password });
+     */
+    login(input: { email: string; password: string }): Promise<LoginResult>;
+  };
+  /** API keys of the account (creating, listing and revoking others need an admin credential). */
+  readonly apiKeys: {
+    /**
+     * Creates a key; the full `key` is in this response only.
+     * @example
+     * const { key } = await admin.apiKeys.create({ name: "agent", role: "agent", walletIds: [wallet.id] });
+     */
+    create(input: CreateApiKeyInput): Promise<CreatedApiKey>;
+    /**
+     * The account's active keys, without their values.
+     * @example
+     * const keys = await admin.apiKeys.list();
+     */
+    list(): Promise<ApiKey[]>;
+    /**
+     * Revokes a key, immediately and for good.
+     * @example
+     * await admin.apiKeys.revoke("key_…");
+     */
+    revoke(keyId: string): Promise<void>;
+  };
+  /** The chains and tokens the deployment serves. */
+  readonly chains: {
+    /**
+     * `GET /v1/chains` (read fresh; spends use a cached copy).
+     * @example
+     * const chains = await svc.chains.list();
+     */
+    list(): Promise<Chain[]>;
+  };
+  /** Wallets of the account. */
+  readonly wallet: {
+    /**
+     * Creates a wallet (admin credential), optionally with its policy.
+     * @example
+     * const wallet = await admin.wallet.create({ name: "research agent", chains: ["base"], policy: { maxPerTx: "10" } });
+     */
+    create(input: CreateWalletInput): Promise<Wallet>;
+    /**
+     * Every wallet the credential may see, newest first.
+     * @example
+     * const wallets = await svc.wallet.list();
+     */
+    list(): Promise<Wallet[]>;
+    /**
+     * One wallet by id (spec 4.7); {@link SvcNotFoundError} when absent.
+     * @example
+     * const wallet = await svc.wallet.get("wal_…");
+     */
+    get(walletId: string): Promise<Wallet>;
+  };
+  /** Transactions by id. */
+  readonly transactions: {
+    /**
+     * One transaction by id.
+     * @example
+     * const tx = await svc.transactions.get("tx_…");
+     */
+    get(transactionId: string): Promise<Transaction>;
+  };
+  /**
+   * The gate's failed settlements and retries (spec 4.7). Present only when constructed with `authz`.
+   * @example
+   * const failed = svc.authz?.listFailedSettlements() ?? [];
+   */
+  declare readonly authz?: SpendGate;
+
+  constructor(options: SvcWalletOptions = {}) {
+    if (options === null || typeof options !== "object")
+      throw badOption("SvcWallet expects an options object");
+    for (const key of Object.keys(options)) {
+      if (!OPTION_KEYS.has(key)) {
+        throw badOption(
+          `Unknown SvcWallet option ${JSON.stringify(key)}; known: ${[...OPTION_KEYS].join(", ")}`,
+        );
+      }
+    }
+    const { apiKey, authz } = options;
+    if (apiKey !== undefined && (typeof apiKey !== "string" || apiKey === "")) {
+      throw badOption("apiKey must be a non-empty string");
+    }
+    const baseUrl = options.baseUrl ?? DEFAULT_BASE_URL;
+    if (typeof baseUrl !== "string" || !/^https?:\/\/\S+$/.test(baseUrl)) {
+      throw badOption("baseUrl must be an http:// or https:// URL, e.g. http://127.0.0.1:8080/v1");
+    }
+    if (options.fetch !== undefined && typeof options.fetch !== "function")
+      throw badOption("fetch must be a function");
+    const maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
+    if (!Number.isSafeInteger(maxRetries) || maxRetries < 0)
+      throw badOption("maxRetries must be a non-negative integer");
+    const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    if (typeof timeoutMs !== "number" || !Number.isFinite(timeoutMs) || timeoutMs <= 0) {
+      throw badOption("timeoutMs must be a positive number");
+    }
+    const fetchFn: FetchLike = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+
+    const transport = new Transport({
+      baseUrl: baseUrl.replace(/\/+$/, ""),
+      apiKey,
+      fetch: fetchFn,
+      maxRetries,
+      timeoutMs,
+    });
+    const gate = authz === undefined ? undefined : new SpendGate(authz, { fetch: fetchFn, timeoutMs });
+    const ctx: ClientContext = { transport, network: new NetworkDirectory(transport), gate };
+    if (gate !== undefined) Object.defineProperty(this, "authz", { value: gate, enumerable: true });
+
+    const wallet = (record: WalletRecord): Wallet => new Wallet(record, ctx);
+    const id = (value: string, what: string): string => {
+      if (typeof value !== "string" || value === "") throw badOption(`${what} must be a non-empty string`);
+      return encodeURIComponent(value);
+    };
+
+    this.auth = {
+      register: (input) =>
+        transport.request<Account>({
+          method: "POST",
+          path: "/auth/register",
+          body: input,
+          idempotent: false,
+          anonymous: true,
+        }),
+      login: (input) =>
+        transport.request<LoginResult>({
+          method: "POST",
+          path: "/auth/login",
+          body: input,
+          idempotent: true,
+          anonymous: true,
+        }),
+    };
+    this.apiKeys = {
+      create: (input) =>
+        transport.request<CreatedApiKey>({
+          method: "POST",
+          path: "/api-keys",
+          body: strip(input),
+          idempotent: false,
+        }),
+      list: () => transport.request<ApiKey[]>({ method: "GET", path: "/api-keys", idempotent: true }),
+      revoke: async (keyId) => {
+        await transport.request<undefined>({
+          method: "DELETE",
+          path: `/api-keys/${id(keyId, "keyId")}`,
+          idempotent: true,
+        });
+      },
+    };
+    this.chains = { list: () => ctx.network.list(true) };
+    this.wallet = {
+      create: async (input) => {
+        const body: Record<string, unknown> = { ...strip(input) };
+        if (input.policy !== undefined) body.policy = policyBody(input.policy);
+        return wallet(
+          await transport.request<WalletRecord>({
+            method: "POST",
+            path: "/wallets",
+            body,
+            idempotent: false,
+          }),
+        );
+      },
+      list: async () =>
+        (await transport.request<WalletRecord[]>({ method: "GET", path: "/wallets", idempotent: true })).map(
+          wallet,
+        ),
+      get: async (walletId) =>
+        wallet(
+          await transport.request<WalletRecord>({
+            method: "GET",
+            path: `/wallets/${id(walletId, "walletId")}`,
+            idempotent: true,
+          }),
+        ),
+    };
+    this.transactions = {
+      get: (transactionId) =>
+        transport.request<Transaction>({
+          method: "GET",
+          path: `/transactions/${id(transactionId, "transactionId")}`,
+          idempotent: true,
+        }),
+    };
+  }
+}

@@ -1,0 +1,269 @@
+/**
+ * The service's resources as the SDK sees them (spec section 2 and api.md). These are the SDK's own types;
+ * it never imports the service's code. Amounts the service returns stay decimal strings.
+ */
+
+/**
+ * An account, as `svc.auth.register` returns it (spec 2.1).
+ * @example
+ * const account: Account = await svc.auth.register({ email, password });
+ */
+export interface Account {
+  userId: string;
+  email: string;
+  name: string | null;
+  createdAt: string;
+}
+
+/**
+ * The login result (spec 2.2): the access token acts as an admin credential.
+ * @example
+ * const { accessToken } = await svc.auth.login({ email, password });
+ * const admin = new SvcWallet({ apiKey: accessToken });
+ */
+export interface LoginResult {
+  accessToken: string;
+  expiresIn: number;
+}
+
+/**
+ * What an API key may do (api.md "Credentials and roles").
+ * @example
+ * const role: ApiKeyRole = "agent";
+ */
+export type ApiKeyRole = "admin" | "agent" | "read";
+
+/**
+ * An API key record (spec 2.6 and api.md); listing never shows the key value.
+ * @example
+ * for (const key of await svc.apiKeys.list()) console.log(key.name, key.role, key.lastUsed);
+ */
+export interface ApiKey {
+  id: string;
+  name: string;
+  /** Present once the service has key roles. */
+  role?: ApiKeyRole;
+  /** The wallets the key may see and act on; null = every wallet of the account. */
+  walletIds?: string[] | null;
+  /** When the key stops working; null = never. */
+  expiresAt?: string | null;
+  createdAt: string;
+  lastUsed: string | null;
+}
+
+/**
+ * The creation response of an API key: the only time the full `key` is shown.
+ * @example
+ * const { key } = await admin.apiKeys.create({ name: "agent", role: "agent", walletIds: [wallet.id] });
+ */
+export interface CreatedApiKey extends ApiKey {
+  key: string;
+}
+
+/**
+ * Input of `svc.apiKeys.create`.
+ * @example
+ * const input: CreateApiKeyInput = { name: "reader", role: "read" };
+ */
+export interface CreateApiKeyInput {
+  name: string;
+  /** Default `agent` (decided by the service). */
+  role?: ApiKeyRole;
+  /** Bound the key to these wallets; omitted = every wallet of the account. */
+  walletIds?: string[];
+  /** ISO 8601 time after which the key answers 401 `key_expired`. */
+  expiresAt?: string;
+}
+
+/**
+ * A token a chain serves (`GET /v1/chains`).
+ * @example
+ * const usdc = chains.find((c) => c.name === "base")?.tokens.find((t) => t.symbol === "USDC");
+ */
+export interface ChainToken {
+  symbol: string;
+  /** ERC-20 contract (EVM) or SPL mint (Solana). */
+  address: string;
+  decimals: number;
+  /** USD per whole token, a decimal string; absent when unknown. */
+  usdPrice?: string;
+  eip712?: { name: string; version: string };
+}
+
+/**
+ * A chain the deployment serves, with its CAIP-2 network id and tokens (`GET /v1/chains`).
+ * @example
+ * const base = (await svc.chains.list()).find((chain) => chain.name === "base");
+ */
+export interface Chain {
+  name: string;
+  kind: "evm" | "solana";
+  /** CAIP-2 network id, e.g. `eip155:8453`. */
+  network: string;
+  nativeToken: { symbol: string; decimals: number; usdPrice?: string };
+  tokens: ChainToken[];
+  testnet: boolean;
+}
+
+/**
+ * A wallet's record (spec 2.3 and api.md).
+ * @example
+ * const record: WalletRecord = await svc.wallet.get(id);
+ */
+export interface WalletRecord {
+  id: string;
+  name: string;
+  chains: string[];
+  evm?: { address: string };
+  solana?: { address: string };
+  metadata: Record<string, unknown>;
+  status: "active" | "archived";
+  createdAt: string;
+}
+
+/**
+ * Policy fields a client may set (USD as decimal strings or numbers; `null` removes a bound).
+ * @example
+ * await wallet.policy.update({ maxPerTx: "10", dailyLimit: "50" });
+ */
+export interface PolicyInput {
+  maxPerTx?: string | number | null;
+  dailyLimit?: string | number | null;
+  alertAbove?: string | number | null;
+  approvalAbove?: string | number | null;
+  whitelist?: string[];
+  requireSpendAuthorization?: boolean;
+}
+
+/**
+ * A wallet's spending policy (api.md "Spending policy"); USD decimal strings, `null` = no bound.
+ * @example
+ * const policy: Policy = await wallet.policy.get();
+ */
+export interface Policy {
+  walletId: string;
+  maxPerTx: string | null;
+  dailyLimit: string | null;
+  whitelist: string[];
+  alertAbove: string | null;
+  approvalAbove?: string | null;
+  requireSpendAuthorization?: boolean;
+  status: "active" | "paused";
+  updatedAt: string;
+}
+
+/**
+ * Input of `svc.wallet.create`.
+ * @example
+ * const input: CreateWalletInput = { name: "research agent", chains: ["base"], policy: { maxPerTx: "10" } };
+ */
+export interface CreateWalletInput {
+  name: string;
+  /** Chain names this deployment serves (see `svc.chains.list()`). */
+  chains: string[];
+  metadata?: Record<string, unknown>;
+  policy?: PolicyInput;
+}
+
+/**
+ * A transaction (spec 2.4 and api.md). `amount` is a decimal string in token units.
+ * @example
+ * const tx: Transaction = await svc.transactions.get("tx_…");
+ */
+export interface Transaction {
+  id: string;
+  walletId: string;
+  type: "send" | "receive" | "x402";
+  amount: string;
+  token: string;
+  chain: string;
+  to: string;
+  from: string;
+  txHash?: string;
+  timestamp: string;
+  status: "pending" | "confirmed" | "failed" | "pending_approval" | "rejected";
+  confirmedAt?: string;
+  failureReason?: string;
+  spendDecisionId?: string;
+}
+
+/**
+ * One page of a wallet's history (spec 2.5).
+ * @example
+ * const page: TransactionPage = await wallet.transactions({ limit: 50 });
+ */
+export interface TransactionPage {
+  data: Transaction[];
+  total: number;
+  limit: number;
+  offset: number;
+}
+
+/**
+ * Query of a wallet's history (spec 4.3).
+ * @example
+ * const query: TransactionQuery = { type: "send", chain: "base", limit: 100 };
+ */
+export interface TransactionQuery {
+  /** Page size, default 20, at most 100. */
+  limit?: number;
+  offset?: number;
+  chain?: string;
+  type?: "send" | "receive" | "x402";
+}
+
+/**
+ * A wallet's balances read from its chains.
+ * @example
+ * const { balances, totalUsdValue } = await wallet.balance();
+ */
+export interface Balance {
+  walletId: string;
+  balances: { chain: string; token: string; amount: string; usdValue: string | null }[];
+  totalUsdValue: string;
+  updatedAt: string;
+}
+
+/**
+ * Input of `wallet.send` (spec 4.7).
+ * @example
+ * await wallet.send({ to: "0xc202…", amount: 10, token: "USDC", chain: "base" });
+ */
+export interface SendInput {
+  /** Recipient address on `chain`. */
+  to: string;
+  /** Token units: a number (converted by its shortest round-trip decimal form) or a decimal string. */
+  amount: number | string;
+  /** Token symbol; default `USDC`. */
+  token?: string;
+  /** Chain name, e.g. `base` or `solana`. */
+  chain: string;
+  /**
+   * A decision id the caller obtained from the daemon itself: the client skips its own authorize call,
+   * forwards this id, and does not settle it (whoever authorized it settles it).
+   */
+  spendDecisionId?: string;
+}
+
+/**
+ * Per-call options of requests that move money.
+ * @example
+ * await wallet.send(input, { idempotencyKey: `invoice-${invoice.id}`, signal: AbortSignal.timeout(10_000) });
+ */
+export interface RequestOptions {
+  /** The `Idempotency-Key` of this call (1–255 characters); generated once per call when omitted. */
+  idempotencyKey?: string;
+  /** Aborts the call (and its retries). */
+  signal?: AbortSignal;
+}
+
+/**
+ * Input of `wallet.faucet` (local and test networks only).
+ * @example
+ * await wallet.faucet({ chain: "base", token: "USDC", amount: "250" });
+ */
+export interface FaucetInput {
+  chain: string;
+  token: string;
+  amount?: number | string;
+}
