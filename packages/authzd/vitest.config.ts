@@ -6,8 +6,8 @@ export default defineConfig({
     ...ciReport("authzd"),
     include: ["src/**/*.test.ts", "test/**/*.test.ts"],
     // End-to-end files spawn real daemons; give them room on a 2-core machine.
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
+    testTimeout: 300_000,
+    hookTimeout: 300_000,
     maxWorkers: 2,
   },
 });

@@ -12,7 +12,7 @@ import { fileURLToPath } from "node:url";
 /** The package directory (cwd of spawned daemons, so that `--import tsx` resolves from here). */
 export const PACKAGE_DIR = fileURLToPath(new URL("..", import.meta.url));
 const CLI = path.join(PACKAGE_DIR, "src", "cli.ts");
-const START_TIMEOUT_MS = 30_000;
+const START_TIMEOUT_MS = 60_000;
 
 /** A fresh temporary directory for `AUTHZD_HOME`. */
 export function tempHome(): string {
@@ -236,22 +236,4 @@ async function spawnDaemon(
     child.once("exit", onExit);
   });
   return { child, url, log };
-}
-
-/**
- * Polls `check` every `intervalMs` until it returns true; throws after `timeoutMs` (a deadline, so a
- * test waits for a state rather than sleeping for a guessed time).
- *
- * @example
- * await waitFor(async () => (await daemon.call("GET", "/budgets/agent", { token })).body.reserved_credits === 0);
- */
-export async function waitFor(
-  check: () => boolean | Promise<boolean>,
-  { timeoutMs = 20_000, intervalMs = 50 }: { timeoutMs?: number; intervalMs?: number } = {},
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
-  }
 }

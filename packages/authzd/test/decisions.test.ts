@@ -4,7 +4,8 @@
  * on /spend/*, and all of it surviving a restart (state replayed from the audit log).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli, SPEND, startTestDaemon, type TestDaemon, waitFor } from "./harness.ts";
+import { eventually } from "../../../test/support/eventually.ts";
+import { runCli, SPEND, startTestDaemon, type TestDaemon } from "./harness.ts";
 
 interface Verdict {
   kind: string;
@@ -324,7 +325,7 @@ describe("fail-closed reservations (short reservations)", () => {
     const { authorize, settle, cancel, lookup, budget } = client(daemon);
     const first = await authorize(payer, { credits: 4 });
     expect(first.body.approved).toBe(true);
-    await waitFor(() => expiredUnsettled(4));
+    await eventually(() => expiredUnsettled(4), { describe: "the approvals to lapse" });
     expect((await budget("payer")).body).toMatchObject({
       reserved_credits: 0,
       settled_credits: 0,
@@ -359,7 +360,7 @@ describe("fail-closed reservations (short reservations)", () => {
     const lapsing = await authorize(payer, { credits: 1 });
     expect(lapsing.body.approved).toBe(true);
     // The 2-credit approval of the previous test and this one both lapse unsettled.
-    await waitFor(() => expiredUnsettled(3));
+    await eventually(() => expiredUnsettled(3), { describe: "the approval to lapse" });
     const budgetBefore = (await client(daemon).budget("payer")).body;
     const viewBefore = (await lookup(verifier, lapsing.body.decision_id)).body;
     expect(viewBefore.state).toBe("expired");
@@ -417,6 +418,6 @@ describe("per-identity rate limit on /spend/*", () => {
     expect((await authorize(neighbour)).status).toBe(200);
 
     // After Retry-After the identity is admitted again.
-    await waitFor(async () => (await authorize(agent)).status === 200, { intervalMs: 250 });
+    await eventually(async () => (await authorize(agent)).status === 200, { intervalMs: 250 });
   });
 });

@@ -10,7 +10,6 @@ export {
   startTestDaemon,
   TestDaemon,
   tempHome,
-  waitFor,
 } from "../src/testing.ts";
 
 const CLI = path.join(PACKAGE_DIR, "src", "cli.ts");

@@ -1,7 +1,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SPEND, TestDaemon, waitFor } from "./harness.ts";
+import { eventually } from "../../../test/support/eventually.ts";
+import { SPEND, TestDaemon } from "./harness.ts";
 
 interface Verdict {
   kind: string;
@@ -293,15 +294,19 @@ describe("spend authorization daemon (enabled)", () => {
 
   it("stops honouring a capability once revoked or expired", async () => {
     const token = await daemon.identity("short-lived", []);
-    const expiresAt = new Date(Date.now() + 1500).toISOString();
+    // Long enough for the first call to come well before it on a loaded machine.
+    const expiresAt = new Date(Date.now() + 5000).toISOString();
     const grant = await daemon.call("POST", "/capabilities/grant", {
       token: daemon.operatorToken,
       body: { identity: "short-lived", capability: "wallet.spend.authorize", expires_at: expiresAt },
     });
     expect(grant.body).toMatchObject({ kind: "capability_granted", expires_at: expiresAt });
     expect((await authorize(token)).status).toBe(200);
-    await new Promise((resolve) => setTimeout(resolve, 1600));
-    expect((await authorize(token)).status).toBe(403);
+    // Once it has expired (asked again until then, never a guessed sleep), it is refused.
+    await eventually(async () => (await authorize(token)).status === 403, {
+      intervalMs: 250,
+      describe: "the capability to expire",
+    });
 
     await daemon.call("POST", "/capabilities/grant", {
       token: daemon.operatorToken,
@@ -438,9 +443,10 @@ describe("spend authorization daemon (allow-lists, short reservations)", () => {
     const first = await authorize({ credits: 2 });
     expect(first.body.approved).toBe(true);
     expect((await authorize({ credits: 1 })).body.approved).toBe(false);
-    await waitFor(
+    await eventually(
       async () =>
         (await daemon.call("GET", "/budgets/agent", { token })).body.expired_unsettled_credits === 2,
+      { describe: "the approval to lapse" },
     );
     // The money may have been spent: the lapsed approval still holds the whole budget of 2.
     const after = await authorize({ credits: 1 });

@@ -170,8 +170,9 @@ export class SvcWallet {
     if (!Number.isSafeInteger(maxRetries) || maxRetries < 0)
       throw badOption("maxRetries must be a non-negative integer");
     const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    if (typeof timeoutMs !== "number" || !Number.isFinite(timeoutMs) || timeoutMs <= 0) {
-      throw badOption("timeoutMs must be a positive number");
+    // Whole milliseconds within what AbortSignal.timeout accepts, so a bad value fails here, not at a call.
+    if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 2 ** 32 - 1) {
+      throw badOption("timeoutMs must be a whole number of milliseconds from 1 to 4294967295");
     }
     const fetchFn: FetchLike = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
 

@@ -30,6 +30,7 @@ export type {
   SpendAuthorizationResult,
   SpendAuthorizeRequest,
   SpendAuthzConfig,
+  SpendCancelOutcome,
   SpendSettleRequest,
   SpendSettleResult,
 } from "./authz/types.ts";

@@ -36,6 +36,9 @@ describe("SvcWallet construction", () => {
     expect(() => new SvcWallet({ maxRetries: -1 })).toThrow(/maxRetries/);
     expect(() => new SvcWallet({ maxRetries: 1.5 })).toThrow(/maxRetries/);
     expect(() => new SvcWallet({ timeoutMs: 0 })).toThrow(/timeoutMs/);
+    // AbortSignal.timeout takes whole milliseconds up to 2^32 - 1: anything else would fail at the first call.
+    expect(() => new SvcWallet({ timeoutMs: 0.001 })).toThrow(SvcValidationError);
+    expect(() => new SvcWallet({ timeoutMs: 2 ** 32 })).toThrow(/timeoutMs/);
     expect(() => new SvcWallet({ fetch: "fetch" as never })).toThrow(/fetch/);
   });
 

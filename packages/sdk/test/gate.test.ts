@@ -476,7 +476,10 @@ describe("beyond the anchors", () => {
       maxPerTx: "100",
       whitelist: [payee.solana?.address as string],
     });
-    const { calls, fetch } = recordingFetch();
+    const cancelAnswers: unknown[] = [];
+    const { calls, fetch } = recordingFetch(async (url, response) => {
+      if (url.endsWith("/spend/cancel")) cancelAnswers.push(await response.clone().json());
+    });
     const { wallet } = await gated(payer.id, { fetch });
     const budget = async () =>
       (
@@ -494,7 +497,69 @@ describe("beyond the anchors", () => {
       "POST /spend/authorize",
       "POST /spend/cancel",
     ]);
+    // The service consumed the decision before refusing, and gave it back itself: the gate's cancel is
+    // told so, and that is no error of the caller's.
+    expect(cancelAnswers).toMatchObject([{ code: "decision_released" }]);
     expect(await budget()).toBe(reservedBefore);
+  });
+
+  it("cancel takes 'already released by the service' and 'consumed by the service' as answers, not errors", async () => {
+    const verifier = await world.daemon.identity("verifier-2", ["wallet.spend.verify"]);
+    const gate = new SpendGate(world.authz());
+    const spend = {
+      context: { provider: "svc", network: baseNetwork, asset: usdcAddress, amount: "1000", credits: 1 },
+      destination: payee.evm?.address as string,
+      perCallCap: "100000000",
+    };
+    const asService = (path: string, decisionId: string) =>
+      world.daemon.call("POST", path, { token: verifier, body: { decision_id: decisionId } });
+    const state = async (decisionId: string) =>
+      (await world.daemon.call("GET", `/spend/decisions/${decisionId}`, { token: verifier })).body.state;
+
+    const plain = await gate.authorize(spend);
+    expect(await gate.client.cancel(plain)).toBe("cancelled");
+    expect(await gate.client.cancel(plain)).toBe("cancelled");
+
+    const released = await gate.authorize(spend);
+    expect((await asService("/spend/consume", released)).status).toBe(200);
+    expect((await asService("/spend/release", released)).status).toBe(200);
+    expect(await gate.client.cancel(released)).toBe("released");
+    expect(await gate.cancel(released)).toBe(true);
+
+    const consumed = await gate.authorize(spend);
+    expect((await asService("/spend/consume", consumed)).status).toBe(200);
+    expect(await gate.client.cancel(consumed)).toBe("consumed");
+    expect(await gate.cancel(consumed)).toBe(false);
+    expect(await state(consumed)).toBe("consumed");
+
+    // A spend the service refused after consuming the decision (and could not give back): run rethrows
+    // the service's refusal, nothing else.
+    const refusal = new SvcPolicyViolationError({
+      code: "PolicyViolation",
+      status: 403,
+      message: "refused",
+      requestId: "req_x",
+      reason: "max_per_tx",
+    });
+    let keptId = "";
+    const error = await gate
+      .run(
+        spend,
+        async (decisionId) => {
+          keptId = decisionId;
+          expect((await asService("/spend/consume", decisionId)).status).toBe(200);
+          throw refusal;
+        },
+        () => undefined,
+      )
+      .catch((e) => e);
+    expect(error).toBe(refusal);
+    expect(await state(keptId)).toBe("consumed");
+
+    // Other refusals stay errors of the bare client.
+    const unknown = await gate.client.cancel(`dec_${"0".repeat(32)}`).catch((e) => e);
+    expect(unknown).toBeInstanceOf(SvcAuthzError);
+    expect(unknown.reason).toBe("decision_not_found");
   });
 
   it("SpendGate.run cancels only on a definite refusal; with the outcome unknown (no answer, a 5xx, the key still in use) the approval stays", async () => {

@@ -2,6 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { eventually } from "../../../../test/support/eventually.ts";
 import { readAnchorSync } from "./anchor.ts";
 import { AuditLog } from "./log.ts";
 import { GENESIS_HASH } from "./rows.ts";
@@ -62,11 +63,11 @@ describe("AuditLog", () => {
     const barrier = log.whenDurable().then(() => {
       barrierDone = true;
     });
-    await vi.waitFor(() => expect(held).toHaveLength(1));
+    await eventually(() => held.length === 1);
     held[0]?.(null);
     await first.durable;
     expect(log.durableHead.rows).toBe(1);
-    await vi.waitFor(() => expect(held).toHaveLength(2));
+    await eventually(() => held.length === 2);
     expect(barrierDone).toBe(false);
     held[1]?.(null);
     await second.durable;
@@ -76,7 +77,7 @@ describe("AuditLog", () => {
     const failures: Error[] = [];
     log.onFailure((error) => failures.push(error));
     const third = log.append(revoke(2));
-    await vi.waitFor(() => expect(held).toHaveLength(3));
+    await eventually(() => held.length === 3);
     const error: NodeJS.ErrnoException = new Error("EIO: i/o error, fdatasync");
     error.code = "EIO";
     held[2]?.(error);
@@ -104,12 +105,13 @@ describe("AuditLog", () => {
       held.push(callback);
     }) as typeof fs.fdatasync);
     const first = log.append(revoke(0));
-    await vi.waitFor(() => expect(held).toHaveLength(1));
+    await eventually(() => held.length === 1);
     for (let i = 0; i < 10; i++) await new Promise((resolve) => setImmediate(resolve));
     expect(readAnchorSync(anchorFile)).toEqual({ rows: 0, headHash: GENESIS_HASH }); // written, not synced
     held[0]?.(null);
     await first.durable;
-    await vi.waitFor(() => expect(readAnchorSync(anchorFile)).toEqual(log.durableHead));
+    await eventually(() => readAnchorSync(anchorFile)?.rows === log.durableHead.rows);
+    expect(readAnchorSync(anchorFile)).toEqual(log.durableHead);
     expect(log.durableHead.rows).toBe(1);
 
     vi.restoreAllMocks();
@@ -138,7 +140,7 @@ describe("AuditLog", () => {
       },
     );
     await log.append(revoke(0)).durable; // the first write after open goes at once
-    await vi.waitFor(() => expect(readAnchorSync(anchorFile)?.rows).toBe(1));
+    await eventually(() => readAnchorSync(anchorFile)?.rows === 1);
     for (let i = 1; i <= 5; i++) await log.append(revoke(i)).durable;
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(readAnchorSync(anchorFile)?.rows).toBe(1); // the next one waits for the interval
@@ -163,7 +165,7 @@ describe("AuditLog", () => {
     error.code = "EROFS";
     vi.spyOn(fs.promises, "rename").mockRejectedValue(error);
     await log.append(revoke(0)).durable; // the row itself was synced
-    await vi.waitFor(() => expect(failures).toHaveLength(1));
+    await eventually(() => failures.length === 1);
     expect(failures[0]?.message).toMatch(/audit head anchor write failed: EROFS/);
     expect(() => log.append(revoke(1))).toThrow(/head anchor/);
     await expect(log.whenDurable()).rejects.toThrow(/head anchor/);

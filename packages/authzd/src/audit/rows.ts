@@ -44,6 +44,29 @@ export interface SpendCancelledFields {
   payer: string;
 }
 
+/**
+ * The wallet service (an identity with `wallet.spend.verify`, the `consumer`) took an approved decision
+ * for the one spend it admits, before signing it. From then on the payer can no longer cancel it; it is
+ * settled as usual, or given back by the consumer ({@link SpendReleasedFields}).
+ */
+export interface SpendConsumedFields {
+  kind: "spend_consumed";
+  decision_id: string;
+  payer: string;
+  consumer: string;
+}
+
+/**
+ * The consumer gave a consumed decision back: the spend was refused before anything was signed. Its
+ * credits stop counting, as on a cancellation, and it can be neither consumed again nor settled.
+ */
+export interface SpendReleasedFields {
+  kind: "spend_released";
+  decision_id: string;
+  payer: string;
+  consumer: string;
+}
+
 /** A named identity and the SHA-256 of its bearer token (the token itself is never stored). */
 export interface IdentityCreatedFields {
   kind: "identity_created";
@@ -84,6 +107,8 @@ export type RowFields =
   | SpendDecidedFields
   | SpendSettledFields
   | SpendCancelledFields
+  | SpendConsumedFields
+  | SpendReleasedFields
   | IdentityCreatedFields
   | CapabilityGrantedFields
   | CapabilityRevokedFields

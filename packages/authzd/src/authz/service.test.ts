@@ -2,6 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { eventually } from "../../../../test/support/eventually.ts";
 import { AuditLog } from "../audit/log.ts";
 import { GENESIS_HASH } from "../audit/rows.ts";
 import { loadConfig } from "../internal/config.ts";
@@ -163,7 +164,7 @@ describe("AuthzService when the audit log cannot be written", () => {
     const held = holdSyncs();
     const first = service.settle(agent, settleBody(verdict.decision_id));
     const duplicate = service.settle(agent, settleBody(verdict.decision_id));
-    await vi.waitFor(() => expect(held).toHaveLength(1));
+    await eventually(() => held.length === 1);
     expect(await isPending(first)).toBe(true);
     expect(await isPending(duplicate)).toBe(true);
     const error: NodeJS.ErrnoException = new Error("EIO: i/o error, fdatasync");
@@ -179,7 +180,7 @@ describe("AuthzService answers only after the row is durable", () => {
     const { service, agent } = setup(tempLog());
     const held = holdSyncs();
     const verdict = service.authorize(agent, SPEND);
-    await vi.waitFor(() => expect(held).toHaveLength(1));
+    await eventually(() => held.length === 1);
     expect(await isPending(verdict)).toBe(true);
     // The reservation is already counted (so concurrent requests cannot overspend) but not shown yet.
     const budget = later(() => service.budget("agent"));
@@ -195,7 +196,7 @@ describe("AuthzService answers only after the row is durable", () => {
     const verdict = await service.authorize(agent, SPEND);
     const held = holdSyncs();
     const first = service.settle(agent, settleBody(verdict.decision_id));
-    await vi.waitFor(() => expect(held).toHaveLength(1));
+    await eventually(() => held.length === 1);
     const repeat = service.settle(agent, settleBody(verdict.decision_id));
     expect(await isPending(first)).toBe(true);
     expect(await isPending(repeat)).toBe(true);

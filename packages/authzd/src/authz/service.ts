@@ -2,18 +2,22 @@ import type { AuditLog, HashedRow } from "../audit/log.ts";
 import type {
   RowFields,
   SpendCancelledFields,
+  SpendConsumedFields,
   SpendDecidedFields,
+  SpendReleasedFields,
   SpendSettledFields,
 } from "../audit/rows.ts";
 import { type VerifyReport, verifyAuditFileParallel } from "../audit/verify.ts";
 import { type Config, normalizeFact } from "../internal/config.ts";
 import { errors } from "../internal/errors.ts";
 import { mintToken, newDecisionId, newReceiptId, tokenSha256 } from "../internal/tokens.ts";
+import { isHeld } from "./budget.ts";
 import { SpendRateLimiter } from "./rate-limit.ts";
 import {
   type AuthzState,
   CAPABILITIES,
   type Capability,
+  type Decision,
   type DecisionState,
   decisionState,
   type Identity,
@@ -25,6 +29,7 @@ import {
   isDecisionId,
   parseAuthorizeRequest,
   parseCancelRequest,
+  parseDecisionReference,
   parseSettleRequest,
 } from "./validate.ts";
 
@@ -71,7 +76,22 @@ export interface DecisionView {
   decided_at: string;
   /** `decided_at` plus the reservation time (for a denial: when it would have lapsed). */
   expires_at: string;
+  /** When the wallet service consumed it; only once consumed (and still after settlement or release). */
+  consumed_at?: string;
   state: DecisionState;
+}
+
+/**
+ * Response of `POST /spend/consume`: the decision as the lookup shows it, now `consumed`, with
+ * `consumed_at`. The wallet service compares the facts with its spend's before signing.
+ */
+export type ConsumeResult = Omit<DecisionView, "kind"> & { kind: "spend_consumed"; consumed_at: string };
+
+/** Response of `POST /spend/release`; a repeat returns the same body (the first release's time). */
+export interface ReleaseResult {
+  kind: "spend_released";
+  decision_id: string;
+  released_at: string;
 }
 
 /** A payer's budget at one instant, as `GET /budgets/:name` shows it. */
@@ -212,7 +232,9 @@ export class AuthzService {
     if (decision === undefined || !decision.approved || decision.payer !== caller.name) {
       throw errors.decisionNotFound();
     }
-    if (decision.cancelledAt !== null) throw errors.decisionCancelled();
+    if (decision.cancelledAt !== null) {
+      throw decision.released ? errors.decisionReleased() : errors.decisionCancelled();
+    }
     const differing = SETTLED_FACTS.filter((fact) => decision[fact] !== request[fact]);
     if (differing.length > 0) throw errors.settleMismatch(differing);
     if (decision.receiptId !== null) {
@@ -244,7 +266,9 @@ export class AuthzService {
   /**
    * Cancels an approved, unsettled decision of `caller` whose spend was never made: its credits stop
    * counting (whether the reservation is still held or already lapsed) and it can no longer be
-   * settled. A repeat returns the first cancellation and writes nothing.
+   * settled. A repeat returns the first cancellation and writes nothing. A decision the wallet service
+   * consumed is refused (409 `decision_consumed`): the service may have signed its spend, so only the
+   * service can say it did not (by releasing it); one it released is 409 `decision_released`.
    */
   cancel(caller: Identity, body: unknown): Promise<CancelResult> {
     return this.durably(() => this.cancelNow(caller, body));
@@ -261,6 +285,8 @@ export class AuthzService {
       throw errors.decisionNotFound();
     }
     if (decision.settledAt !== null) throw errors.alreadySettled();
+    if (decision.released) throw errors.decisionReleased();
+    if (decision.consumedAt !== null) throw errors.decisionConsumed();
     if (decision.cancelledAt === null) {
       const fields: SpendCancelledFields = { kind: "spend_cancelled", decision_id: id, payer: caller.name };
       this.append(fields, now);
@@ -274,32 +300,107 @@ export class AuthzService {
 
   /**
    * Any payer's decision (approved or denied) by id, with its state now; for the wallet service
-   * (`wallet.spend.verify`), which checks a spend against it before signing. Writes no row. A string
-   * that is not shaped like a decision id is simply not found.
+   * (`wallet.spend.verify`). Writes no row. A string that is not shaped like a decision id is simply
+   * not found.
    */
   lookupDecision(id: string): Promise<DecisionView> {
     return this.durably(() => {
       const now = Date.now();
       const decision = isDecisionId(id) ? this.state.decision(id, now) : undefined;
       if (decision === undefined) throw errors.decisionUnknown();
-      return {
-        kind: "spend_decision",
-        decision_id: decision.id,
-        payer: decision.payer,
-        approved: decision.approved,
-        ...(decision.reason === null ? {} : { reason: decision.reason }),
-        provider: decision.provider,
-        network: decision.network,
-        asset: decision.asset,
-        amount: decision.amount,
-        per_call_cap: decision.perCallCap,
-        credits: decision.credits,
-        destination: decision.destination,
-        decided_at: new Date(decision.decidedAt).toISOString(),
-        expires_at: new Date(decision.expiresAt).toISOString(),
-        state: decisionState(decision, now),
-      };
+      return this.view(decision, now);
     });
+  }
+
+  /**
+   * The wallet service (`caller`, holding `wallet.spend.verify`) takes an approved decision for the one
+   * spend it admits, before signing it: in one synchronous step it checks that the decision is approved,
+   * neither settled, cancelled, released nor consumed, and its reservation not lapsed, and chains a
+   * `spend_consumed` row. So of any number of concurrent consumes and cancels of one decision exactly
+   * one wins, and once consumed the payer can no longer cancel it. Not idempotent on purpose: a second
+   * consume, even by the same identity, is refused (409 `decision_consumed`), so that two spends carrying
+   * one decision can never both pass. A refusal is 409 with a code naming why and the decision's view.
+   */
+  consume(caller: Identity, body: unknown): Promise<ConsumeResult> {
+    return this.durably(() => this.consumeNow(caller, body));
+  }
+
+  private consumeNow(caller: Identity, body: unknown): ConsumeResult {
+    this.assertSpendAllowed(caller, "wallet.spend.verify");
+    const parsed = parseDecisionReference(body);
+    if (!parsed.ok) throw errors.invalidBody(parsed.error);
+    const id = parsed.value.decision_id;
+    const now = Date.now();
+    const decision = isDecisionId(id) ? this.state.decision(id, now) : undefined;
+    if (decision === undefined) throw errors.decisionUnknown();
+    const refusal = consumeRefusal(decision, now);
+    if (refusal !== null) throw errors.notConsumable(refusal[0], refusal[1], this.view(decision, now));
+    const fields: SpendConsumedFields = {
+      kind: "spend_consumed",
+      decision_id: id,
+      payer: decision.payer,
+      consumer: caller.name,
+    };
+    this.append(fields, now);
+    return { ...this.view(decision, now), kind: "spend_consumed", consumed_at: new Date(now).toISOString() };
+  }
+
+  /**
+   * The consumer gives a consumed decision back because the spend was refused before anything was
+   * signed: its credits stop counting (as on a cancellation) and it can be neither consumed again nor
+   * settled. Only the identity that consumed it may (409 `not_consumed_by_caller` otherwise, also for a
+   * decision nobody consumed); a settled one is 409 `already_settled`. A repeat returns the first
+   * release and writes nothing.
+   */
+  release(caller: Identity, body: unknown): Promise<ReleaseResult> {
+    return this.durably(() => this.releaseNow(caller, body));
+  }
+
+  private releaseNow(caller: Identity, body: unknown): ReleaseResult {
+    this.assertSpendAllowed(caller, "wallet.spend.verify");
+    const parsed = parseDecisionReference(body);
+    if (!parsed.ok) throw errors.invalidBody(parsed.error);
+    const id = parsed.value.decision_id;
+    const now = Date.now();
+    const decision = isDecisionId(id) ? this.state.decision(id, now) : undefined;
+    if (decision === undefined || !decision.approved) throw errors.decisionUnknown();
+    if (decision.consumer !== caller.name) throw errors.notConsumer();
+    if (decision.settledAt !== null) throw errors.alreadySettled("released");
+    if (!decision.released) {
+      const fields: SpendReleasedFields = {
+        kind: "spend_released",
+        decision_id: id,
+        payer: decision.payer,
+        consumer: caller.name,
+      };
+      this.append(fields, now);
+    }
+    return {
+      kind: "spend_released",
+      decision_id: id,
+      released_at: new Date(decision.cancelledAt ?? now).toISOString(),
+    };
+  }
+
+  private view(decision: Decision, now: number): DecisionView {
+    return {
+      kind: "spend_decision",
+      decision_id: decision.id,
+      payer: decision.payer,
+      approved: decision.approved,
+      ...(decision.reason === null ? {} : { reason: decision.reason }),
+      provider: decision.provider,
+      network: decision.network,
+      asset: decision.asset,
+      amount: decision.amount,
+      per_call_cap: decision.perCallCap,
+      credits: decision.credits,
+      destination: decision.destination,
+      decided_at: new Date(decision.decidedAt).toISOString(),
+      expires_at: new Date(decision.expiresAt).toISOString(),
+      ...(decision.consumedAt === null ? {} : { consumed_at: new Date(decision.consumedAt).toISOString() }),
+      state: decisionState(decision, now),
+    };
   }
 
   /**
@@ -539,4 +640,21 @@ export class AuthzService {
       active: expiry === null || expiry > now,
     }));
   }
+}
+
+/** Why `decision` cannot be consumed at `now` (a 409 code and a phrase), or null when it can. */
+function consumeRefusal(decision: Decision, now: number): [code: string, why: string] | null {
+  if (!decision.approved) return ["decision_denied", `it was denied (${decision.reason ?? "denied"})`];
+  if (decision.settledAt !== null) return ["already_settled", "it was settled"];
+  if (decision.released)
+    return ["decision_released", "the wallet service gave it back after a refused spend"];
+  if (decision.cancelledAt !== null) return ["decision_cancelled", "it was cancelled"];
+  if (decision.consumedAt !== null) return ["decision_consumed", "it was already consumed for a spend"];
+  if (!isHeld(decision, now)) {
+    return [
+      "reservation_expired",
+      `its reservation expired at ${new Date(decision.expiresAt).toISOString()}`,
+    ];
+  }
+  return null;
 }

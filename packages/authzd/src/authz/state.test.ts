@@ -56,6 +56,15 @@ function cancelled(id: string, at: number): AuditRow {
   };
 }
 
+function consumedOrReleased(
+  kind: "spend_consumed" | "spend_released",
+  id: string,
+  at: number,
+  consumer = "svc",
+): AuditRow {
+  return { kind, decision_id: id, payer: "agent", consumer, seq: 3, prev: GENESIS_HASH, time: iso(at) };
+}
+
 describe("AuthzState", () => {
   it("reserves on approval and moves credits to settled on settlement, at the rows' own times", () => {
     const state = new AuthzState(WINDOW, TTL);
@@ -119,5 +128,34 @@ describe("AuthzState", () => {
     expect(decision !== undefined && state.reservationHeld(decision, 100)).toBe(false);
     expect(decision !== undefined && decisionState(decision, 100)).toBe("expired");
     expect(state.decision("a", 1_100)).toBeUndefined();
+  });
+
+  it("replays a consumption: it keeps counting past its lapse, a cancellation row after it changes nothing", () => {
+    const state = new AuthzState(WINDOW, TTL);
+    state.apply(decided("a", 0, 3));
+    state.apply(consumedOrReleased("spend_consumed", "a", 10));
+    state.apply(cancelled("a", 20));
+    const a = state.decision("a", 50);
+    expect(a).toMatchObject({ consumer: "svc", consumedAt: 10, cancelledAt: null });
+    expect(a !== undefined && decisionState(a, 50)).toBe("consumed");
+    // Past the lapse it is still consumed, and its credits count for one window (fail closed).
+    expect(a !== undefined && decisionState(a, 200)).toBe("consumed");
+    expect(state.usage("agent", 200)).toEqual({ reserved: 0, settled: 0, expiredUnsettled: 3 });
+  });
+
+  it("replays a release by the consumer only: the credits stop counting and the state says released", () => {
+    const state = new AuthzState(WINDOW, TTL);
+    state.apply(decided("a", 0, 3));
+    state.apply(consumedOrReleased("spend_consumed", "a", 10));
+    state.apply(consumedOrReleased("spend_released", "a", 20, "someone-else"));
+    expect(state.usage("agent", 30)).toEqual({ reserved: 3, settled: 0, expiredUnsettled: 0 });
+    state.apply(consumedOrReleased("spend_released", "a", 30));
+    // neither a second consumption nor a settlement revives it
+    state.apply(consumedOrReleased("spend_consumed", "a", 40, "other"));
+    state.apply(settled("a", 50, 3));
+    expect(state.usage("agent", 60)).toEqual({ reserved: 0, settled: 0, expiredUnsettled: 0 });
+    const a = state.decision("a", 60);
+    expect(a !== undefined && decisionState(a, 60)).toBe("released");
+    expect(a).toMatchObject({ consumer: "svc", receiptId: null });
   });
 });

@@ -45,16 +45,34 @@ export interface Decision extends Reservation {
   readonly destination: string;
   readonly decidedAt: number;
   receiptId: string | null;
+  /** The identity (`wallet.spend.verify`) that consumed it for a spend, or null. */
+  consumer: string | null;
+  /** When it was consumed, or null. */
+  consumedAt: number | null;
+  /** True when the consumer gave it back; `cancelledAt` then holds when (its credits stopped counting). */
+  released: boolean;
 }
 
-/** Where a decision stands at one instant, as `GET /spend/decisions/:id` shows it. */
-export type DecisionState = "approved" | "denied" | "settled" | "cancelled" | "expired";
+/**
+ * Where a decision stands at one instant, as `GET /spend/decisions/:id` shows it. `consumed` stays
+ * `consumed` past `expires_at`: the wallet service may have signed, so it neither lapses into something
+ * cancellable nor stops counting.
+ */
+export type DecisionState =
+  | "approved"
+  | "denied"
+  | "settled"
+  | "cancelled"
+  | "released"
+  | "consumed"
+  | "expired";
 
 /** The state of `decision` at `now`. */
 export function decisionState(decision: Decision, now: number): DecisionState {
   if (!decision.approved) return "denied";
   if (decision.settledAt !== null) return "settled";
-  if (decision.cancelledAt !== null) return "cancelled";
+  if (decision.cancelledAt !== null) return decision.released ? "released" : "cancelled";
+  if (decision.consumedAt !== null) return "consumed";
   return decision.expiresAt > now ? "approved" : "expired";
 }
 
@@ -126,6 +144,9 @@ export class AuthzState {
           settledAt: null,
           cancelledAt: null,
           receiptId: null,
+          consumer: null,
+          consumedAt: null,
+          released: false,
         };
         this.decisions.set(row.decision_id, decision);
         this.byDecision.push(decision);
@@ -143,8 +164,27 @@ export class AuthzState {
       }
       case "spend_cancelled": {
         const decision = this.decisions.get(row.decision_id);
-        if (decision === undefined || !decision.approved) return;
+        // The service refuses to cancel a consumed decision; a row saying otherwise changes nothing.
+        if (decision === undefined || !decision.approved || decision.consumedAt !== null) return;
         this.ledger(row.payer).cancel(decision, Date.parse(row.time));
+        return;
+      }
+      case "spend_consumed": {
+        const decision = this.decisions.get(row.decision_id);
+        const at = Date.parse(row.time);
+        // Written only for a held, unconsumed reservation; anything else changes nothing.
+        if (decision === undefined || !decision.approved || decision.consumedAt !== null) return;
+        if (!isHeld(decision, at)) return;
+        decision.consumer = this.intern(row.consumer);
+        decision.consumedAt = at;
+        return;
+      }
+      case "spend_released": {
+        const decision = this.decisions.get(row.decision_id);
+        if (decision === undefined || decision.consumer !== row.consumer) return;
+        if (decision.settledAt !== null || decision.cancelledAt !== null) return;
+        this.ledger(row.payer).cancel(decision, Date.parse(row.time));
+        decision.released = true;
         return;
       }
       case "audit_repaired":
@@ -180,7 +220,10 @@ export class AuthzState {
     return this.ledger(payer).usage(now);
   }
 
-  /** Whether the decision's reservation is still held (neither settled, cancelled nor lapsed) at `now`. */
+  /**
+   * Whether the decision's reservation is still held (neither settled, cancelled, released nor lapsed) at
+   * `now`. Consumption does not end it: a consumed decision is settled as usual.
+   */
   reservationHeld(decision: Decision, now: number): boolean {
     return isHeld(decision, now);
   }

@@ -80,6 +80,13 @@ const SETTLE_FIELDS: Record<string, Check> = {
 
 const CANCEL_FIELDS: Record<string, Check> = { decision_id: decisionId };
 
+// The wallet service passes on whatever decision id its client sent; an id of another shape is simply
+// not found (404, as the lookup answers), so only the type is checked here.
+const REFERENCE_FIELDS: Record<string, Check> = {
+  decision_id: (value) =>
+    typeof value === "string" && value.length <= 256 ? null : "must be a string of at most 256 characters",
+};
+
 const SETTLE_OPTIONAL: Record<string, Check> = { tx_sig: text("transaction signature") };
 
 function parseObject<T>(
@@ -140,6 +147,17 @@ export function parseSettleRequest(body: unknown): Parsed<SettleRequest> {
  */
 export function parseCancelRequest(body: unknown): Parsed<CancelRequest> {
   return parseObject<CancelRequest>(body, CANCEL_FIELDS);
+}
+
+/**
+ * Validates a consume or release body: `{ decision_id }` (any string; one not shaped like a decision id
+ * is then not found) and nothing else.
+ *
+ * @example
+ * parseDecisionReference({ decision_id: "dec_totally_made_up" }).ok; // true
+ */
+export function parseDecisionReference(body: unknown): Parsed<CancelRequest> {
+  return parseObject<CancelRequest>(body, REFERENCE_FIELDS);
 }
 
 /**

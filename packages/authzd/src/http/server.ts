@@ -88,7 +88,7 @@ export function createHttpServer(service: AuthzService, operatorTokenSha256: str
         send(
           res,
           error.status,
-          { error: error.message, code: error.code },
+          { error: error.message, code: error.code, ...error.extra },
           error.status === 413,
           error.headers,
         );

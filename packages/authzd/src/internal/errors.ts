@@ -11,6 +11,8 @@ export class HttpError extends Error {
     message: string,
     /** Extra response headers (e.g. `Retry-After`). */
     readonly headers: Readonly<Record<string, string>> = {},
+    /** Extra fields of the body beside `error` and `code` (e.g. the decision a consume refused). */
+    readonly extra: Readonly<Record<string, unknown>> = {},
   ) {
     super(message);
   }
@@ -54,10 +56,35 @@ export const errors = {
   decisionNotFound: () =>
     new HttpError(404, "decision_not_found", "no approved decision with this decision_id for this payer"),
   decisionUnknown: () => new HttpError(404, "decision_not_found", "no decision with this decision_id"),
-  alreadySettled: () =>
-    new HttpError(409, "already_settled", "this decision was settled; a settled spend cannot be cancelled"),
+  alreadySettled: (refused: "cancelled" | "released" = "cancelled") =>
+    new HttpError(409, "already_settled", `this decision was settled; a settled spend cannot be ${refused}`),
   decisionCancelled: () =>
     new HttpError(409, "decision_cancelled", "this decision was cancelled; it can no longer be settled"),
+  decisionConsumed: () =>
+    new HttpError(
+      409,
+      "decision_consumed",
+      "the wallet service has consumed this decision for a spend; it can no longer be cancelled (settle it once the payment is broadcast)",
+    ),
+  decisionReleased: () =>
+    new HttpError(
+      409,
+      "decision_released",
+      "the wallet service gave this decision back after refusing its spend; its credits are already free and it can no longer be used",
+    ),
+  notConsumer: () =>
+    new HttpError(
+      409,
+      "not_consumed_by_caller",
+      "this decision is not consumed by the calling identity; only its consumer may release it",
+    ),
+  /**
+   * A decision that cannot be consumed: `code` says why (`decision_denied`, `decision_cancelled`,
+   * `decision_released`, `decision_consumed`, `already_settled`, `reservation_expired`), and the body
+   * carries the decision as the lookup shows it.
+   */
+  notConsumable: (code: string, why: string, decision: unknown) =>
+    new HttpError(409, code, `this decision cannot be consumed: ${why}`, {}, { decision }),
   rateLimited: (retryAfterSeconds: number) =>
     new HttpError(
       429,

@@ -3,6 +3,7 @@ import type { FetchLike } from "../transport.ts";
 import type {
   SpendAuthorizationResult,
   SpendAuthorizeRequest,
+  SpendCancelOutcome,
   SpendSettleRequest,
   SpendSettleResult,
 } from "./types.ts";
@@ -87,12 +88,24 @@ export class SpendAuthzClient {
 
   /**
    * Cancels an approved decision that will not be settled (`POST /spend/cancel`), so its reserved credits
-   * come back; idempotent on the daemon.
+   * come back; idempotent on the daemon. The wallet service consumes a decision before it signs, so by the
+   * time a refused spend is cancelled the service may have given the decision back already (`released`),
+   * or hold it (`consumed`): both are answers, not errors (see {@link SpendCancelOutcome}). Anything else
+   * the daemon refuses (unknown decision, settled, …) is a {@link SvcAuthzError}.
    * @example
-   * await daemon.cancel(decisionId);
+   * const outcome = await daemon.cancel(decisionId); // "cancelled" | "released" | "consumed"
    */
-  async cancel(decisionId: string): Promise<void> {
-    await this.#call("/spend/cancel", { decision_id: decisionId });
+  async cancel(decisionId: string): Promise<SpendCancelOutcome> {
+    try {
+      await this.#call("/spend/cancel", { decision_id: decisionId });
+      return "cancelled";
+    } catch (error) {
+      if (error instanceof SvcAuthzError && error.statusCode === 409) {
+        if (error.reason === "decision_released") return "released";
+        if (error.reason === "decision_consumed") return "consumed";
+      }
+      throw error;
+    }
   }
 
   async #call(path: string, payload: unknown): Promise<Record<string, unknown>> {

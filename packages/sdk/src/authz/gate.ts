@@ -213,15 +213,16 @@ export class SpendGate {
   }
 
   /**
-   * Cancels an approval that will not be settled (`POST /spend/cancel`), so its credits come back. Best
-   * effort: resolves false when the daemon could not (or does not offer to) cancel.
+   * Cancels an approval that will not be settled (`POST /spend/cancel`), so its credits come back. Never
+   * throws: resolves true when the credits are back (cancelled now or before, or already given back by
+   * the wallet service that refused the spend), false when they are not (the service consumed the
+   * decision and keeps it, or the daemon could not be asked or refused).
    * @example
    * await gate.cancel(decisionId);
    */
   async cancel(decisionId: string): Promise<boolean> {
     try {
-      await this.client.cancel(decisionId);
-      return true;
+      return (await this.client.cancel(decisionId)) !== "consumed";
     } catch {
       return false;
     }

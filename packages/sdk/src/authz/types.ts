@@ -66,6 +66,19 @@ export interface SpendSettleResult {
 }
 
 /**
+ * What became of a cancellation (`POST /spend/cancel`):
+ * - `cancelled`: the approval is cancelled and its credits came back (a repeat answers the same);
+ * - `released`: the wallet service had consumed the decision, refused the spend before signing anything,
+ *   and given it back already, so its credits are back too;
+ * - `consumed`: the wallet service consumed the decision for a spend and did not give it back (it may
+ *   have signed), so it cannot be cancelled: it is settled once broadcast, or its credits keep counting
+ *   until they leave the daemon's budget window.
+ * @example
+ * const outcome: SpendCancelOutcome = await daemon.cancel(decisionId); // "cancelled"
+ */
+export type SpendCancelOutcome = "cancelled" | "released" | "consumed";
+
+/**
  * The authorization facts a settlement must repeat (spec 2.12): the provider tag, CAIP-2 network, asset
  * address, atomic amount and credits that were authorized.
  * @example

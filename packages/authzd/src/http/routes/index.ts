@@ -9,7 +9,9 @@ import { createIdentity } from "./identities/create.ts";
 import { listIdentities } from "./identities/list.ts";
 import { authorize } from "./spend/authorize.ts";
 import { cancel } from "./spend/cancel.ts";
+import { consume } from "./spend/consume.ts";
 import { getDecision } from "./spend/get-decision.ts";
+import { release } from "./spend/release.ts";
 import { settle } from "./spend/settle.ts";
 import { health } from "./system/health.ts";
 import { version } from "./system/version.ts";
@@ -22,6 +24,8 @@ export const routes: Route[] = [
   settle,
   cancel,
   getDecision,
+  consume,
+  release,
   createIdentity,
   listIdentities,
   grantCapability,

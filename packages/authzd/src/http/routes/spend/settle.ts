@@ -2,8 +2,8 @@ import type { Route } from "../../types.ts";
 
 /**
  * `POST /spend/settle` `{ decision_id, provider, network, asset, amount, credits, tx_sig? }`.
- * 200 with the receipt (the same one on repeats); 404 unknown decision, 409 changed facts or expired
- * reservation, 403 without `wallet.spend.settle`.
+ * 200 with the receipt (the same one on repeats); 404 unknown decision, 409 changed facts, expired
+ * reservation, cancelled or released decision; 403 without `wallet.spend.settle`.
  */
 export const settle: Route = {
   method: "POST",
