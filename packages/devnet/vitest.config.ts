@@ -5,7 +5,8 @@ export default defineConfig({
   test: {
     ...ciReport("devnet"),
     include: ["test/**/*.test.ts", "src/**/*.test.ts"],
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
+    // Limits only bound a broken run: files start anvil and LiteSVM on a shared 2-core machine.
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
   },
 });

@@ -1,8 +1,10 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
+import { eventually } from "../../../test/support/eventually.ts";
 
 const BIN = fileURLToPath(new URL("../bin/svc-devnet.mjs", import.meta.url));
+const EXIT_WITH_PARENT = fileURLToPath(new URL("./exit-with-parent.mjs", import.meta.url));
 
 async function post(url: string, method: string): Promise<unknown> {
   const res = await fetch(url, {
@@ -19,9 +21,17 @@ type Facts = {
   treasury: { evm: { privateKey: string }; solana: { secretKey: number[] } };
 };
 
-/** Starts the CLI and resolves with its process and the JSON it printed. */
+/**
+ * Starts the CLI and resolves with its process and the JSON it printed. The process is killed when the test
+ * ends, however it ends, and exits by itself if this process dies (its stdin is a pipe from here).
+ */
 function startCli() {
-  const child = spawn(process.execPath, [BIN], { stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(process.execPath, ["--import", EXIT_WITH_PARENT, BIN], {
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  onTestFinished(() => {
+    child.kill("SIGKILL");
+  });
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   let out = "";
   const facts = new Promise<Facts>((resolve, reject) => {
@@ -38,17 +48,18 @@ function startCli() {
   return { child, exited, facts };
 }
 
-/** Whether anything still answers at `url`, asking up to `attempts` times while it does. */
-async function stillAnswers(url: string, attempts: number): Promise<boolean> {
-  for (let i = 0; i < attempts; i++) {
-    try {
-      await post(url, "eth_chainId");
-    } catch {
-      return false;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  return true;
+/** Resolves once nothing answers at `url` any more. */
+async function stopsAnswering(url: string): Promise<void> {
+  await eventually(
+    () =>
+      post(url, "eth_chainId").then(
+        () => false,
+        () => true,
+      ),
+    {
+      describe: `${url} to stop answering`,
+    },
+  );
 }
 
 describe("svc-devnet", () => {
@@ -76,6 +87,6 @@ describe("svc-devnet", () => {
     expect(await post(rpcUrl, "eth_chainId")).toBe("0x7a69");
     child.kill("SIGKILL");
     await exited;
-    expect(await stillAnswers(rpcUrl, 100)).toBe(false);
+    await stopsAnswering(rpcUrl);
   });
 });

@@ -16,7 +16,10 @@ export interface AnvilOptions {
   readonly chainId: number;
   /** Port to listen on; 0 (the default) picks a free one. */
   readonly port?: number;
-  /** Give up if anvil has not said where it listens within this many milliseconds. */
+  /**
+   * Give up if anvil has not said where it listens within this many milliseconds; default 60,000 (it takes
+   * well under a second on an idle machine, several on a loaded one).
+   */
   readonly startTimeoutMs?: number;
 }
 
@@ -139,8 +142,8 @@ export async function startAnvil(options: AnvilOptions): Promise<AnvilProcess> {
   let output = "";
   const rpcUrl = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => {
-      reject(new Error(`anvil: did not start within ${options.startTimeoutMs ?? 15_000} ms\n${output}`));
-    }, options.startTimeoutMs ?? 15_000);
+      reject(new Error(`anvil: did not start within ${options.startTimeoutMs ?? 60_000} ms\n${output}`));
+    }, options.startTimeoutMs ?? 60_000);
     const onData = (chunk: Buffer): void => {
       output += chunk.toString("utf8");
       const pid = /svc-devnet anvil pid (\d+)/.exec(output);

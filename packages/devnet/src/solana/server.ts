@@ -6,6 +6,14 @@ import { stringifyRpc } from "./rpc-json.ts";
 import { attachSubscriptions } from "./subscriptions.ts";
 
 const MAX_BODY_BYTES = 2 * 1024 * 1024;
+/**
+ * How long an idle keep-alive connection stays open: longer than HTTP clients keep theirs (undici, which
+ * Node's fetch uses, closes an idle socket after 4 s, or 2 s before the timeout a server advertises; Node
+ * advertises this one), so the client closes first. A server that closes first races a client reusing the
+ * socket, and the request on it dies with ECONNRESET ("fetch failed"); at 5 s, a loaded machine whose event
+ * loop stalled for 2 s lost that race.
+ */
+export const KEEP_ALIVE_TIMEOUT_MS = 65_000;
 
 type JsonRpcId = string | number | null;
 
@@ -119,7 +127,10 @@ export async function startRpcServer(ctx: MethodContext, port = 0): Promise<RpcS
       }
     });
   });
-  server.keepAliveTimeout = 5_000;
+  server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+  // Node requires the wait for a request's headers to outlast the keep-alive timeout, or an idle socket
+  // whose next request is slow to arrive is cut by the headers timer instead.
+  server.headersTimeout = KEEP_ALIVE_TIMEOUT_MS + 1_000;
   const subscriptions = attachSubscriptions(server, ctx);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
