@@ -1,0 +1,208 @@
+/**
+ * The chain reads x402 payments need: a Solana blockhash to sign with, and how a signed payment ended when
+ * no receipt says so. They belong to the chain layer (`ChainClient`); they sit here, over each chain's RPC
+ * URL, until that layer (being reworked in parallel) takes them: see {@link X402ChainReads}.
+ */
+import { type Address, createSolanaRpc, type Signature } from "@solana/kit";
+import { createPublicClient, type Hash, http, parseAbi, parseEventLogs } from "viem";
+import { chainCall, scrubRpcUrl } from "../chains/errors.ts";
+import type { ChainConfig } from "../chains/types.ts";
+import type { PaymentOnChain, RecentBlockhash } from "./payment.ts";
+
+/** How a signed payment stands on chain. */
+export type PaymentSettlement =
+  /** Settled: the transfer landed and succeeded in `txHash`. */
+  | { state: "settled"; txHash: string }
+  /** Landed but failed (Solana: the fee was charged, nothing transferred); it can never settle now. */
+  | { state: "failed"; txHash: string; reason: string }
+  /** Not settled yet, and still able to. */
+  | { state: "pending" }
+  /** Not settled, and never can be: EVM past `validBefore`; Solana past the blockhash's last valid height. */
+  | { state: "expired" };
+
+/** The reads, as the chain layer would offer them (the shape proposed for `ChainClient`). */
+export interface X402ChainReads {
+  /** Solana: a recent blockhash, at `confirmed`. */
+  getRecentBlockhash(chain: ChainConfig): Promise<RecentBlockhash>;
+  /** Where a signed payment stands; `claimedTx` (a receipt's) is checked, never trusted. */
+  getPaymentSettlement(
+    chain: ChainConfig,
+    onChain: PaymentOnChain,
+    claimedTx?: string,
+  ): Promise<PaymentSettlement>;
+}
+
+const EIP3009_ABI = parseAbi([
+  "function authorizationState(address authorizer, bytes32 nonce) view returns (bool)",
+  "event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)",
+]);
+/** How far back an EVM settlement is looked for when no receipt names it (an hour of Base blocks and more). */
+const EVM_LOG_WINDOW = 5_000n;
+/** Signatures asked for per page of the payer's token account history. */
+const SOLANA_HISTORY_PAGE = 1000;
+/**
+ * A transaction can use a blockhash for 150 blocks (`lastValidBlockHeight` is 150 past it on clusters);
+ * twice that is a safe margin. A slot is never below its block's height, so no transaction in a slot older
+ * than `lastValidBlockHeight - BLOCKHASH_WINDOW` can be the payment.
+ */
+const BLOCKHASH_WINDOW = 300n;
+
+/**
+ * A recent blockhash of a Solana chain, to sign a payment with.
+ * @example await getRecentBlockhash(registry.get("solana")!) // { blockhash: "9x…", lastValidBlockHeight: 1234n }
+ */
+export async function getRecentBlockhash(chain: ChainConfig): Promise<RecentBlockhash> {
+  const rpc = createSolanaRpc(chain.rpcUrl);
+  const { value } = await read(chain, () => rpc.getLatestBlockhash({ commitment: "confirmed" }).send());
+  return { blockhash: value.blockhash, lastValidBlockHeight: value.lastValidBlockHeight };
+}
+
+/**
+ * Where a signed payment stands on its chain. With `claimedTx` (the transaction a receipt names), that
+ * transaction is read and must be this payment's (EVM: it emitted `AuthorizationUsed` for this authorizer
+ * and nonce; Solana: it carries the payer's signature); otherwise the chain is searched (EVM:
+ * `authorizationState` and the `AuthorizationUsed` log; Solana: the payer's token account history).
+ *
+ * @example
+ * ```ts
+ * await getPaymentSettlement(chain, signed.onChain, receipt?.transaction);
+ * // { state: "settled", txHash: "0x…" } | { state: "pending" } | { state: "expired" } | { state: "failed", … }
+ * ```
+ */
+export function getPaymentSettlement(
+  chain: ChainConfig,
+  onChain: PaymentOnChain,
+  claimedTx?: string,
+): Promise<PaymentSettlement> {
+  if (onChain.kind === "evm") {
+    if (chain.kind !== "evm") throw new Error(`an EVM payment on ${chain.kind} chain ${chain.name}`);
+    return evmSettlement(chain, onChain, claimedTx);
+  }
+  if (chain.kind !== "solana") throw new Error(`a Solana payment on ${chain.kind} chain ${chain.name}`);
+  return solanaSettlement(chain, onChain, claimedTx);
+}
+
+async function evmSettlement(
+  chain: ChainConfig,
+  payment: Extract<PaymentOnChain, { kind: "evm" }>,
+  claimedTx: string | undefined,
+): Promise<PaymentSettlement> {
+  const client = createPublicClient({ transport: http(chain.rpcUrl, { retryCount: 1, timeout: 15_000 }) });
+  // The block is read before the state: if the authorization is unused after a block dated at or past
+  // validBefore, no later block can use it.
+  const head = await read(chain, () => client.getBlock({ blockTag: "latest" }));
+  const used = await read(chain, () =>
+    client.readContract({
+      address: payment.token,
+      abi: EIP3009_ABI,
+      functionName: "authorizationState",
+      args: [payment.authorizer, payment.nonce],
+    }),
+  );
+  // transferWithAuthorization requires block.timestamp < validBefore, and later blocks are dated later.
+  if (!used) return head.timestamp >= payment.validBefore ? { state: "expired" } : { state: "pending" };
+  if (claimedTx !== undefined && /^0x[0-9a-fA-F]{64}$/.test(claimedTx)) {
+    const receipt = await read(chain, () =>
+      client.getTransactionReceipt({ hash: claimedTx as Hash }).catch(() => null),
+    );
+    const used = parseEventLogs({
+      abi: EIP3009_ABI,
+      eventName: "AuthorizationUsed",
+      args: { authorizer: payment.authorizer, nonce: payment.nonce },
+      logs: receipt?.logs ?? [],
+    }).some((log) => log.address.toLowerCase() === payment.token.toLowerCase());
+    if (receipt?.status === "success" && used) {
+      return { state: "settled", txHash: receipt.transactionHash };
+    }
+  }
+  const logs = await read(chain, () =>
+    client.getLogs({
+      address: payment.token,
+      event: EIP3009_ABI[1],
+      args: { authorizer: payment.authorizer, nonce: payment.nonce },
+      fromBlock: head.number > EVM_LOG_WINDOW ? head.number - EVM_LOG_WINDOW : 0n,
+      toBlock: head.number,
+    }),
+  );
+  const log = logs[0];
+  // Used but not found within the window (or used by cancelAuthorization, which the payer never sends):
+  // settled all the same, the transaction unknown.
+  return { state: "settled", txHash: log?.transactionHash ?? "" };
+}
+
+async function solanaSettlement(
+  chain: ChainConfig,
+  payment: Extract<PaymentOnChain, { kind: "solana" }>,
+  claimedTx: string | undefined,
+): Promise<PaymentSettlement> {
+  const rpc = createSolanaRpc(chain.rpcUrl);
+  // The height is read before searching: a transaction missing at a height past its last valid one can
+  // never land afterwards.
+  const height = await read(chain, () => rpc.getBlockHeight({ commitment: "confirmed" }).send());
+  const candidates: string[] = [];
+  if (claimedTx !== undefined && /^[1-9A-HJ-NP-Za-km-z]{64,88}$/.test(claimedTx)) candidates.push(claimedTx);
+  for (const signature of await signaturesSince(chain, payment.sourceTokenAccount, oldestSlot(payment))) {
+    if (signature !== claimedTx) candidates.push(signature);
+  }
+  for (const signature of candidates) {
+    const transaction = await read(chain, () =>
+      rpc
+        .getTransaction(signature as Signature, {
+          commitment: "confirmed",
+          encoding: "json",
+          maxSupportedTransactionVersion: 0,
+        })
+        .send(),
+    );
+    if (!transaction?.transaction.signatures.includes(payment.payerSignature as Signature)) continue;
+    if (transaction.meta?.err) {
+      return { state: "failed", txHash: signature, reason: JSON.stringify(transaction.meta.err, bigints) };
+    }
+    return { state: "settled", txHash: signature };
+  }
+  return height > payment.lastValidBlockHeight ? { state: "expired" } : { state: "pending" };
+}
+
+function oldestSlot(payment: Extract<PaymentOnChain, { kind: "solana" }>): bigint {
+  return payment.lastValidBlockHeight > BLOCKHASH_WINDOW
+    ? payment.lastValidBlockHeight - BLOCKHASH_WINDOW
+    : 0n;
+}
+
+/** The signatures of an account's history, newest first, down to the first older than `oldestSlot`. */
+async function signaturesSince(chain: ChainConfig, account: Address, oldestSlot: bigint): Promise<string[]> {
+  const rpc = createSolanaRpc(chain.rpcUrl);
+  const found: string[] = [];
+  let before: Signature | undefined;
+  for (;;) {
+    const page = await read(chain, () =>
+      rpc
+        .getSignaturesForAddress(account, {
+          limit: SOLANA_HISTORY_PAGE,
+          commitment: "confirmed",
+          ...(before === undefined ? {} : { before }),
+        })
+        .send(),
+    );
+    for (const entry of page) {
+      if (entry.slot < oldestSlot) return found;
+      found.push(entry.signature);
+    }
+    const last = page.at(-1);
+    if (page.length < SOLANA_HISTORY_PAGE || last === undefined) return found;
+    before = last.signature;
+  }
+}
+
+function bigints(_key: string, value: unknown): unknown {
+  return typeof value === "bigint" ? value.toString() : value;
+}
+
+/** A chain read: unreachable endpoints become 502 `chain_unavailable`, and no error carries the RPC URL. */
+async function read<T>(chain: ChainConfig, call: () => Promise<T>): Promise<T> {
+  try {
+    return await chainCall(chain.name, call);
+  } catch (error) {
+    throw scrubRpcUrl(error, chain.rpcUrl);
+  }
+}

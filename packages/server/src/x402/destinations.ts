@@ -1,0 +1,184 @@
+/**
+ * Which network addresses an outbound request may reach. The service fetches URLs its callers name (x402
+ * resources), so without this a caller could make it reach what only it can reach: loopback services, the
+ * private network, the cloud metadata endpoint (169.254.169.254).
+ */
+import { isIP } from "node:net";
+
+/** Why an address is refused. */
+export type RefusedKind = "loopback" | "private" | "link-local" | "reserved";
+
+/** An address parsed to its integer, with its family. */
+interface ParsedAddress {
+  family: 4 | 6;
+  value: bigint;
+}
+
+interface Range {
+  family: 4 | 6;
+  base: bigint;
+  prefix: number;
+  text: string;
+}
+
+interface RefusedRange extends Range {
+  kind: RefusedKind;
+}
+
+/** Addresses no outbound request may reach unless exempt (IANA special-purpose registries). */
+const REFUSED: readonly RefusedRange[] = [
+  refused("0.0.0.0/8", "reserved"),
+  refused("10.0.0.0/8", "private"),
+  refused("100.64.0.0/10", "private"),
+  refused("127.0.0.0/8", "loopback"),
+  refused("169.254.0.0/16", "link-local"),
+  refused("172.16.0.0/12", "private"),
+  refused("192.0.0.0/24", "reserved"),
+  refused("192.0.2.0/24", "reserved"),
+  refused("192.88.99.0/24", "reserved"),
+  refused("192.168.0.0/16", "private"),
+  refused("198.18.0.0/15", "reserved"),
+  refused("198.51.100.0/24", "reserved"),
+  refused("203.0.113.0/24", "reserved"),
+  refused("224.0.0.0/4", "reserved"),
+  refused("240.0.0.0/4", "reserved"),
+  refused("::1/128", "loopback"),
+  // Unspecified and IPv4-compatible (deprecated) addresses.
+  refused("::/96", "reserved"),
+  refused("100::/64", "reserved"),
+  // IETF protocol assignments, among them Teredo (2001::/32), which tunnels to an IPv4 address.
+  refused("2001::/23", "reserved"),
+  refused("2001:db8::/32", "reserved"),
+  refused("fc00::/7", "private"),
+  refused("fe80::/10", "link-local"),
+  refused("fec0::/10", "private"),
+  refused("ff00::/8", "reserved"),
+];
+
+/** IPv6 ranges that carry an IPv4 address, which is what the connection finally reaches. */
+const IPV4_MAPPED = parseRange("::ffff:0:0/96");
+const NAT64 = parseRange("64:ff9b::/96");
+const SIX_TO_FOUR = parseRange("2002::/16");
+
+/** The verdict on one address. */
+export type AddressVerdict =
+  | { allowed: true; exempt: boolean }
+  | { allowed: false; kind: RefusedKind; range: string };
+
+/**
+ * Decides which destinations an outbound request may reach: public addresses always; private, loopback,
+ * link-local and reserved ones only when an `allow` entry (CIDR range, address or hostname) exempts them.
+ *
+ * @example
+ * ```ts
+ * const guard = new DestinationGuard(["127.0.0.0/8", "localhost"]);
+ * guard.checkAddress("169.254.169.254"); // { allowed: false, kind: "link-local", range: "169.254.0.0/16" }
+ * guard.checkAddress("127.0.0.1");       // { allowed: true, exempt: true }
+ * guard.isExemptHost("localhost");       // true
+ * ```
+ */
+export class DestinationGuard {
+  readonly #allowedRanges: readonly Range[];
+  readonly #allowedHosts: ReadonlySet<string>;
+
+  /** @param allow CIDR ranges, addresses and hostnames, as `SVC_OUTBOUND_ALLOW` lists them. */
+  constructor(allow: readonly string[] = []) {
+    const ranges: Range[] = [];
+    const hosts = new Set<string>();
+    for (const entry of allow) {
+      const text = entry.trim().toLowerCase();
+      const [address = ""] = text.split("/");
+      if (isIP(address) !== 0) ranges.push(parseRange(text.includes("/") ? text : withFullPrefix(text)));
+      else if (text !== "") hosts.add(text.replace(/\.$/, ""));
+    }
+    this.#allowedRanges = ranges;
+    this.#allowedHosts = hosts;
+  }
+
+  /** True when `hostname` is exempt by name: requests to it are not checked by address. */
+  isExemptHost(hostname: string): boolean {
+    return this.#allowedHosts.has(hostname.toLowerCase().replace(/\.$/, ""));
+  }
+
+  /** The verdict on an IPv4 or IPv6 address (as a string); a string that is not an address is refused. */
+  checkAddress(address: string): AddressVerdict {
+    const parsed = parseAddress(address);
+    if (!parsed) return { allowed: false, kind: "reserved", range: "not an IP address" };
+    const candidates = [parsed, ...embeddedIpv4(parsed)];
+    if (candidates.some((candidate) => this.#allowedRanges.some((range) => contains(range, candidate)))) {
+      return { allowed: true, exempt: true };
+    }
+    for (const candidate of candidates) {
+      const hit = REFUSED.find((range) => contains(range, candidate));
+      if (hit) return { allowed: false, kind: hit.kind, range: hit.text };
+    }
+    return { allowed: true, exempt: false };
+  }
+}
+
+/** The IPv4 address an IPv6 address leads to (mapped, NAT64, 6to4), if it carries one. */
+function embeddedIpv4(address: ParsedAddress): ParsedAddress[] {
+  if (address.family !== 6) return [];
+  if (contains(IPV4_MAPPED, address) || contains(NAT64, address)) {
+    return [{ family: 4, value: address.value & 0xffffffffn }];
+  }
+  if (contains(SIX_TO_FOUR, address)) return [{ family: 4, value: (address.value >> 80n) & 0xffffffffn }];
+  return [];
+}
+
+function contains(range: Range, address: ParsedAddress): boolean {
+  if (range.family !== address.family) return false;
+  const bits = range.family === 4 ? 32 : 128;
+  const shift = BigInt(bits - range.prefix);
+  return address.value >> shift === range.base >> shift;
+}
+
+function withFullPrefix(address: string): string {
+  return `${address}/${isIP(address) === 4 ? 32 : 128}`;
+}
+
+function refused(text: string, kind: RefusedKind): RefusedRange {
+  return { ...parseRange(text), kind };
+}
+
+function parseRange(text: string): Range {
+  const [address = "", prefixText] = text.split("/");
+  const parsed = parseAddress(address);
+  const prefix = Number(prefixText);
+  if (!parsed || !Number.isInteger(prefix) || prefix < 0 || prefix > (parsed.family === 4 ? 32 : 128)) {
+    throw new Error(`not a CIDR range: ${text}`);
+  }
+  return { family: parsed.family, base: parsed.value, prefix, text };
+}
+
+/**
+ * Parses an IPv4 address (dotted quad) or an IPv6 address (with `::`, an embedded dotted quad, optionally in
+ * brackets) to its integer. Anything else, including a zone id, gives undefined.
+ */
+export function parseAddress(text: string): ParsedAddress | undefined {
+  const address = text.startsWith("[") && text.endsWith("]") ? text.slice(1, -1) : text;
+  const family = isIP(address);
+  if (family === 4) return { family: 4, value: ipv4Value(address) };
+  if (family !== 6 || address.includes("%")) return undefined;
+  let head = address;
+  let tail32: bigint | undefined;
+  const lastColon = address.lastIndexOf(":");
+  if (address.slice(lastColon + 1).includes(".")) {
+    tail32 = ipv4Value(address.slice(lastColon + 1));
+    head = `${address.slice(0, lastColon + 1)}0:0`;
+  }
+  const [left = "", right] = head.split("::");
+  const leftGroups = left === "" ? [] : left.split(":");
+  const rightGroups = right === undefined || right === "" ? [] : right.split(":");
+  const missing = 8 - leftGroups.length - rightGroups.length;
+  const groups =
+    right === undefined ? leftGroups : [...leftGroups, ...Array(missing).fill("0"), ...rightGroups];
+  let value = 0n;
+  for (const group of groups) value = (value << 16n) | BigInt(Number.parseInt(group, 16));
+  if (tail32 !== undefined) value = (value & ~0xffffffffn) | tail32;
+  return { family: 6, value };
+}
+
+function ipv4Value(address: string): bigint {
+  return address.split(".").reduce((value, octet) => (value << 8n) | BigInt(Number(octet)), 0n);
+}

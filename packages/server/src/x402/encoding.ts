@@ -1,0 +1,32 @@
+/** x402 header values: standard padded base64 of UTF-8 JSON (not `btoa` of a JS string). */
+
+const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
+const BASE64URL = /^[A-Za-z0-9_-]+$/;
+
+/**
+ * Encodes a value as x402 header values are: JSON, UTF-8, standard padded base64.
+ * @example encodeHeaderJson({ a: "é" }) // "eyJhIjoiw6kifQ=="
+ */
+export function encodeHeaderJson(value: unknown): string {
+  return Buffer.from(JSON.stringify(value), "utf8").toString("base64");
+}
+
+/**
+ * Decodes an x402 header value (base64 of UTF-8 JSON; unpadded and URL-safe base64 are read too, as some
+ * servers send them). Undefined when it is not base64 of JSON.
+ * @example decodeHeaderJson("eyJhIjoiw6kifQ==") // { a: "é" }
+ */
+export function decodeHeaderJson(value: string): unknown {
+  const text = value.trim();
+  if (!BASE64.test(text) && !BASE64URL.test(text)) return undefined;
+  try {
+    return JSON.parse(Buffer.from(text, BASE64.test(text) ? "base64" : "base64url").toString("utf8"));
+  } catch {
+    return undefined;
+  }
+}
+
+/** True for a plain JSON object (not null, not an array). */
+export function isJsonObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,314 @@
+/**
+ * HTTP requests to URLs the service's callers name (x402 resources), guarded so that a caller cannot make
+ * the service reach what only it can reach. The address checked is the address connected to: hostnames are
+ * resolved here, every address is checked, and the connection is made to a checked one (undici's connector
+ * asks our `lookup`), so a DNS answer that changes between a check and the connection (rebinding) cannot
+ * pass. Redirects are followed by hand, each hop checked the same way.
+ */
+import { lookup as systemLookup } from "node:dns/promises";
+import { isIP, type LookupFunction } from "node:net";
+import { Agent, fetch as undiciFetch } from "undici";
+import { AppError, errors } from "../internal/errors.ts";
+import { DestinationGuard } from "./destinations.ts";
+
+/** One resolved address of a hostname. */
+export interface ResolvedAddress {
+  address: string;
+  family: 4 | 6;
+}
+
+/** Resolves a hostname to every address it has. */
+export type Resolver = (hostname: string) => Promise<ResolvedAddress[]>;
+
+/** Options of an {@link OutboundFetcher}; every field has a default fit for x402 resources. */
+export interface OutboundFetcherOptions {
+  /** CIDR ranges, addresses and hostnames exempt from the guard (`SVC_OUTBOUND_ALLOW`). Default none. */
+  allow?: readonly string[];
+  /** Default: the system resolver (`dns.lookup`, every address). Tests inject their own names. */
+  resolve?: Resolver;
+  /** Bound on one whole request, redirects and body included. Default 20 s. */
+  timeoutMs?: number;
+  /** Bound on a response body, after decompression. Default 2 MiB. */
+  maxResponseBytes?: number;
+  /** Redirects followed before giving up. Default 5. */
+  maxRedirects?: number;
+}
+
+/** A request to send. Headers are the caller's; hop-by-hop headers and `Host` are not forwarded. */
+export interface OutboundRequest {
+  url: string;
+  method?: string;
+  headers?: Readonly<Record<string, string>>;
+  body?: string | Uint8Array;
+}
+
+/** A response read in full. */
+export interface OutboundResponse {
+  /** The URL that answered (after redirects). */
+  url: string;
+  status: number;
+  headers: Headers;
+  body: Buffer;
+  /** The URLs redirected to, in order; empty when the first answered. */
+  redirects: string[];
+}
+
+const DEFAULT_TIMEOUT_MS = 20_000;
+const DEFAULT_MAX_RESPONSE_BYTES = 2 * 1024 * 1024;
+const DEFAULT_MAX_REDIRECTS = 5;
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
+/** Headers a caller may not set: the connection's own, and the target's identity. */
+const NOT_FORWARDED = new Set([
+  "host",
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "transfer-encoding",
+  "upgrade",
+  "te",
+  "trailer",
+  "content-length",
+]);
+/** Headers that carry a credential or a payment: never sent on to another origin by a redirect. */
+const ORIGIN_BOUND = new Set([
+  "authorization",
+  "cookie",
+  "proxy-authorization",
+  "payment-signature",
+  "x-payment",
+]);
+
+/**
+ * Fetches URLs for callers, refusing private, loopback, link-local and reserved destinations (400
+ * ValidationError `destination_not_allowed`) unless exempt, following at most `maxRedirects` redirects by
+ * hand, with a time bound (502 `resource_timeout`) and a size bound (502 `resource_too_large`).
+ *
+ * @example
+ * ```ts
+ * const outbound = new OutboundFetcher({ allow: config.outboundAllow });
+ * const response = await outbound.fetch({ url: "https://api.example.com/weather" });
+ * response.status; // 402
+ * await outbound.close();
+ * ```
+ */
+export class OutboundFetcher {
+  readonly #guard: DestinationGuard;
+  readonly #resolve: Resolver;
+  readonly #agent: Agent;
+  readonly #timeoutMs: number;
+  readonly #maxResponseBytes: number;
+  readonly #maxRedirects: number;
+
+  constructor(options: OutboundFetcherOptions = {}) {
+    this.#guard = new DestinationGuard(options.allow ?? []);
+    this.#resolve = options.resolve ?? systemResolve;
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.#maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+    this.#maxRedirects = options.maxRedirects ?? DEFAULT_MAX_REDIRECTS;
+    this.#agent = new Agent({
+      connect: { lookup: this.#lookup, timeout: this.#timeoutMs },
+      headersTimeout: this.#timeoutMs,
+      bodyTimeout: this.#timeoutMs,
+    });
+  }
+
+  /** Sends `request`, following redirects; the body is read in full. */
+  async fetch(request: OutboundRequest): Promise<OutboundResponse> {
+    const signal = AbortSignal.timeout(this.#timeoutMs);
+    let url = this.#checkUrl(request.url);
+    let method = (request.method ?? "GET").toUpperCase();
+    let body = request.body;
+    const headers = forwardedHeaders(request.headers ?? {});
+    const redirects: string[] = [];
+    try {
+      for (;;) {
+        const response = await undiciFetch(url, {
+          method,
+          headers,
+          ...(body === undefined ? {} : { body }),
+          redirect: "manual",
+          dispatcher: this.#agent,
+          signal,
+        });
+        const location = response.headers.get("location");
+        if (!REDIRECT_STATUSES.has(response.status) || location === null) {
+          return {
+            url: url.href,
+            status: response.status,
+            headers: copyHeaders(response.headers),
+            body: await this.#readBody(response, url),
+            redirects,
+          };
+        }
+        await response.body?.cancel();
+        if (redirects.length >= this.#maxRedirects) {
+          throw errors.resourceUnavailable(
+            "too_many_redirects",
+            `${request.url} redirected more than ${this.#maxRedirects} times`,
+            { redirects },
+          );
+        }
+        const next = this.#checkUrl(new URL(location, url).href);
+        if (next.origin !== url.origin) for (const name of ORIGIN_BOUND) headers.delete(name);
+        // As browsers do: 303 turns any method into GET, 301 and 302 turn POST into GET; both drop the body.
+        if (
+          response.status === 303 ||
+          ((response.status === 301 || response.status === 302) && method === "POST")
+        ) {
+          if (method !== "HEAD") method = "GET";
+          body = undefined;
+          headers.delete("content-type");
+        }
+        redirects.push(next.href);
+        url = next;
+      }
+    } catch (error) {
+      throw this.#explain(error, url, signal);
+    }
+  }
+
+  /** Closes the connections kept open. */
+  close(): Promise<void> {
+    return this.#agent.close();
+  }
+
+  /** A URL an outbound request may be sent to; an IP-literal host is checked here (no lookup happens). */
+  #checkUrl(text: string): URL {
+    let url: URL;
+    try {
+      url = new URL(text);
+    } catch {
+      throw errors.destinationNotAllowed(`Not a URL: ${JSON.stringify(text.slice(0, 200))}`);
+    }
+    if (url.protocol !== "http:" && url.protocol !== "https:") {
+      throw errors.destinationNotAllowed(`Only http and https URLs can be fetched, not ${url.protocol}`, {
+        url: url.href.slice(0, 200),
+      });
+    }
+    if (url.username !== "" || url.password !== "") {
+      throw errors.destinationNotAllowed("URLs with credentials (user:password@) are not fetched");
+    }
+    const host = url.hostname.replace(/^\[|\]$/g, "");
+    if (isIP(host) !== 0) {
+      const verdict = this.#guard.checkAddress(host);
+      if (!verdict.allowed) {
+        throw errors.destinationNotAllowed(
+          `Refusing to connect to ${host}: a ${verdict.kind} address (${verdict.range}); outbound requests reach public addresses only unless SVC_OUTBOUND_ALLOW exempts them`,
+          { host, kind: verdict.kind, range: verdict.range },
+        );
+      }
+    }
+    return url;
+  }
+
+  /** undici's connector resolves through this: only checked addresses are ever returned to connect to. */
+  readonly #lookup: LookupFunction = (hostname, options, callback) => {
+    this.#checkedAddresses(hostname, options.family).then(
+      (addresses) => {
+        if (options.all) (callback as (e: null, a: ResolvedAddress[]) => void)(null, addresses);
+        else callback(null, addresses[0]?.address ?? "", addresses[0]?.family ?? 4);
+      },
+      (error: NodeJS.ErrnoException) => callback(error, "", 4),
+    );
+  };
+
+  async #checkedAddresses(hostname: string, family: unknown): Promise<ResolvedAddress[]> {
+    const all = await this.#resolve(hostname);
+    const addresses = family === 4 || family === 6 ? all.filter((a) => a.family === family) : all;
+    if (addresses.length === 0) {
+      throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: "ENOTFOUND" });
+    }
+    if (this.#guard.isExemptHost(hostname)) return addresses;
+    // Every address is checked, not only the first: which one is connected to is the connector's choice.
+    for (const { address } of addresses) {
+      const verdict = this.#guard.checkAddress(address);
+      if (!verdict.allowed) {
+        // The address itself is not told: it would make the service an oracle for internal names.
+        throw errors.destinationNotAllowed(
+          `Refusing to connect to ${hostname}: it resolves to a ${verdict.kind} address; outbound requests reach public addresses only unless SVC_OUTBOUND_ALLOW exempts them`,
+          { host: hostname, kind: verdict.kind },
+        );
+      }
+    }
+    return addresses;
+  }
+
+  async #readBody(response: Awaited<ReturnType<typeof undiciFetch>>, url: URL): Promise<Buffer> {
+    const declared = Number(response.headers.get("content-length") ?? Number.NaN);
+    if (declared > this.#maxResponseBytes) {
+      await response.body?.cancel();
+      throw this.#tooLarge(url);
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    if (response.body === null) return Buffer.alloc(0);
+    for await (const chunk of response.body) {
+      size += chunk.byteLength;
+      if (size > this.#maxResponseBytes) {
+        await response.body.cancel().catch(() => undefined);
+        throw this.#tooLarge(url);
+      }
+      chunks.push(Buffer.from(chunk));
+    }
+    return Buffer.concat(chunks, size);
+  }
+
+  #tooLarge(url: URL): AppError {
+    return errors.resourceUnavailable(
+      "resource_too_large",
+      `The response of ${url.origin} is larger than ${this.#maxResponseBytes} bytes`,
+      { maxBytes: this.#maxResponseBytes },
+    );
+  }
+
+  /** Our own refusals pass through; undici's failures become 502s that say what happened. */
+  #explain(error: unknown, url: URL, signal: AbortSignal): unknown {
+    for (let cause: unknown = error; cause instanceof Error; cause = cause.cause) {
+      if (cause instanceof AppError) return cause;
+    }
+    if (signal.aborted) {
+      return errors.resourceUnavailable(
+        "resource_timeout",
+        `${url.origin} did not answer within ${this.#timeoutMs} ms`,
+        { timeoutMs: this.#timeoutMs },
+        error,
+      );
+    }
+    const code = errorCode(error);
+    return errors.resourceUnavailable(
+      "resource_unreachable",
+      `${url.origin} could not be reached${code ? ` (${code})` : ""}`,
+      code ? { code } : undefined,
+      error,
+    );
+  }
+}
+
+/** The system resolver, every address, in the resolver's order. */
+async function systemResolve(hostname: string): Promise<ResolvedAddress[]> {
+  const found = await systemLookup(hostname, { all: true, verbatim: true });
+  return found.map(({ address, family }) => ({ address, family: family === 6 ? 6 : 4 }));
+}
+
+function forwardedHeaders(input: Readonly<Record<string, string>>): Headers {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(input)) {
+    if (!NOT_FORWARDED.has(name.toLowerCase())) headers.set(name, value);
+  }
+  return headers;
+}
+
+function copyHeaders(source: Iterable<[string, string]>): Headers {
+  const headers = new Headers();
+  for (const [name, value] of source) headers.append(name, value);
+  return headers;
+}
+
+/** The first `code` (ECONNREFUSED, ENOTFOUND, UND_ERR_…) along an error's cause chain. */
+function errorCode(error: unknown): string | undefined {
+  for (let cause: unknown = error; cause instanceof Error; cause = cause.cause) {
+    const code = (cause as { code?: unknown }).code;
+    if (typeof code === "string") return code;
+  }
+  return undefined;
+}
