@@ -1,32 +1,187 @@
-import { AppError, errors } from "../internal/errors.ts";
-
 /**
- * True when a chain call failed because the RPC endpoint could not be reached or did not answer in time
- * (as opposed to answering with an error), for viem's and `@solana/kit`'s errors alike.
- * @example isUnreachable(new TypeError("fetch failed")) // true
+ * What can go wrong talking to a chain, as classes. The chain clients' RPC transports raise them (see
+ * `EvmChain` and `SolanaChain`), mapping viem's typed errors and `@solana/kit`'s error codes; callers branch
+ * with `instanceof`, never on message text. Each has a short message, typed `details` and the library's
+ * error as its `cause` (viem's `BaseError` style).
+ *
+ * ```
+ * ChainError
+ * ├─ ChainUnavailableError      no usable answer: the caller may try again later
+ * │  ├─ ChainUnreachableError   connection refused or reset, socket closed, HTTP error status
+ * │  └─ ChainTimeoutError       no answer within the time limit
+ * ├─ ChainRequestError          the node answered a read with an error (or with something unusable)
+ * ├─ TransactionRejectedError   the node refused a transaction: it can never land as sent
+ * ├─ NonceTakenError            EVM: another transaction (perhaps this very one) holds its nonce
+ * ├─ BlockhashNotFoundError     Solana: the node does not know the transaction's blockhash (yet)
+ * ├─ TransactionKnownError      Solana: the node has already processed this very transaction
+ * └─ TransactionNotFoundError   no transaction with that hash
+ * ```
  */
-export function isUnreachable(error: unknown): boolean {
-  for (let e: unknown = error, depth = 0; e && depth < 6; depth++) {
-    const name = (e as { name?: unknown }).name;
-    if (name === "HttpRequestError" || name === "TimeoutError") return true;
-    const text = String((e as { message?: unknown }).message ?? "");
-    if (/fetch failed|ECONNREFUSED|ECONNRESET|ETIMEDOUT|socket hang up|HTTP error \(5\d\d\)/i.test(text))
-      return true;
-    e = (e as { cause?: unknown }).cause;
+import { errors } from "../internal/errors.ts";
+
+/** What every chain error tells: the chain (its API name) and, for a call, the RPC method. */
+export type ChainErrorDetails = { chain: string; method?: string };
+
+/** The base of every error the chain layer raises. */
+export abstract class ChainError<Details extends ChainErrorDetails = ChainErrorDetails> extends Error {
+  /** The message without the facts. */
+  readonly shortMessage: string;
+  readonly details: Details;
+
+  constructor(shortMessage: string, details: Details, cause?: unknown) {
+    const facts = Object.entries(details)
+      .filter(([, value]) => value !== undefined)
+      .map(([key, value]) => `${key}: ${String(value)}`);
+    super(`${shortMessage}\n\n${facts.join("\n")}`, cause === undefined ? undefined : { cause });
+    this.shortMessage = shortMessage;
+    this.details = details;
   }
-  return false;
+}
+
+/** A call that got no usable answer. */
+export type ChainCallDetails = ChainErrorDetails & { method: string };
+
+/** No usable answer from the endpoint (not a refusal by the chain): the same call may work later. */
+export abstract class ChainUnavailableError<
+  Details extends ChainCallDetails = ChainCallDetails,
+> extends ChainError<Details> {}
+
+/** Connection refused or reset, socket closed, or an HTTP error status instead of a JSON-RPC answer. */
+export class ChainUnreachableError extends ChainUnavailableError<ChainCallDetails & { status?: number }> {
+  override name = "ChainUnreachableError";
+  constructor(details: ChainCallDetails & { status?: number }, cause?: unknown) {
+    super(
+      details.status === undefined
+        ? `The ${details.chain} RPC endpoint could not be reached`
+        : `The ${details.chain} RPC endpoint answered HTTP ${details.status}`,
+      details,
+      cause,
+    );
+  }
+
+  /**
+   * Worth retrying at once: the connection failed before any answer (refused, reset, closed under the
+   * request, as when a server closes an idle keep-alive socket the client reuses), or a gateway said its
+   * upstream is busy or down.
+   */
+  get transient(): boolean {
+    const status = this.details.status;
+    return status === undefined || status === 429 || status === 502 || status === 503 || status === 504;
+  }
+}
+
+/** The endpoint did not answer within the time limit. */
+export class ChainTimeoutError extends ChainUnavailableError<ChainCallDetails & { timeoutMs: number }> {
+  override name = "ChainTimeoutError";
+  constructor(details: ChainCallDetails & { timeoutMs: number }, cause?: unknown) {
+    super(`The ${details.chain} RPC endpoint did not answer within ${details.timeoutMs} ms`, details, cause);
+  }
+}
+
+/** The node answered a read with an error, or with something this layer cannot use. */
+export class ChainRequestError extends ChainError<ChainCallDetails & { rpcCode?: number }> {
+  override name = "ChainRequestError";
+  constructor(details: ChainCallDetails & { rpcCode?: number }, cause?: unknown) {
+    super(`The ${details.chain} node refused ${details.method}`, details, cause);
+  }
+}
+
+/** The node refused a transaction for good; `reason` is the node's own word for why. */
+export class TransactionRejectedError extends ChainError<ChainCallDetails & { reason: string }> {
+  override name = "TransactionRejectedError";
+  constructor(details: ChainCallDetails & { reason: string }, cause?: unknown) {
+    super(`The ${details.chain} node rejected the transaction: ${details.reason}`, details, cause);
+  }
 }
 
 /**
- * Runs a chain call for domain code: an unreachable endpoint becomes 502 `chain_unavailable` (the cause
- * is logged, never shown); other failures pass through.
+ * EVM: the transaction's nonce is already used, or held by another pending transaction. Not proof that it
+ * can never land: the transaction holding the nonce may be this very one, or may be dropped.
+ */
+export class NonceTakenError extends ChainError<ChainCallDetails & { nonce?: number }> {
+  override name = "NonceTakenError";
+  constructor(details: ChainCallDetails & { nonce?: number }, cause?: unknown) {
+    super(
+      `The ${details.chain} node refused the transaction: its nonce${details.nonce === undefined ? "" : ` ${details.nonce}`} is taken`,
+      details,
+      cause,
+    );
+  }
+}
+
+/**
+ * Solana: the node does not know the transaction's blockhash. Not proof that it can never land: a node
+ * behind the one that gave the blockhash does not know it yet.
+ */
+export class BlockhashNotFoundError extends ChainError<ChainCallDetails> {
+  override name = "BlockhashNotFoundError";
+  constructor(details: ChainCallDetails, cause?: unknown) {
+    super(`The ${details.chain} node does not know the transaction's blockhash`, details, cause);
+  }
+}
+
+/** Solana: the node has already processed this very transaction (sending it again changes nothing). */
+export class TransactionKnownError extends ChainError<ChainCallDetails> {
+  override name = "TransactionKnownError";
+  constructor(details: ChainCallDetails, cause?: unknown) {
+    super(`The ${details.chain} node has already processed this transaction`, details, cause);
+  }
+}
+
+/** No transaction with this hash (or signature) on the chain or in the node's pool. */
+export class TransactionNotFoundError extends ChainError<ChainErrorDetails & { txHash: string }> {
+  override name = "TransactionNotFoundError";
+  constructor(details: ChainErrorDetails & { txHash: string }, cause?: unknown) {
+    super(`Transaction ${details.txHash} not found on ${details.chain}`, details, cause);
+  }
+}
+
+/**
+ * The chain error in `error`'s cause chain, if any: a library may wrap what a transport raised (viem's
+ * `readContract` wraps it in a `ContractFunctionExecutionError`).
+ * @example findChainError(new Error("wrapper", { cause: new ChainTimeoutError({ chain: "base", method: "eth_call", timeoutMs: 1 }) }))
+ */
+export function findChainError(error: unknown): ChainError | undefined {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 10; depth++) {
+    if (e instanceof ChainError) return e;
+    e = e.cause;
+  }
+  return undefined;
+}
+
+/** Delays before each retry of an idempotent read: three retries, then the error stands. */
+const READ_RETRY_DELAYS_MS = [100, 300, 900] as const;
+
+/**
+ * Runs one RPC call, retrying it after a transient transport failure ({@link ChainUnreachableError}
+ * `transient`) when it is an idempotent read. A send is never retried here: whether it reached the node is
+ * unknown, and the caller decides from the chain's own record.
+ * @example await withReadRetries(method !== "eth_sendRawTransaction", () => transport.request(args));
+ */
+export async function withReadRetries<T>(idempotent: boolean, call: () => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await call();
+    } catch (error) {
+      const delay = READ_RETRY_DELAYS_MS[attempt];
+      if (!idempotent || delay === undefined || !(error instanceof ChainUnreachableError) || !error.transient)
+        throw error;
+      // Jitter spreads the retries of many callers that failed together (a node restarting).
+      await new Promise((resolve) => setTimeout(resolve, delay + Math.floor(Math.random() * delay)));
+    }
+  }
+}
+
+/**
+ * Runs a chain call for domain code: an endpoint giving no usable answer becomes 502 `chain_unavailable`
+ * (the cause is logged, never shown); other failures pass through.
  * @example const balance = await chainCall("base", () => client.getBalance(address, token));
  */
 export async function chainCall<T>(chain: string, call: () => Promise<T>): Promise<T> {
   try {
     return await call();
   } catch (error) {
-    if (!(error instanceof AppError) && isUnreachable(error)) throw errors.chainUnavailable(chain, error);
+    if (error instanceof ChainUnavailableError) throw errors.chainUnavailable(chain, error);
     throw error;
   }
 }

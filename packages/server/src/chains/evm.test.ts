@@ -2,6 +2,7 @@ import { type Devnet, fundEvm, startDevnet } from "@svc/devnet";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { devnetClients, evmKey } from "../../test/support/chains.ts";
 import { eventually } from "../../test/support/eventually.ts";
+import { NonceTakenError } from "./errors.ts";
 import type { ChainClient, SignedTransfer, TokenInfo, TransferStatus } from "./types.ts";
 
 let devnet: Devnet;
@@ -124,7 +125,7 @@ describe("EvmChain on the local chain", () => {
       state: "dropped",
       reason: "nonce 0 was used by another transaction",
     });
-    await expect(base.broadcast(a)).rejects.toThrow(/nonce/i);
+    await expect(base.broadcast(a)).rejects.toBeInstanceOf(NonceTakenError);
   });
 
   it("reports failed for a transfer that reverts on chain", async () => {

@@ -9,14 +9,35 @@ import {
   getAddress,
   type Hash,
   type Hex,
+  HttpRequestError,
   http,
   isAddress,
   keccak256,
+  NonceTooLowError,
   type PublicClient,
+  parseTransaction,
+  RpcError,
+  RpcRequestError,
+  recoverTransactionAddress,
+  TimeoutError,
+  TransactionReceiptNotFoundError,
   type Transport,
+  TransactionNotFoundError as ViemTransactionNotFoundError,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { isUnreachable, scrubRpcUrl } from "./errors.ts";
+import { getNodeError } from "viem/utils";
+import {
+  ChainRequestError,
+  ChainTimeoutError,
+  ChainUnavailableError,
+  ChainUnreachableError,
+  findChainError,
+  NonceTakenError,
+  scrubRpcUrl,
+  TransactionNotFoundError,
+  TransactionRejectedError,
+  withReadRetries,
+} from "./errors.ts";
 import type {
   ChainClient,
   ChainConfig,
@@ -37,11 +58,34 @@ const MAX_BLOCKS_PER_SCAN = 50n;
 const SCAN_CONCURRENCY = 8;
 /** How far back a scan restarts when the block it stopped at was replaced (a reorganisation). */
 const REORG_RESCAN_BLOCKS = 128n;
+/** How long one RPC call may take before it fails with {@link ChainTimeoutError}. */
+const DEFAULT_TIMEOUT_MS = 15_000;
+/** The idempotent reads this layer makes: retried after a transient transport failure. */
+const READ_METHODS: ReadonlySet<string> = new Set([
+  "eth_blockNumber",
+  "eth_call",
+  "eth_chainId",
+  "eth_estimateGas",
+  "eth_feeHistory",
+  "eth_gasPrice",
+  "eth_getBalance",
+  "eth_getBlockByHash",
+  "eth_getBlockByNumber",
+  "eth_getLogs",
+  "eth_getTransactionByHash",
+  "eth_getTransactionCount",
+  "eth_getTransactionReceipt",
+  "eth_maxPriorityFeePerGas",
+]);
+/** Calls that hand the node a transaction. */
+const SEND_METHODS: ReadonlySet<string> = new Set(["eth_sendRawTransaction", "eth_sendTransaction"]);
 
 /** Options of {@link EvmChain}, for tests and tuning; every field has a default. */
 export interface EvmChainOptions {
   /** viem's receipt polling interval in ms; default 250. */
   pollingIntervalMs?: number;
+  /** How long one RPC call may take, in ms; default 15,000. */
+  timeoutMs?: number;
 }
 
 /**
@@ -74,7 +118,7 @@ export class EvmChain implements ChainClient {
     });
     this.#client = createPublicClient({
       chain: this.#chain,
-      transport: scrubbingHttp(config.rpcUrl),
+      transport: chainTransport(config.name, config.rpcUrl, options.timeoutMs ?? DEFAULT_TIMEOUT_MS),
       pollingInterval: options.pollingIntervalMs ?? 250,
     });
     this.#depth = BigInt(config.scanDepth ?? 0);
@@ -87,12 +131,20 @@ export class EvmChain implements ChainClient {
   async getBalance(address: string, token: TokenInfo): Promise<bigint> {
     const owner = getAddress(address);
     if (token.address === null) return this.#client.getBalance({ address: owner });
-    return this.#client.readContract({
-      address: getAddress(token.address),
-      abi: erc20Abi,
-      functionName: "balanceOf",
-      args: [owner],
-    });
+    return this.#client
+      .readContract({
+        address: getAddress(token.address),
+        abi: erc20Abi,
+        functionName: "balanceOf",
+        args: [owner],
+      })
+      .catch((error: unknown) => {
+        // viem wraps what the transport raised; a call that answered nothing decodable (no contract there).
+        throw (
+          findChainError(error) ??
+          new ChainRequestError({ chain: this.config.name, method: "eth_call" }, error)
+        );
+      });
   }
 
   async estimateTransferFee(from: string, to: string, token: TokenInfo, amount: bigint): Promise<bigint> {
@@ -136,8 +188,27 @@ export class EvmChain implements ChainClient {
         .getTransaction({ hash: signed.txHash as Hash })
         .then(() => true)
         .catch(() => false);
-      if (!known) throw error;
+      if (known) return;
+      if (error instanceof TransactionRejectedError) throw await this.#nonceTakenOr(error, signed.raw as Hex);
+      throw error;
     }
+  }
+
+  /**
+   * A rejected transaction whose nonce another transaction already holds, mined or pending in the pool
+   * (geth's "replacement transaction underpriced"), as {@link NonceTakenError}: told from the account's
+   * pending nonce, since viem names no error for it.
+   */
+  async #nonceTakenOr(rejection: TransactionRejectedError, raw: Hex): Promise<Error> {
+    const { nonce } = parseTransaction(raw);
+    if (nonce === undefined) return rejection;
+    const from = await recoverTransactionAddress({ serializedTransaction: raw as never });
+    const pending = await this.getPendingNonce(from).catch(() => undefined);
+    if (pending === undefined || pending <= nonce) return rejection;
+    return new NonceTakenError(
+      { chain: this.config.name, method: "eth_sendRawTransaction", nonce },
+      rejection,
+    );
   }
 
   async getTransferStatus(
@@ -152,7 +223,7 @@ export class EvmChain implements ChainClient {
         ? undefined
         : await this.#client.getTransactionCount({ address: getAddress(from), blockTag: "latest" });
     const receipt = await this.#client.getTransactionReceipt({ hash }).catch((error: unknown) => {
-      if (isNotFound(error)) return null;
+      if (error instanceof TransactionReceiptNotFoundError) return null;
       throw error;
     });
     if (receipt) {
@@ -234,12 +305,17 @@ export class EvmChain implements ChainClient {
     const receipt = await this.#client
       .getTransactionReceipt({ hash: txHash as Hash })
       .catch((error: unknown) => {
-        if (isNotFound(error)) return null;
+        if (error instanceof TransactionReceiptNotFoundError) return null;
         throw error;
       });
     if (receipt?.status !== "success") return [];
     const [tx, block] = await Promise.all([
-      this.#client.getTransaction({ hash: txHash as Hash }),
+      this.#client.getTransaction({ hash: txHash as Hash }).catch((error: unknown) => {
+        // Mined a moment ago, gone now: a reorganisation (or a node behind a load balancer) dropped it.
+        if (error instanceof ViemTransactionNotFoundError)
+          throw new TransactionNotFoundError({ chain: this.config.name, txHash }, error);
+        throw error;
+      }),
       this.#client.getBlock({ blockNumber: receipt.blockNumber }),
     ]);
     const time = new Date(Number(block.timestamp) * 1000);
@@ -367,7 +443,8 @@ export class EvmChain implements ChainClient {
       // A plain transfer to an account without code costs exactly 21,000; anything else gets a margin.
       return native && estimate === NATIVE_TRANSFER_GAS ? estimate : (estimate * 12n) / 10n;
     } catch (error) {
-      if (isUnreachable(error)) throw error;
+      const chainError = findChainError(error);
+      if (chainError instanceof ChainUnavailableError) throw chainError;
       // Estimation replays the call against the current state; a sender not yet holding the amount makes it
       // revert. The limit then falls back to a bound that covers a standard transfer.
       return native ? NATIVE_TRANSFER_GAS : FALLBACK_TOKEN_TRANSFER_GAS;
@@ -378,13 +455,14 @@ export class EvmChain implements ChainClient {
 /**
  * The CAIP-2 network and the EIP-712 domain of the USDC token of an EVM node, read from the node (for
  * local chains, whose ids are not known in advance).
- * @example await discoverEvmNetwork("http://127.0.0.1:8545", usdc) // { network: "eip155:31337", eip712: {…} }
+ * @example await discoverEvmNetwork("base", "http://127.0.0.1:8545", usdc) // { network: "eip155:31337", eip712: {…} }
  */
 export async function discoverEvmNetwork(
+  chain: string,
   rpcUrl: string,
   usdc: string,
 ): Promise<{ network: string; eip712: { name: string; version: string } | undefined }> {
-  const client = createPublicClient({ transport: http(rpcUrl, { retryCount: 1 }) });
+  const client = createPublicClient({ transport: chainTransport(chain, rpcUrl, DEFAULT_TIMEOUT_MS) });
   const chainId = await client.getChainId();
   const token = getAddress(usdc);
   const eip712Abi = [
@@ -396,30 +474,58 @@ export async function discoverEvmNetwork(
     client.readContract({ address: token, abi: eip712Abi, functionName: "version" }),
   ]).then(
     ([name, version]) => ({ name, version }),
-    () => undefined,
+    (error: unknown) => {
+      // A token without name() or version() has no EIP-712 domain; an endpoint that did not answer is
+      // not an answer.
+      const chainError = findChainError(error);
+      if (chainError instanceof ChainUnavailableError) throw chainError;
+      return undefined;
+    },
   );
   return { network: `eip155:${chainId}`, eip712 };
 }
 
 /**
- * viem's HTTP transport whose errors leave without the URL's path and query (providers put API keys there;
- * viem keeps them in its messages).
+ * viem's HTTP transport as the chain layer uses it: what goes wrong leaves as a chain error (see
+ * errors.ts), without the URL's path and query (providers put API keys there; viem keeps them in its
+ * messages), and an idempotent read is retried after a transient transport failure. viem's own retries are
+ * off: it would retry sends too.
  */
-function scrubbingHttp(url: string): Transport {
-  const inner = http(url, { retryCount: 1, timeout: 15_000 });
+function chainTransport(chain: string, url: string, timeoutMs: number): Transport {
+  const inner = http(url, { retryCount: 0, timeout: timeoutMs });
   return (params) => {
     const transport = inner(params);
     return {
       ...transport,
-      request: async (args, options) => {
-        try {
-          return await transport.request(args, options);
-        } catch (error) {
-          throw scrubRpcUrl(error, url);
-        }
-      },
+      request: (args, options) =>
+        withReadRetries(READ_METHODS.has(args.method), async () => {
+          try {
+            return await transport.request(args, options);
+          } catch (error) {
+            throw toChainError(scrubRpcUrl(error, url), { chain, method: args.method, timeoutMs });
+          }
+        }),
     } as ReturnType<Transport>;
   };
+}
+
+/** viem's error from one RPC call as the chain error it stands for; anything else (a bug) unchanged. */
+function toChainError(error: unknown, call: { chain: string; method: string; timeoutMs: number }): unknown {
+  const { chain, method } = call;
+  if (error instanceof TimeoutError) return new ChainTimeoutError(call, error);
+  if (error instanceof HttpRequestError) {
+    return new ChainUnreachableError(
+      { chain, method, ...(error.status === undefined ? {} : { status: error.status }) },
+      error,
+    );
+  }
+  if (!(error instanceof RpcError || error instanceof RpcRequestError)) return error;
+  if (!SEND_METHODS.has(method)) return new ChainRequestError({ chain, method, rpcCode: error.code }, error);
+  // viem names what the node said (NonceTooLowError covers "nonce too low" and "already known").
+  const named = getNodeError(error, {});
+  if (named instanceof NonceTooLowError) return new NonceTakenError({ chain, method }, named);
+  const reason = (error.details || named.shortMessage).split("\n")[0]?.slice(0, 200) ?? "rejected";
+  return new TransactionRejectedError({ chain, method, reason }, named);
 }
 
 /** The numeric chain id of an `eip155:<id>` network. */
@@ -456,9 +562,4 @@ function range(from: bigint, to: bigint): bigint[] {
   const out: bigint[] = [];
   for (let n = from; n <= to; n++) out.push(n);
   return out;
-}
-
-function isNotFound(error: unknown): boolean {
-  const name = (error as { name?: unknown })?.name;
-  return name === "TransactionReceiptNotFoundError" || name === "TransactionNotFoundError";
 }

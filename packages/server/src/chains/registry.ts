@@ -1,4 +1,4 @@
-import type { ChainName, NetworkConfig, NetworkProfile } from "../internal/config.ts";
+import { type ChainName, ConfigError, type NetworkConfig, type NetworkProfile } from "../internal/config.ts";
 import { discoverEvmNetwork, EvmChain } from "./evm.ts";
 import { discoverSolanaNetwork, SolanaChain } from "./solana.ts";
 import type { ChainClient, ChainConfig, TokenInfo } from "./types.ts";
@@ -173,20 +173,24 @@ async function resolveChain(template: ChainTemplate, network: NetworkConfig): Pr
   const rpcUrl = network.rpcUrls[template.name] ?? template.defaultRpcUrl;
   const usdc = network.usdcAddresses[template.name] ?? template.usdc;
   if (!rpcUrl || !usdc) {
-    throw new Error(`chain ${template.name}: no RPC URL or USDC address configured for the devnet profile`);
+    throw new ConfigError(
+      `chain ${template.name}: no RPC URL or USDC address configured for the devnet profile`,
+    );
   }
   let caip2 = template.network;
   let eip712 = template.eip712;
   if (caip2 === undefined) {
     if (template.kind === "evm") {
-      const found = await discoverEvmNetwork(rpcUrl, usdc);
+      const found = await discoverEvmNetwork(template.name, rpcUrl, usdc);
       caip2 = found.network;
       eip712 = found.eip712;
     } else {
-      caip2 = await discoverSolanaNetwork(rpcUrl);
+      caip2 = await discoverSolanaNetwork(template.name, rpcUrl);
     }
     if (PUBLIC_NETWORKS.has(caip2)) {
-      throw new Error(`chain ${template.name}: the devnet at ${rpcUrl} reports public network ${caip2}`);
+      throw new ConfigError(
+        `chain ${template.name}: the devnet at ${rpcUrl} reports public network ${caip2}`,
+      );
     }
   }
   const nativeSymbol = template.kind === "evm" ? "ETH" : "SOL";

@@ -2,6 +2,8 @@ import { createSolanaRpc } from "@solana/kit";
 import { type Devnet, fundSolana, startDevnet } from "@svc/devnet";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { devnetClients, solanaKey } from "../../test/support/chains.ts";
+import { eventually } from "../../test/support/eventually.ts";
+import { BlockhashNotFoundError, TransactionRejectedError } from "./errors.ts";
 import type { ChainClient, SignedTransfer, TokenInfo, TransferStatus } from "./types.ts";
 
 let devnet: Devnet;
@@ -24,12 +26,14 @@ async function fundedSender() {
 }
 
 /** Asks for the status until it leaves `pending` (slots pass every 100 ms on the devnet). */
-async function settled(signed: SignedTransfer, from: string): Promise<TransferStatus> {
-  for (;;) {
-    const status = await solana.getTransferStatus(signed, from);
-    if (status.state !== "pending") return status;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+function settled(signed: SignedTransfer, from: string): Promise<TransferStatus> {
+  return eventually(
+    async () => {
+      const status = await solana.getTransferStatus(signed, from);
+      return status.state === "pending" ? undefined : status;
+    },
+    { describe: `transfer ${signed.txHash} to leave pending` },
+  );
 }
 
 describe("SolanaChain on the local cluster", () => {
@@ -114,7 +118,7 @@ describe("SolanaChain on the local cluster", () => {
       state: "dropped",
       reason: "blockhash expired before the transaction landed",
     });
-    await expect(solana.broadcast(signed)).rejects.toThrow(/blockhash/i);
+    await expect(solana.broadcast(signed)).rejects.toBeInstanceOf(BlockhashNotFoundError);
   });
 
   it("reports failed for a transfer that fails in execution", async () => {
@@ -126,8 +130,10 @@ describe("SolanaChain on the local cluster", () => {
       amount: 10n ** 12n,
     });
     // Preflight refuses it; landing it needs a node that skips preflight, so only the rejection is seen here.
-    await expect(solana.broadcast(signed)).rejects.toThrow(
-      /insufficient funds|custom program error: 0x1|Custom/i,
+    const rejection = await solana.broadcast(signed).catch((error: unknown) => error);
+    expect(rejection).toBeInstanceOf(TransactionRejectedError);
+    expect((rejection as TransactionRejectedError).details.reason).toBe(
+      "Transaction simulation failed: Error processing Instruction 2: custom program error: 0x1",
     );
   });
 

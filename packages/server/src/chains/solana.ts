@@ -6,15 +6,22 @@ import {
   type Blockhash,
   createDefaultRpcTransport,
   createKeyPairSignerFromPrivateKeyBytes,
-  createSolanaRpc,
+  type createSolanaRpc,
   createSolanaRpcFromTransport,
   createTransactionMessage,
   getBase64EncodedWireTransaction,
   getSignatureFromTransaction,
+  getSolanaErrorFromJsonRpcError,
   type Instruction,
   isAddress,
+  isSolanaError,
   pipe,
+  type RpcTransport,
   type Signature,
+  SOLANA_ERROR__JSON_RPC__SERVER_ERROR_SEND_TRANSACTION_PREFLIGHT_FAILURE,
+  SOLANA_ERROR__RPC__TRANSPORT_HTTP_ERROR,
+  SOLANA_ERROR__TRANSACTION_ERROR__ALREADY_PROCESSED,
+  SOLANA_ERROR__TRANSACTION_ERROR__BLOCKHASH_NOT_FOUND,
   setTransactionMessageFeePayerSigner,
   setTransactionMessageLifetimeUsingBlockhash,
   signTransactionMessageWithSigners,
@@ -27,7 +34,17 @@ import {
   getTransferCheckedInstruction,
   TOKEN_PROGRAM_ADDRESS,
 } from "@solana-program/token";
-import { scrubRpcUrl } from "./errors.ts";
+import {
+  BlockhashNotFoundError,
+  type ChainError,
+  ChainRequestError,
+  ChainTimeoutError,
+  ChainUnreachableError,
+  scrubRpcUrl,
+  TransactionKnownError,
+  TransactionRejectedError,
+  withReadRetries,
+} from "./errors.ts";
 import type {
   ChainClient,
   ChainConfig,
@@ -48,6 +65,16 @@ const COMPUTE_BUDGET_PROGRAM = "ComputeBudget111111111111111111111111111111" as 
 const SIGNATURES_PAGE = 1000;
 /** Addresses whose history is read at once. */
 const SCAN_CONCURRENCY = 8;
+/** How long one RPC call may take before it fails with {@link ChainTimeoutError}. */
+const DEFAULT_TIMEOUT_MS = 15_000;
+/** Calls that hand the node a transaction (or ask it to make one); every `get…` method is a read. */
+const SEND_METHODS: ReadonlySet<string> = new Set(["sendTransaction", "requestAirdrop"]);
+
+/** Options of {@link SolanaChain}, for tests and tuning; every field has a default. */
+export interface SolanaChainOptions {
+  /** How long one RPC call may take, in ms; default 15,000. */
+  timeoutMs?: number;
+}
 
 /**
  * The chain layer over a Solana JSON-RPC endpoint (`@solana/kit`). SOL transfers through the System
@@ -70,20 +97,12 @@ export class SolanaChain implements ChainClient {
   /** Varies the compute-unit limit so two identical transfers in one slot are distinct transactions. */
   #uniquifier = randomInt(50_000);
 
-  constructor(config: ChainConfig) {
+  constructor(config: ChainConfig, options: SolanaChainOptions = {}) {
     if (config.kind !== "solana") throw new Error(`SolanaChain given a ${config.kind} chain`);
     this.config = config;
-    const url = config.rpcUrl;
-    const inner = createDefaultRpcTransport({ url });
-    // Errors leave without the URL's path and query: providers put API keys there.
-    const transport = (async (request: Parameters<typeof inner>[0]) => {
-      try {
-        return await inner(request);
-      } catch (error) {
-        throw scrubRpcUrl(error, url);
-      }
-    }) as typeof inner;
-    this.#rpc = createSolanaRpcFromTransport(transport);
+    this.#rpc = createSolanaRpcFromTransport(
+      chainTransport(config.name, config.rpcUrl, options.timeoutMs ?? DEFAULT_TIMEOUT_MS),
+    );
   }
 
   isValidAddress(address: string): boolean {
@@ -101,7 +120,10 @@ export class SolanaChain implements ChainClient {
     if (value === null) return 0n;
     const amount = (value.data as { parsed?: { info?: { tokenAmount?: { amount?: unknown } } } }).parsed?.info
       ?.tokenAmount?.amount;
-    if (typeof amount !== "string") throw new Error(`${ata} is not a token account`);
+    if (typeof amount !== "string") {
+      // The associated address holds something else: the node's answer is not a balance.
+      throw new ChainRequestError({ chain: this.config.name, method: "getAccountInfo" });
+    }
     return BigInt(amount);
   }
 
@@ -184,12 +206,14 @@ export class SolanaChain implements ChainClient {
         .send();
     } catch (error) {
       // Sending one that already landed fails preflight (AlreadyProcessed): that is success.
+      if (error instanceof TransactionKnownError) return;
+      // So may a node say otherwise of one it has (its preflight sees the spent funds): ask the chain.
       const { value } = await this.#rpc
         .getSignatureStatuses([signed.txHash as Signature], { searchTransactionHistory: true })
         .send()
         .catch(() => ({ value: [null] }));
       if (value[0]) return;
-      throw withCauseInMessage(error);
+      throw error;
     }
   }
 
@@ -340,9 +364,67 @@ export class SolanaChain implements ChainClient {
  * local clusters, whose genesis is not known in advance).
  * @example await discoverSolanaNetwork("http://127.0.0.1:8899") // "solana:CjJHGAB339vEkJ3wVELsSe6GV1Bz3XKV"
  */
-export async function discoverSolanaNetwork(rpcUrl: string): Promise<string> {
-  const genesis = await createSolanaRpc(rpcUrl).getGenesisHash().send();
+export async function discoverSolanaNetwork(chain: string, rpcUrl: string): Promise<string> {
+  const rpc = createSolanaRpcFromTransport(chainTransport(chain, rpcUrl, DEFAULT_TIMEOUT_MS));
+  const genesis = await rpc.getGenesisHash().send();
   return `solana:${genesis.slice(0, 32)}`;
+}
+
+/**
+ * kit's HTTP transport as the chain layer uses it: what goes wrong leaves as a chain error (see
+ * errors.ts), a JSON-RPC error answer included, without the URL's path and query (providers put API keys
+ * there); every call has a time limit, and an idempotent read is retried after a transient transport
+ * failure.
+ */
+function chainTransport(chain: string, url: string, timeoutMs: number): RpcTransport {
+  const inner = createDefaultRpcTransport({ url });
+  return (async (request: Parameters<RpcTransport>[0]) => {
+    const named = (request.payload as { method?: unknown } | null)?.method;
+    const method = typeof named === "string" ? named : "unknown";
+    return withReadRetries(!SEND_METHODS.has(method), async () => {
+      const timer = AbortSignal.timeout(timeoutMs);
+      const signal = request.signal ? AbortSignal.any([request.signal, timer]) : timer;
+      let response: unknown;
+      try {
+        response = await inner({ ...request, signal });
+      } catch (error) {
+        scrubRpcUrl(error, url);
+        if (request.signal?.aborted) throw error;
+        if (timer.aborted) throw new ChainTimeoutError({ chain, method, timeoutMs }, error);
+        if (isSolanaError(error, SOLANA_ERROR__RPC__TRANSPORT_HTTP_ERROR))
+          throw new ChainUnreachableError({ chain, method, status: error.context.statusCode }, error);
+        // fetch rejects with a TypeError when no response came: refused, reset, closed under the request.
+        if (error instanceof TypeError) throw new ChainUnreachableError({ chain, method }, error);
+        throw error;
+      }
+      const answer = (response as { error?: unknown } | null)?.error;
+      if (answer !== undefined) throw fromErrorAnswer(answer, chain, method);
+      return response;
+    });
+  }) as RpcTransport;
+}
+
+/** A JSON-RPC error answer as the chain error it stands for, kit's reading of it as the cause. */
+function fromErrorAnswer(answer: unknown, chain: string, method: string): ChainError {
+  const cause = getSolanaErrorFromJsonRpcError(answer);
+  const { code, message } = answer as { code?: unknown; message?: unknown };
+  if (!SEND_METHODS.has(method)) {
+    const rpcCode = Number(code);
+    return new ChainRequestError({ chain, method, ...(Number.isFinite(rpcCode) ? { rpcCode } : {}) }, cause);
+  }
+  // A failed preflight carries the transaction's own error as its cause.
+  const failure = isSolanaError(
+    cause,
+    SOLANA_ERROR__JSON_RPC__SERVER_ERROR_SEND_TRANSACTION_PREFLIGHT_FAILURE,
+  )
+    ? cause.cause
+    : undefined;
+  if (isSolanaError(failure, SOLANA_ERROR__TRANSACTION_ERROR__BLOCKHASH_NOT_FOUND))
+    return new BlockhashNotFoundError({ chain, method }, cause);
+  if (isSolanaError(failure, SOLANA_ERROR__TRANSACTION_ERROR__ALREADY_PROCESSED))
+    return new TransactionKnownError({ chain, method }, cause);
+  const reason = typeof message === "string" ? (message.split("\n")[0]?.slice(0, 200) ?? "") : "";
+  return new TransactionRejectedError({ chain, method, reason: reason || `error ${String(code)}` }, cause);
 }
 
 /** The associated token account of `owner` for `mint` (SPL Token program). */
@@ -423,17 +505,6 @@ function describeTransactionError(err: unknown): string {
   return JSON.stringify(err, (_key, value: unknown) =>
     typeof value === "bigint" ? value.toString() : value,
   );
-}
-
-/** kit's preflight failure says "simulation failed"; the cause says why (e.g. BlockhashNotFound). */
-function withCauseInMessage(error: unknown): unknown {
-  if (!(error instanceof Error) || !(error.cause instanceof Error)) return error;
-  if (error.message.includes(error.cause.message)) return error;
-  const wrapped = new Error(`${error.message.split("\n")[0]}: ${error.cause.message.split("\n")[0]}`, {
-    cause: error,
-  });
-  wrapped.name = error.name;
-  return wrapped;
 }
 
 async function forEachLimited<T>(

@@ -1,5 +1,6 @@
 import { and, eq, isNotNull, sql } from "drizzle-orm";
 import type { Logger } from "pino";
+import { ChainTimeoutError } from "../chains/errors.ts";
 import type { ChainRegistry } from "../chains/registry.ts";
 import type { ChainClient, IncomingTransfer } from "../chains/types.ts";
 import { chainCursors, wallets } from "../internal/db/schema.ts";
@@ -56,7 +57,17 @@ export class IncomingWatcher {
         let timer: NodeJS.Timeout | undefined;
         // A chain that does not answer in time must not hold up start-up; its loop keeps trying.
         const late = new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error("no answer within 10 s")), INITIALIZE_TIMEOUT_MS);
+          timer = setTimeout(
+            () =>
+              reject(
+                new ChainTimeoutError({
+                  chain: name,
+                  method: "scanIncoming",
+                  timeoutMs: INITIALIZE_TIMEOUT_MS,
+                }),
+              ),
+            INITIALIZE_TIMEOUT_MS,
+          );
         });
         try {
           await Promise.race([this.pollOnce(name), late]);
