@@ -74,6 +74,6 @@ export async function createApp(
   installIdempotency(app, services);
   await installOpenApi(app);
   registerRoutes(app, services);
-  registerDocsRoutes(app);
+  await registerDocsRoutes(app);
   return app;
 }

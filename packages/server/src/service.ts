@@ -8,7 +8,7 @@ import { AuthzdClient } from "./authzd/client.ts";
 import { type ChainRegistry, createChainRegistry } from "./chains/registry.ts";
 import { Faucet, type FaucetAccounts } from "./faucet/faucet.ts";
 import type { App } from "./http/types.ts";
-import type { Config } from "./internal/config.ts";
+import { type Config, ConfigError } from "./internal/config.ts";
 import { newKey, randomBase62 } from "./internal/crypto.ts";
 import { openStore, type Store, type StoreLocation } from "./internal/db/store.ts";
 import { ensurePrivateDir, restrictTree, restrictUmask } from "./internal/private-files.ts";
@@ -44,6 +44,8 @@ export interface StartOptions {
    * file). Without it that configuration starts its own devnet and stops it on close.
    */
   devnet?: DevnetInfo;
+  /** The clock of expiries and windows (see {@link Services.now}); default the system clock. */
+  now?: () => Date;
 }
 
 /**
@@ -76,6 +78,7 @@ export async function startService(config: Config, options: StartOptions = {}): 
   let local: LocalChains | undefined;
   let chains: ChainRegistry | undefined;
   try {
+    const now = options.now ?? (() => new Date());
     const keyring = new Keyring(secrets.masterKey);
     await keyring.checkAgainst(store.db);
     rateLimiter = config.redisUrl
@@ -108,11 +111,12 @@ export async function startService(config: Config, options: StartOptions = {}): 
         config,
         store,
         keyring,
-        accessTokens: new AccessTokens(secrets.jwtSecret),
+        accessTokens: new AccessTokens(secrets.jwtSecret, now),
         chains: registry,
         rateLimiter,
         faucet,
-        authzd: config.authzd ? new AuthzdClient(config.authzd) : undefined,
+        authzd: config.authzd ? new AuthzdClient(config.authzd, logger) : undefined,
+        now,
       },
       { logger },
     );
@@ -188,7 +192,7 @@ function resolveSecrets(config: Config, logger: Logger): { masterKey: Buffer; jw
       "base64",
     );
   if (masterKey.length !== 32)
-    throw new Error(`${join(dir, "master.key")} does not hold a 32-byte base64 key`);
+    throw new ConfigError(`${join(dir, "master.key")} does not hold a 32-byte base64 key`);
   const jwtSecret = config.jwtSecret ?? fromFile("jwt.secret", () => randomBase62(48));
   return { masterKey, jwtSecret };
 }

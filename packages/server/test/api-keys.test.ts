@@ -63,8 +63,11 @@ describe("API keys", () => {
     const after = await server.api.get("/v1/wallets", apiKey);
     expect(after.status).toBe(401);
     expect(expectErrorShape(after)).toMatchObject({ code: "Unauthorized", reason: "key_revoked" });
+    // A repeated DELETE (a client's retry) answers as the first did, and the key stays revoked.
     const again = await server.api.delete(`/v1/api-keys/${apiKeyId}`, accessToken);
-    expect(again.status).toBe(404);
+    expect(again.status).toBe(204);
+    expect(again.text).toBe("");
+    expect((await server.api.get("/v1/wallets", apiKey)).status).toBe(401);
     expect(
       (await server.api.get("/v1/api-keys", accessToken)).body.map((k: { id: string }) => k.id),
     ).not.toContain(apiKeyId);
@@ -80,6 +83,15 @@ describe("API keys", () => {
     }
     const badId = await server.api.delete("/v1/api-keys/not-a-key-id", accessToken);
     expect(badId.status).toBe(400);
+    const neverIssued = await server.api.delete(`/v1/api-keys/key_${"A".repeat(22)}`, accessToken);
+    expect(neverIssued.status).toBe(404);
+    expect(expectErrorShape(neverIssued).code).toBe("NotFound");
+    // Another account's key, revoked or not, is absent for this one: revoking it twice is 404 both times.
+    const other = await seedAccount(server.api);
+    for (let i = 0; i < 2; i++) {
+      expect((await server.api.delete(`/v1/api-keys/${other.apiKeyId}`, accessToken)).status).toBe(404);
+    }
+    expect((await server.api.get("/v1/wallets", other.apiKey)).status).toBe(200);
   });
 });
 

@@ -86,6 +86,26 @@ describe("POST /v1/auth/login", () => {
     expect(wallets.body).toEqual([]);
   });
 
+  it("ends an access token's life 3600 seconds after login, by the service's clock", async () => {
+    const email = "hour@example.com";
+    const password = "twelve-chars-at-least";
+    await server.api.post("/v1/auth/register", { email, password });
+    const { accessToken } = (await server.api.post("/v1/auth/login", { email, password })).body;
+    server.clock.advance(3599_000);
+    try {
+      expect((await server.api.get("/v1/wallets", accessToken)).status).toBe(200);
+      server.clock.advance(2_000);
+      const expired = await server.api.get("/v1/wallets", accessToken);
+      expect(expired.status).toBe(401);
+      expect(expectErrorShape(expired)).toMatchObject({ code: "Unauthorized", reason: "token_expired" });
+      // A new login then gives a token that works at that time.
+      const again = (await server.api.post("/v1/auth/login", { email, password })).body.accessToken;
+      expect((await server.api.get("/v1/wallets", again)).status).toBe(200);
+    } finally {
+      server.clock.reset();
+    }
+  });
+
   it("answers an unknown email and a wrong password identically", async () => {
     await server.api.post("/v1/auth/register", {
       email: "known@example.com",

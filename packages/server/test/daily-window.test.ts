@@ -4,7 +4,13 @@ import { admitSpend, failSpend } from "../src/spends/admission.ts";
 import { findToken } from "../src/spends/send.ts";
 import { devnetClients } from "./support/chains.ts";
 import { openStoredKey } from "./support/keys.ts";
-import { createTestServer, seedAccount, sharedDevnet, type TestServer } from "./support/test-server.ts";
+import {
+  createTestServer,
+  expectErrorShape,
+  seedAccount,
+  sharedDevnet,
+  type TestServer,
+} from "./support/test-server.ts";
 
 let server: TestServer;
 
@@ -79,5 +85,42 @@ describe("the rolling 24 h window", () => {
     );
     await spend(2, now);
     privateKey.fill(0);
+  });
+
+  it("gives a spend's share back 24 h after it was made, by the service's clock, through the API", async () => {
+    const devnet = await sharedDevnet();
+    const { apiKey } = await seedAccount(server.api);
+    const wallet = (
+      await server.api.post(
+        "/v1/wallets",
+        { name: "a day later", chains: ["base"], policy: { dailyLimit: "10" } },
+        apiKey,
+      )
+    ).body;
+    await fundEvm(devnet, wallet.evm.address, { eth: 10n ** 18n, usdc: 100_000_000n });
+    const send = (amount: string) =>
+      server.api.post(
+        `/v1/wallets/${wallet.id}/send`,
+        { to: "0x000000000000000000000000000000000000dEaD", amount, chain: "base" },
+        apiKey,
+      );
+    expect((await send("6")).status).toBe(201);
+    const refused = await send("5");
+    expect(refused.status).toBe(403);
+    const { resetsAt } = expectErrorShape(refused).details as { resetsAt: string };
+    try {
+      // A minute before the $6 leaves the window it still counts; a second after, it does not.
+      server.clock.jumpTo(new Date(Date.parse(resetsAt) - 60_000));
+      const stillRefused = await send("5");
+      expect(expectErrorShape(stillRefused)).toMatchObject({
+        reason: "daily_limit",
+        details: { used: "6.00", resetsAt },
+      });
+      server.clock.jumpTo(new Date(Date.parse(resetsAt) + 1000));
+      const admitted = await send("5");
+      expect(admitted.status, admitted.text).toBe(201);
+    } finally {
+      server.clock.reset();
+    }
   });
 });

@@ -61,6 +61,69 @@ describe("the error contract", () => {
     });
   });
 
+  it("accepts Content-Type: application/json with an empty body where the route takes no body", async () => {
+    const wallet = await server.api.post("/v1/wallets", { name: "empty-bodies", chains: ["base"] }, apiKey);
+    const other = await server.api.post("/v1/api-keys", { name: "to revoke" }, apiKey);
+    const json = { "content-type": "application/json" };
+    // As clients send them: the header with an empty body, or the header and no body at all.
+    for (const [method, path, expected, rawBody, headers] of [
+      ["POST", `/v1/wallets/${wallet.body.id}/policy/pause`, 200, "", json],
+      ["POST", `/v1/wallets/${wallet.body.id}/policy/resume`, 200, undefined, json],
+      ["POST", `/v1/wallets/${wallet.body.id}/policy/pause`, 200, "", { "content-type": "text/plain" }],
+      [
+        "DELETE",
+        `/v1/api-keys/${other.body.id}`,
+        204,
+        "",
+        { "content-type": "application/json; charset=utf-8" },
+      ],
+      ["DELETE", `/v1/wallets/${wallet.body.id}`, 204, undefined, json],
+    ] as const) {
+      const response = await server.api.request(method, path, {
+        token: apiKey,
+        headers,
+        ...(rawBody !== undefined ? { rawBody } : {}),
+      });
+      expect(response.status, `${method} ${path} ${response.text}`).toBe(expected);
+    }
+  });
+
+  it("answers an empty body where the route takes one with 400 invalid_body naming what is missing", async () => {
+    const response = await server.api.request("POST", "/v1/wallets", {
+      token: apiKey,
+      rawBody: "",
+      headers: { "content-type": "application/json" },
+    });
+    expect(response.status).toBe(400);
+    const error = expectErrorShape(response);
+    expect(error).toMatchObject({ code: "ValidationError", reason: "invalid_body" });
+    expect(error.message).toMatch(/^Invalid body: \(root\): /);
+  });
+
+  it("answers a text/plain body with 415 unsupported_media_type, whether or not the route takes a body", async () => {
+    const wallet = await server.api.post("/v1/wallets", { name: "plain", chains: ["base"] }, apiKey);
+    for (const [method, path] of [
+      ["POST", "/v1/wallets"],
+      ["POST", `/v1/wallets/${wallet.body.id}/policy/pause`],
+      ["DELETE", `/v1/wallets/${wallet.body.id}`],
+    ] as const) {
+      const response = await server.api.request(method, path, {
+        token: apiKey,
+        rawBody: '{"name":"w","chains":["base"]}',
+        headers: { "content-type": "text/plain" },
+      });
+      expect(response.status, `${method} ${path}`).toBe(415);
+      expect(expectErrorShape(response)).toMatchObject({
+        code: "ValidationError",
+        reason: "unsupported_media_type",
+        message: 'Unsupported Content-Type "text/plain"; send application/json',
+      });
+    }
+    // Nothing was done: the wallet is still active and its policy unpaused.
+    expect((await server.api.get(`/v1/wallets/${wallet.body.id}`, apiKey)).body.status).toBe("active");
+    expect((await server.api.get(`/v1/wallets/${wallet.body.id}/policy`, apiKey)).body.status).toBe("active");
+  });
+
   it("puts X-Request-Id on successful responses too, each one different", async () => {
     const a = await server.api.get("/v1/wallets", apiKey);
     const b = await server.api.get("/v1/wallets", apiKey);

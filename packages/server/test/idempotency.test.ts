@@ -1,5 +1,6 @@
 import { fundEvm } from "@svc/devnet";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eq } from "drizzle-orm";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { requestFingerprint } from "../src/idempotency/idempotency.ts";
 import { idempotencyKeys } from "../src/internal/db/schema.ts";
 import {
@@ -20,6 +21,11 @@ beforeAll(async () => {
   owner = await seedAccount(server.api);
 });
 afterAll(() => server.close());
+// Each test starts at the real time; a test that moves the service's clock leaves it there.
+afterEach(() => server.clock.reset());
+
+/** How old an in-progress claim must be before a retry takes it over (idempotency.ts, STALE_CLAIM_MS). */
+const STALE_AFTER_MS = 60_000;
 
 async function createWallet(policy: Record<string, unknown> = {}) {
   const response = await server.api.post(
@@ -98,13 +104,12 @@ describe("a claim left behind by a process that died", () => {
     const first = await sendWithKey(wallet.id, "crash-1", body);
     expect(first.status).toBe(201);
     // What a crash between recording the spend and storing the response leaves: the claim in progress,
-    // linked to its spend, last locked two minutes ago.
-    await server.service.store.db.update(idempotencyKeys).set({
-      state: "in_progress",
-      responseStatus: null,
-      responseBody: null,
-      lockedAt: new Date(Date.now() - 120_000),
-    });
+    // linked to its spend. Then a minute and a second pass on the service's clock.
+    await server.service.store.db
+      .update(idempotencyKeys)
+      .set({ state: "in_progress", responseStatus: null, responseBody: null })
+      .where(eq(idempotencyKeys.key, "crash-1"));
+    server.clock.advance(STALE_AFTER_MS + 1000);
     const retried = await sendWithKey(wallet.id, "crash-1", body);
     expect(retried.status).toBe(201);
     expect(retried.body.id).toBe(first.body.id);
@@ -118,7 +123,8 @@ describe("a claim left behind by a process that died", () => {
     const wallet = await createWallet();
     await fundEvm(await sharedDevnet(), wallet.evm.address, { eth: 10n ** 18n, usdc: 10n * USDC });
     const body = { to: RECIPIENT, amount: "1" };
-    await leaveClaim(wallet.id, "crash-2", body, new Date(Date.now() - 120_000));
+    await leaveClaim(wallet.id, "crash-2", body, server.clock.now());
+    server.clock.advance(STALE_AFTER_MS + 1000);
     const retried = await sendWithKey(wallet.id, "crash-2", body);
     expect(retried.status).toBe(201);
     expect(await sendsOf(wallet.id)).toBe(1);
@@ -128,7 +134,9 @@ describe("a claim left behind by a process that died", () => {
     const wallet = await createWallet();
     await fundEvm(await sharedDevnet(), wallet.evm.address, { eth: 10n ** 18n, usdc: 10n * USDC });
     const body = { to: RECIPIENT, amount: "1" };
-    await leaveClaim(wallet.id, "fresh-1", body, new Date());
+    // Half a minute old on the service's clock: fresh for all the 10 s the duplicate waits.
+    await leaveClaim(wallet.id, "fresh-1", body, server.clock.now());
+    server.clock.advance(STALE_AFTER_MS / 2);
     const duplicate = await sendWithKey(wallet.id, "fresh-1", body);
     expect(duplicate.status).toBe(409);
     expect(expectErrorShape(duplicate).reason).toBe("idempotency_key_in_use");

@@ -1,16 +1,17 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { getBase58Decoder } from "@solana/kit";
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadConfig } from "../src/internal/config.ts";
+import { ConfigError, loadConfig } from "../src/internal/config.ts";
 import { selectRows } from "../src/internal/db/store.ts";
 import { startService } from "../src/service.ts";
 import { MasterKeyMismatchError } from "../src/wallets/keyring.ts";
 import { openStoredKey } from "./support/keys.ts";
 import {
   createTestServer,
+  expectErrorShape,
   LogCapture,
   STORE_KIND,
   seedAccount,
@@ -135,6 +136,24 @@ describe("private keys at rest", () => {
     },
   );
 
+  it("refuses to start from a data directory whose master.key is not a key, as a configuration error", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "svc-mk-"));
+    try {
+      writeFileSync(join(dataDir, "master.key"), "not a key\n", { mode: 0o600 });
+      const attempt = startService(loadConfig({ PORT: "0", SVC_DATA_DIR: dataDir }), {
+        store: { pgliteMemory: true },
+        logDestination: new LogCapture(),
+      });
+      // A ConfigError is what `npm start` prints as one line, without a stack.
+      await expect(attempt).rejects.toThrow(ConfigError);
+      await expect(attempt).rejects.toThrow(
+        `${join(dataDir, "master.key")} does not hold a 32-byte base64 key`,
+      );
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
   it("refuses to start with a master key other than the store's, with a clear error", async () => {
     const other = loadConfig({
       PORT: "0",
@@ -162,5 +181,99 @@ describe("private keys at rest", () => {
         "SVC_MASTER_KEY does not match the key this database was created with",
       );
     }
+  });
+
+  it("refuses a key moved to another wallet: it does not open there, and a send answers wallet_key_unusable", async () => {
+    const { apiKey } = await seedAccount(server.api);
+    const create = async (name: string) =>
+      (await server.api.post("/v1/wallets", { name, chains: ["base", "solana"] }, apiKey)).body as {
+        id: string;
+        evm: { address: `0x${string}` };
+      };
+    const victim = await create("A");
+    const target = await create("B");
+    // B holds what the send needs, so nothing but its key stands in the way.
+    for (const [token, amount] of [
+      ["USDC", "5"],
+      ["ETH", "0.01"],
+    ]) {
+      const paid = await server.api.post(
+        `/v1/wallets/${target.id}/faucet`,
+        { chain: "base", token, amount },
+        apiKey,
+      );
+      expect(paid.status, paid.text).toBe(201);
+    }
+    const db = server.service.store.db;
+    const keyRow = async (walletId: string) =>
+      (
+        await selectRows<{ encrypted_private_key: Buffer | Uint8Array }>(
+          db,
+          sql`SELECT encrypted_private_key FROM wallet_keys WHERE wallet_id = ${walletId} AND chain_kind = 'evm'`,
+        )
+      )[0]?.encrypted_private_key;
+    const wrappedKey = async (walletId: string) =>
+      (
+        await selectRows<{ wrapped_data_key: Buffer | Uint8Array }>(
+          db,
+          sql`SELECT wrapped_data_key FROM wallets WHERE id = ${walletId}`,
+        )
+      )[0]?.wrapped_data_key;
+    const victimKey = Buffer.from((await keyRow(victim.id)) ?? []);
+    const victimWrapped = Buffer.from((await wrappedKey(victim.id)) ?? []);
+    const victimSecret = (await privateKeysOf(victim.id))[0] as Buffer;
+    const targetWrapped = Buffer.from((await wrappedKey(target.id)) ?? []);
+
+    // The whole envelope moved: A's data key and A's private key, now stored as B's. Both ciphertexts are
+    // intact; only the wallet id bound into them as associated data differs, and that alone refuses them.
+    await db.execute(sql`UPDATE wallets SET wrapped_data_key = ${victimWrapped} WHERE id = ${target.id}`);
+    await db.execute(
+      sql`UPDATE wallet_keys SET encrypted_private_key = ${victimKey} WHERE wallet_id = ${target.id} AND chain_kind = 'evm'`,
+    );
+    expect(() => server.service.keyring.openPrivateKey(target.id, "evm", victimWrapped, victimKey)).toThrow(
+      expect.objectContaining({ reason: "wallet_key_unusable" }),
+    );
+    // Opened as A's, the same bytes still work: it is the binding that refuses them.
+    expect(server.service.keyring.openPrivateKey(victim.id, "evm", victimWrapped, victimKey)).toEqual(
+      victimSecret,
+    );
+
+    const recipient = "0x1111111111111111111111111111111111111111";
+    const send = await server.api.post(
+      `/v1/wallets/${target.id}/send`,
+      { to: recipient, amount: "1", chain: "base" },
+      apiKey,
+    );
+    expect(send.status).toBe(500);
+    const error = expectErrorShape(send);
+    expect(error).toMatchObject({
+      code: "InternalError",
+      reason: "wallet_key_unusable",
+      message: `The stored signing key of wallet ${target.id} does not open for this wallet; nothing was signed. The request id locates it in the log`,
+      details: { walletId: target.id },
+    });
+    // Nothing signed or recorded, nothing of the key in the answer or the log (which names the request).
+    expect((await server.api.get(`/v1/wallets/${target.id}/transactions?type=send`, apiKey)).body.total).toBe(
+      0,
+    );
+    for (const secret of [...encodings(victimSecret), ...encodings(victimKey), ...encodings(victimWrapped)]) {
+      expect(send.text).not.toContain(secret);
+      expect(server.logs.text()).not.toContain(secret);
+    }
+    expect(
+      server.logs.lines.some((line) => line.includes(error.requestId) && line.includes("request failed")),
+    ).toBe(true);
+
+    // Only the private key moved (B keeps its own data key): refused the same way.
+    await db.execute(sql`UPDATE wallets SET wrapped_data_key = ${targetWrapped} WHERE id = ${target.id}`);
+    const again = await server.api.post(
+      `/v1/wallets/${target.id}/send`,
+      { to: recipient, amount: "1", chain: "base" },
+      apiKey,
+    );
+    expect(again.status).toBe(500);
+    expect(expectErrorShape(again).reason).toBe("wallet_key_unusable");
+    // A itself still signs with its own key.
+    expect((await privateKeysOf(victim.id))[0]).toEqual(victimSecret);
   });
 });

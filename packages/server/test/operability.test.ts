@@ -46,13 +46,102 @@ describe("operability", () => {
     );
   });
 
-  it("serves a human docs page at /docs listing the operations", async () => {
-    const response = await fetch(`${server.url}/docs`);
-    expect(response.status).toBe(200);
-    expect(response.headers.get("content-type")).toContain("text/html");
-    const html = await response.text();
-    expect(html).toContain("POST /v1/wallets");
-    expect(html).toContain("GET /v1/wallets/{id}/transactions");
+  it("gives every operation a unique operationId, every response a description and every body an example", async () => {
+    const doc = (await server.api.get("/v1/openapi.json")).body as OpenApiDocument;
+    const operationIds: string[] = [];
+    for (const { name, operation } of operationsOf(doc)) {
+      expect(operation.operationId, name).toMatch(/^[a-z][A-Za-z]+$/);
+      operationIds.push(operation.operationId as string);
+      expect(Object.keys(operation.responses).length, name).toBeGreaterThan(1);
+      for (const [status, response] of Object.entries(operation.responses)) {
+        expect(response.description, `${name} ${status}`).toBeTruthy();
+        expect(response.description, `${name} ${status}`).not.toBe("Default Response");
+        const schema = response.content?.["application/json"]?.schema;
+        if (status === "204") expect(response.content, `${name} 204 has no body`).toBeUndefined();
+        else expect(schema, `${name} ${status}`).toBeDefined();
+        if (status.startsWith("2") && schema)
+          expect(exampleOf(doc, schema), `${name} ${status}`).toBeDefined();
+        if (/^[45]/.test(status))
+          expect(schema, `${name} ${status}`).toEqual({ $ref: "#/components/schemas/Error" });
+      }
+      const body = operation.requestBody?.content?.["application/json"]?.schema;
+      if (body) expect(exampleOf(doc, body), `${name} request body`).toBeDefined();
+    }
+    expect(new Set(operationIds).size).toBe(operationIds.length);
+    expect(operationIds).toEqual(
+      expect.arrayContaining(["createWallet", "send", "updatePolicy", "revokeApiKey"]),
+    );
+  });
+
+  it("declares each shared shape once, as a component that every use references", async () => {
+    const doc = (await server.api.get("/v1/openapi.json")).body as OpenApiDocument;
+    const components = doc.components.schemas;
+    const names = Object.keys(components);
+    expect(names).toEqual(
+      expect.arrayContaining(["Wallet", "Transaction", "Error", "ApiKey", "Policy", "PolicyChange", "Chain"]),
+    );
+    // No second copy of a shape (the `…Input` twin the generator makes for every registered schema).
+    expect(names.filter((name) => name.endsWith("Input"))).toEqual([]);
+    const referenced = new Set(
+      [...JSON.stringify(doc).matchAll(/"#\/components\/schemas\/([A-Za-z]+)"/g)].map((match) => match[1]),
+    );
+    expect(names.filter((name) => !referenced.has(name))).toEqual([]);
+    // No shape of a component is written out again inline, in an operation or in another component.
+    const shapes = new Map(Object.entries(components).map(([name, schema]) => [canonical(schema), name]));
+    expect(shapes.size).toBe(names.length);
+    const inline: string[] = [];
+    const walk = (value: unknown, where: string, top: boolean) => {
+      if (value === null || typeof value !== "object") return;
+      const copy = top ? undefined : shapes.get(canonical(value));
+      if (copy) inline.push(`${copy} at ${where}`);
+      for (const [key, child] of Object.entries(value)) walk(child, `${where}.${key}`, false);
+    };
+    walk(doc.paths, "paths", false);
+    for (const [name, schema] of Object.entries(components)) walk(schema, name, true);
+    expect(inline).toEqual([]);
+  });
+
+  it("serves the docs UI and every asset it loads from the service itself, with nothing from elsewhere", async () => {
+    const page = await fetch(`${server.url}/docs`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-type")).toContain("text/html");
+    const html = await page.text();
+    const assets = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((match) => match[1] as string);
+    expect(assets.length).toBeGreaterThan(3);
+    const served = new URL(server.url);
+    const bodies: string[] = [html];
+    for (const asset of assets) {
+      const url = new URL(asset, `${server.url}/docs`);
+      expect(url.origin, asset).toBe(served.origin);
+      const response = await fetch(url);
+      expect(response.status, asset).toBe(200);
+      expectOnlySelf(response.headers.get("content-security-policy"), asset);
+      const text = await response.text();
+      if (/\.(css|js|html)$/.test(url.pathname)) bodies.push(text);
+      if (url.pathname.endsWith(".css")) {
+        // A stylesheet loads nothing: no @import, no url() but inline data.
+        expect(text, asset).not.toMatch(/@import/);
+        for (const [, target] of text.matchAll(/url\(\s*["']?([^"')]+)/g))
+          expect(target, asset).toMatch(/^data:/);
+      }
+    }
+    expectOnlySelf(page.headers.get("content-security-policy"), "/docs");
+    // The page and the initializer name no other host; the bundles hold no font, CDN or analytics host.
+    for (const text of bodies.slice(0, 1).concat(bodies.filter((b) => b.includes("SwaggerUIBundle(")))) {
+      const code = text.replace(/^\s*\/\/.*$/gm, ""); // a comment loads nothing
+      expect(code.match(/https?:\/\/[^\s"'`)]+/g) ?? []).toEqual([]);
+    }
+    for (const text of bodies) {
+      expect(text).not.toMatch(
+        /fonts\.googleapis|fonts\.gstatic|unpkg\.com|jsdelivr|cdnjs|googletagmanager|google-analytics|segment\.(io|com)|sentry\.io|scarf\.sh/,
+      );
+    }
+    // The initializer renders the service's own document, and turns off the external validator badge.
+    const initializer = bodies.find((b) => b.includes("SwaggerUIBundle("));
+    expect(initializer).toContain("validatorUrl: null");
+    expect(initializer).toContain("resolveUrl('./json')");
+    const shown = await (await fetch(`${server.url}/docs/json`)).json();
+    expect(shown).toEqual((await server.api.get("/v1/openapi.json")).body);
   });
 
   it("logs JSON lines with the request id and never a password, API key or token", async () => {
@@ -68,3 +157,61 @@ describe("operability", () => {
     }
   });
 });
+
+interface OpenApiOperation {
+  operationId?: string;
+  requestBody?: { content?: Record<string, { schema?: unknown }> };
+  responses: Record<string, { description?: string; content?: Record<string, { schema?: unknown }> }>;
+}
+interface OpenApiDocument {
+  paths: Record<string, Record<string, OpenApiOperation>>;
+  components: { schemas: Record<string, Record<string, unknown>> };
+}
+
+function operationsOf(doc: OpenApiDocument) {
+  return Object.entries(doc.paths).flatMap(([path, operations]) =>
+    Object.entries(operations).map(([method, operation]) => ({
+      name: `${method.toUpperCase()} ${path}`,
+      operation,
+    })),
+  );
+}
+
+/** The example a renderer shows for a schema: its own, its referenced component's, or its items'. */
+function exampleOf(doc: OpenApiDocument, schema: unknown): unknown {
+  const node = schema as { example?: unknown; $ref?: string; allOf?: unknown[]; items?: unknown };
+  if (node.example !== undefined) return node.example;
+  if (node.$ref) return exampleOf(doc, doc.components.schemas[node.$ref.split("/").pop() as string]);
+  if (node.allOf?.length === 1) return exampleOf(doc, node.allOf[0]);
+  if (node.items) return exampleOf(doc, node.items);
+  return undefined;
+}
+
+/** JSON with sorted keys, to compare shapes. */
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_key, inner: unknown) =>
+    inner && typeof inner === "object" && !Array.isArray(inner)
+      ? Object.fromEntries(Object.entries(inner).sort(([a], [b]) => a.localeCompare(b)))
+      : inner,
+  );
+}
+
+/** A Content-Security-Policy that lets the page load from the service only (and inline data images). */
+function expectOnlySelf(header: string | null, where: string): void {
+  expect(header, where).toBeTruthy();
+  const directives = Object.fromEntries(
+    (header ?? "")
+      .split(";")
+      .map((part) => part.trim().split(/\s+/))
+      .filter((words) => words[0])
+      .map(([name, ...sources]) => [name, sources]),
+  );
+  expect(directives["default-src"], where).toEqual(["'none'"]);
+  for (const [name, sources] of Object.entries(directives)) {
+    for (const source of sources as string[]) {
+      expect(["'self'", "'none'", ...(name === "img-src" ? ["data:"] : [])], `${where} ${name}`).toContain(
+        source,
+      );
+    }
+  }
+}

@@ -62,6 +62,108 @@ describe("the spending policy resource", () => {
     expect(resumed.body.status).toBe("active");
   });
 
+  it("on an archived wallet, refuses every loosening with 409 wallet_archived, even the owner's, and allows tightening", async () => {
+    const [a, b, c] = [
+      "0x000000000000000000000000000000000000dEaD",
+      "0x1111111111111111111111111111111111111111",
+      "0x2222222222222222222222222222222222222222",
+    ];
+    const id = await newWallet({
+      maxPerTx: "10",
+      dailyLimit: "50",
+      whitelist: [a, b],
+      requireSpendAuthorization: true,
+    });
+    expect((await server.api.post(`/v1/wallets/${id}/policy/pause`, undefined, apiKey)).status).toBe(200);
+    expect((await server.api.delete(`/v1/wallets/${id}`, apiKey)).status).toBe(204);
+    const agent = await server.api.post("/v1/api-keys", { name: "agent", role: "agent" }, apiKey);
+    const patch = (body: unknown, token = apiKey) =>
+      server.api.request("PATCH", `/v1/wallets/${id}/policy`, { token, body });
+    for (const body of [
+      { maxPerTx: "20" },
+      { dailyLimit: null },
+      { whitelist: [a, c] },
+      { whitelist: [] },
+      { requireSpendAuthorization: false },
+      // A tightening beside a loosening: the whole change is refused.
+      { maxPerTx: "5", dailyLimit: "100" },
+    ]) {
+      const response = await patch(body);
+      expect(response.status, JSON.stringify(body)).toBe(409);
+      expect(expectErrorShape(response)).toMatchObject({
+        code: "ValidationError",
+        reason: "wallet_archived",
+        message: `Wallet ${id} is archived`,
+      });
+    }
+    // The wallet's state, not the credential, is what refuses: an agent key is told the same.
+    expect(expectErrorShape(await patch({ maxPerTx: "20" }, agent.body.key)).reason).toBe("wallet_archived");
+    const resumed = await server.api.post(`/v1/wallets/${id}/policy/resume`, undefined, apiKey);
+    expect(resumed.status).toBe(409);
+    expect(expectErrorShape(resumed).reason).toBe("wallet_archived");
+
+    const tightened = await patch({ maxPerTx: "5", whitelist: [a] });
+    expect(tightened.status).toBe(200);
+    expect((await server.api.post(`/v1/wallets/${id}/policy/pause`, undefined, apiKey)).status).toBe(200);
+    expect((await server.api.get(`/v1/wallets/${id}/policy`, apiKey)).body).toMatchObject({
+      maxPerTx: "5",
+      dailyLimit: "50",
+      whitelist: [a],
+      requireSpendAuthorization: true,
+      status: "paused",
+    });
+  });
+
+  it("accepts whitelist entries that are addresses of a served chain kind or hostnames", async () => {
+    const id = await newWallet();
+    const whitelist = [
+      "0x000000000000000000000000000000000000dEaD",
+      "0x1111111111111111111111111111111111111111",
+      "11111111111111111111111111111112",
+      "api.example.com",
+    ];
+    const response = await server.api.request("PATCH", `/v1/wallets/${id}/policy`, {
+      token: apiKey,
+      body: { whitelist },
+    });
+    expect(response.status, response.text).toBe(200);
+    expect(response.body.whitelist).toEqual(whitelist);
+  });
+
+  it("refuses a whitelist entry that is no address of a served chain kind nor a hostname, naming it", async () => {
+    const id = await newWallet();
+    for (const [entry, why] of [
+      ["0x12", "is not an EVM address (0x followed by 40 hex digits)"],
+      [
+        "0x000000000000000000000000000000000000DeaD",
+        "has mixed case that does not match its EIP-55 checksum; write it as checksummed or all lowercase",
+      ],
+      ["9xQeWvG816bUx9EPjHmaT23yvVM2ZWbrrp", "is not an EVM address, a Solana address or a hostname"],
+      ["https://api.example.com/pay", "is not an EVM address, a Solana address or a hostname"],
+    ]) {
+      const response = await server.api.request("PATCH", `/v1/wallets/${id}/policy`, {
+        token: apiKey,
+        body: { whitelist: ["api.example.com", entry] },
+      });
+      expect(response.status, entry).toBe(400);
+      expect(expectErrorShape(response)).toMatchObject({
+        code: "ValidationError",
+        reason: "invalid_body",
+        message: `Invalid body: whitelist.1: ${JSON.stringify(entry)} ${why}`,
+      });
+    }
+    expect((await server.api.get(`/v1/wallets/${id}/policy`, apiKey)).body.whitelist).toEqual([]);
+    const created = await server.api.post(
+      "/v1/wallets",
+      { name: "bad list", chains: ["base"], policy: { whitelist: ["not an address"] } },
+      apiKey,
+    );
+    expect(created.status).toBe(400);
+    expect(expectErrorShape(created).message).toBe(
+      'Invalid body: policy.whitelist.0: "not an address" is not an EVM address, a Solana address or a hostname',
+    );
+  });
+
   it("rejects bad values with 400 and another account's wallet with 404", async () => {
     const id = await newWallet();
     for (const body of [

@@ -1,16 +1,17 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { lstatSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { fundEvm, fundSolana } from "@svc/devnet";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { loadConfig } from "../src/internal/config.ts";
 import { eventually } from "./support/eventually.ts";
+import { freePort, startServiceProcess } from "./support/service-process.ts";
+import { StallingProxy } from "./support/stalling-proxy.ts";
 import {
-  ApiClient,
+  type ApiClient,
   type ApiResponse,
   createTestServer,
   expectErrorShape,
@@ -21,7 +22,6 @@ import {
 
 /** Security fixes of issue 8: each `describe` is one fix, each test fails without it. */
 
-const MAIN = fileURLToPath(new URL("../src/main.ts", import.meta.url));
 const USDC = 1_000_000n;
 const ETH = 10n ** 18n;
 const SOL = 1_000_000_000n;
@@ -37,15 +37,6 @@ beforeAll(async () => {
   ({ apiKey } = await seedAccount(server.api));
 });
 afterAll(() => server.close());
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const probe = createServer().listen(0, "127.0.0.1", () => {
-      const address = probe.address();
-      probe.close(() => resolve(typeof address === "object" && address ? address.port : 0));
-    });
-  });
-}
 
 async function createWallet(api: ApiClient, key: string, body: Record<string, unknown> = {}) {
   const response = await api.post("/v1/wallets", { name: "sec", chains: ["base", "solana"], ...body }, key);
@@ -95,43 +86,22 @@ describe("data directory permissions", () => {
   }
 
   /** `npm start` under umask 022, on PGlite in `dataDir`, against the file's devnet. */
-  async function startUnderUmask022(dataDir: string, env: Record<string, string>) {
-    const port = await freePort();
-    const { DATABASE_URL: _ignored, ...inherited } = process.env;
-    const child: ChildProcess = spawn(
-      "/bin/sh",
-      ["-c", 'umask 022 && exec "$0" --import tsx "$1"', process.execPath, MAIN],
-      {
-        env: {
-          ...inherited,
-          ...env,
-          SVC_DATA_DIR: dataDir,
-          PORT: String(port),
-          LOG_LEVEL: "warn",
-          SVC_RPC_BASE: devnet.evm.rpcUrl,
-          SVC_USDC_BASE: devnet.evm.usdc,
-          SVC_RPC_SOLANA: devnet.solana.rpcUrl,
-          SVC_USDC_SOLANA: devnet.solana.usdcMint,
-        },
-        stdio: ["ignore", "ignore", "inherit"],
+  function startUnderUmask022(dataDir: string, env: Record<string, string>) {
+    return startServiceProcess({
+      umask: "022",
+      startTimeoutMs: 180_000,
+      env: {
+        // PGlite in the data directory, whichever store the suite runs on.
+        DATABASE_URL: "",
+        ...env,
+        SVC_DATA_DIR: dataDir,
+        LOG_LEVEL: "warn",
+        SVC_RPC_BASE: devnet.evm.rpcUrl,
+        SVC_USDC_BASE: devnet.evm.usdc,
+        SVC_RPC_SOLANA: devnet.solana.rpcUrl,
+        SVC_USDC_SOLANA: devnet.solana.usdcMint,
       },
-    );
-    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-    const api = new ApiClient(`http://127.0.0.1:${port}`);
-    await eventually(async () => {
-      try {
-        return (await api.get("/healthz")).status === 200 ? true : undefined;
-      } catch {
-        return undefined;
-      }
-    }, 180_000);
-    return {
-      api,
-      stop: async () => {
-        child.kill("SIGTERM");
-        await exited;
-      },
-    };
+    });
   }
 
   it.each([
@@ -215,6 +185,9 @@ describe("rate limits never fail open", () => {
     const redis = spawn("redis-server", ["--port", String(port), "--save", "", "--appendonly", "no"], {
       stdio: "ignore",
     });
+    onTestFinished(() => {
+      redis.kill("SIGKILL");
+    });
     const redisExited = new Promise<void>((resolve) => redis.once("exit", () => resolve()));
     try {
       const limited = await createTestServer({
@@ -234,6 +207,51 @@ describe("rate limits never fail open", () => {
       }
     } finally {
       redis.kill("SIGKILL");
+    }
+  });
+});
+
+describe("rate limits when Redis stops answering", () => {
+  it("keeps limiting in the process while Redis holds every reply, and counts in Redis again once it answers", async () => {
+    // The machine's Redis behind a proxy that can stall; a database of its own, away from other tests' keys.
+    const proxy = await StallingProxy.start({ host: "127.0.0.1", port: 6379 });
+    const redis = new Redis("redis://127.0.0.1:6379/9", { lazyConnect: true, maxRetriesPerRequest: 1 });
+    const limited = await createTestServer({
+      env: { REDIS_URL: `redis://127.0.0.1:${proxy.port}/9`, SVC_RATE_LIMIT_PER_MINUTE: "5" },
+    });
+    try {
+      await redis.connect();
+      const { apiKey, apiKeyId } = await seedAccount(limited.api);
+      const counted = async () => Number((await redis.get(`svc:ratelimit:cred:key:${apiKeyId}`)) ?? 0);
+      const get = async () => (await limited.api.get("/v1/wallets", apiKey)).status;
+      expect([await get(), await get()]).toEqual([200, 200]);
+      expect(await counted()).toBe(2); // counted in Redis while it answers
+
+      proxy.stall();
+      const statuses = [];
+      for (let i = 0; i < 7; i++) statuses.push(await get());
+      // Every request is answered; the process counts from its own zero, so the limit of 5 holds: never
+      // fails open (no 8th, 9th… pass), never fails shut (no 5xx).
+      expect(statuses).toEqual([200, 200, 200, 200, 200, 429, 429]);
+      const unavailable = () => limited.logs.lines.filter((l) => l.includes("rate limiter unavailable"));
+      expect(unavailable()).toHaveLength(1);
+
+      proxy.resume();
+      await eventually(
+        async () => {
+          await limited.api.get("/healthz");
+          return limited.logs.lines.some((l) => l.includes("shared rate limiter answering again"));
+        },
+        { intervalMs: 250, describe: "the limiter to count in Redis again" },
+      );
+      const before = await counted();
+      await get();
+      expect(await counted()).toBe(before + 1);
+      expect(unavailable()).toHaveLength(1);
+    } finally {
+      await limited.close();
+      redis.disconnect();
+      await proxy.close();
     }
   });
 });
@@ -373,6 +391,17 @@ describe("NUL and lone surrogates", () => {
       ["api key name", () => server.api.post("/v1/api-keys", { name: "k\u0000" }, apiKey)],
       ["query string", () => server.api.get(`/v1/wallets/${wallet.id}/transactions?chain=ba%00se`, apiKey)],
       ["path parameter", () => server.api.get("/v1/wallets/wal_abc%00", apiKey)],
+      // The body parser marks inexact numbers with a marker object of its own; a client's copy of that
+      // marker beside a real inexact number must not pass as one and carry a NUL past the check.
+      ...(["x\\u0000y", "\\ud800"] as const).map((text): [string, () => Promise<ApiResponse>] => [
+        `a client's copy of the parser's marker holding ${text}`,
+        () =>
+          server.api.request("POST", "/v1/wallets", {
+            token: apiKey,
+            rawBody: `{"name":"m","chains":["base"],"metadata":{"a":{"\\u0000svc:inexact-number":"${text}"},"b":1e1}}`,
+            headers: { "content-type": "application/json" },
+          }),
+      ]),
     ];
     for (const [name, call] of cases) {
       const response = await call();

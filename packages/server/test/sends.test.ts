@@ -1,3 +1,4 @@
+import { isAddress } from "@solana/kit";
 import { fundEvm, fundSolana } from "@svc/devnet";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChainClient } from "../src/chains/types.ts";
@@ -312,10 +313,15 @@ describe("refused sends move nothing and record nothing", () => {
 
   it("matches Solana whitelist entries exactly (base58 is case-sensitive)", async () => {
     const recipient = await createWallet();
-    const upper = recipient.solana.address.toUpperCase();
-    const wallet = await fundedWallet({
-      whitelist: [upper === recipient.solana.address ? recipient.solana.address.toLowerCase() : upper],
-    });
+    const address: string = recipient.solana.address;
+    // Another valid address that differs from the recipient's only in the case of one letter.
+    const otherCase = Array.from(address, (_, i) => {
+      const flipped =
+        address[i] === address[i]?.toUpperCase() ? address[i]?.toLowerCase() : address[i]?.toUpperCase();
+      return `${address.slice(0, i)}${flipped}${address.slice(i + 1)}`;
+    }).find((candidate) => candidate !== address && isAddress(candidate));
+    if (!otherCase) throw new Error(`no valid case variant of ${address}`);
+    const wallet = await fundedWallet({ whitelist: [otherCase] });
     await expectRefused(
       wallet.id,
       { to: recipient.solana.address, amount: "1", chain: "solana" },

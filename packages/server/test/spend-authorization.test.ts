@@ -2,6 +2,7 @@ import { startTestDaemon, type TestDaemon } from "@svc/authzd/testing";
 import { fundEvm } from "@svc/devnet";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { devnetClients } from "./support/chains.ts";
+import { eventually } from "./support/eventually.ts";
 import { waitForSettled } from "./support/spends.ts";
 import {
   createTestServer,
@@ -19,13 +20,14 @@ let daemon: TestDaemon;
 let server: TestServer;
 let owner: Awaited<ReturnType<typeof seedAccount>>;
 let agentToken: string;
+let serviceToken: string;
 /** The facts of base as the service serves it: read from GET /v1/chains, like a client would. */
 let base: { network: string; usdc: string };
 let solanaNetwork: string;
 
 beforeAll(async () => {
   daemon = await startTestDaemon();
-  const serviceToken = await daemon.identity("svc-service", ["wallet.spend.verify"]);
+  serviceToken = await daemon.identity("svc-service", ["wallet.spend.verify"]);
   agentToken = await daemon.identity("agent-1", ["wallet.spend.authorize", "wallet.spend.settle"]);
   server = await createTestServer({
     env: { SVC_AUTHZD_URL: daemon.url, SVC_AUTHZD_TOKEN: serviceToken },
@@ -150,6 +152,11 @@ describe("a spend carrying spendAuthorization.decisionId", () => {
       expect(error.details).toMatchObject({ field });
       expect(error.message).toContain(`this spend's ${field} is`);
       expect(await sendsOf(wallet.id)).toBe(0);
+      // The service consumed it, saw the mismatch and gave it back: the agent's credits are free again.
+      const lookup = await daemon.call("GET", `/spend/decisions/${decision.decision_id}`, {
+        token: serviceToken,
+      });
+      expect(lookup.body.state).toBe("released");
     },
   );
 
@@ -254,19 +261,19 @@ describe("decision verification against a daemon that expires approvals quickly"
         },
       });
       // Wait until the daemon itself reports the approval expired: no fixed sleep.
-      const deadline = Date.now() + 30_000;
-      for (;;) {
-        const lookup = await quick.call<{ state: string }>(
-          "GET",
-          `/spend/decisions/${decision.body.decision_id}`,
-          {
-            token: serviceToken,
-          },
-        );
-        if (lookup.body.state === "expired") break;
-        if (Date.now() > deadline) throw new Error(`decision never expired: ${JSON.stringify(lookup.body)}`);
-        await new Promise((resolve) => setTimeout(resolve, 200));
-      }
+      let lastSeen: unknown;
+      await eventually(
+        async () => {
+          const lookup = await quick.call<{ state: string }>(
+            "GET",
+            `/spend/decisions/${decision.body.decision_id}`,
+            { token: serviceToken },
+          );
+          lastSeen = lookup.body;
+          return lookup.body.state === "expired";
+        },
+        { intervalMs: 200, describe: () => `the decision to expire; last seen ${JSON.stringify(lastSeen)}` },
+      );
       const response = await quickServer.api.post(
         `/v1/wallets/${wallet.body.id}/send`,
         {
@@ -342,11 +349,196 @@ describe("without a usable daemon", () => {
         reason: "authzd_unavailable",
       });
       expect(response.text).not.toContain("azd_unused");
+      // Sends only: the watcher may already have recorded the funding transfer as a receive.
       expect(
-        (await down.api.get(`/v1/wallets/${wallet.body.id}/transactions`, account.apiKey)).body.total,
+        (await down.api.get(`/v1/wallets/${wallet.body.id}/transactions?type=send`, account.apiKey)).body
+          .total,
       ).toBe(0);
     } finally {
       await down.close();
     }
+  });
+});
+
+/**
+ * A security review found that an agent could cancel a decision after the service had spent it, so the
+ * credits came back: with a budget of 2, four spends were paid. The service now consumes the decision at
+ * the daemon before signing, and the daemon refuses the agent's cancel of a consumed decision.
+ */
+describe("consumed decisions: the agent cannot take back the credits of a spend that was made", () => {
+  let own: TestDaemon;
+  let ownServer: TestServer;
+  let account: Awaited<ReturnType<typeof seedAccount>>;
+  let verifier: string;
+
+  beforeAll(async () => {
+    own = await startTestDaemon();
+    verifier = await own.identity("svc-service", ["wallet.spend.verify"]);
+    ownServer = await createTestServer({ env: { SVC_AUTHZD_URL: own.url, SVC_AUTHZD_TOKEN: verifier } });
+    account = await seedAccount(ownServer.api);
+  });
+  afterAll(async () => {
+    await ownServer?.close();
+    await own?.stop();
+  });
+
+  async function ownWallet(policy?: Record<string, unknown>) {
+    const created = await ownServer.api.post(
+      "/v1/wallets",
+      { name: "consumed", chains: ["base"], ...(policy ? { policy } : {}) },
+      account.apiKey,
+    );
+    if (created.status !== 201) throw new Error(created.text);
+    await fundEvm(await sharedDevnet(), created.body.evm.address, { eth: 10n ** 18n, usdc: 100n * USDC });
+    return created.body as { id: string };
+  }
+
+  const authorizeAs = (token: string, credits: number, amount = "1000000") =>
+    own.call<{ approved: boolean; decision_id: string; reason?: string }>("POST", "/spend/authorize", {
+      token,
+      body: {
+        provider: "svc",
+        network: base.network,
+        asset: base.usdc,
+        amount,
+        per_call_cap: "5000000",
+        credits,
+        destination: RECIPIENT,
+      },
+    });
+  const cancelAs = (token: string, decisionId: string) =>
+    own.call<{ code?: string }>("POST", "/spend/cancel", { token, body: { decision_id: decisionId } });
+  const sendWith = (walletId: string, decisionId: string, amount = "1") =>
+    ownServer.api.post(
+      `/v1/wallets/${walletId}/send`,
+      { chain: "base", to: RECIPIENT, amount, spendAuthorization: { decisionId } },
+      account.apiKey,
+    );
+  const budgetOf = async (name: string) =>
+    (
+      await own.call<{ available_credits: number; reserved_credits: number }>("GET", `/budgets/${name}`, {
+        token: own.operatorToken,
+      })
+    ).body;
+  const stateOf = async (decisionId: string) =>
+    (await own.call<{ state: string }>("GET", `/spend/decisions/${decisionId}`, { token: verifier })).body
+      .state;
+  const ownSends = async (walletId: string) =>
+    (await ownServer.api.get(`/v1/wallets/${walletId}/transactions?type=send`, account.apiKey)).body.total;
+
+  it.each([
+    [2, 1],
+    [1, 2],
+  ])(
+    "the review's attack (budget 2, %i credits a spend, cancel after each send) pays only %i spend(s); the cancel is 409 decision_consumed and the budget stays spent",
+    async (credits, paid) => {
+      const name = `agent-c${credits}`;
+      const agent = await own.identity(name, ["wallet.spend.authorize", "wallet.spend.settle"], {
+        budgetCredits: 2,
+      });
+      const wallet = await ownWallet();
+      let sent = 0;
+      const denials: string[] = [];
+      for (let attempt = 0; attempt < 4; attempt++) {
+        const verdict = await authorizeAs(agent, credits);
+        if (!verdict.body.approved) {
+          denials.push(verdict.body.reason ?? "");
+          continue;
+        }
+        const response = await sendWith(wallet.id, verdict.body.decision_id);
+        expect(response.status, response.text).toBe(201);
+        sent++;
+        const cancelled = await cancelAs(agent, verdict.body.decision_id);
+        expect(cancelled.status).toBe(409);
+        expect(cancelled.body.code).toBe("decision_consumed");
+        expect(await budgetOf(name)).toMatchObject({ available_credits: 2 - sent * credits });
+      }
+      expect(sent).toBe(paid);
+      expect(await ownSends(wallet.id)).toBe(paid);
+      expect(denials).toHaveLength(4 - paid);
+      for (const reason of denials) expect(reason).toMatch(/^budget exceeded/);
+      expect(await budgetOf(name)).toMatchObject({ available_credits: 0, reserved_credits: 2 });
+    },
+  );
+
+  it("of a concurrent cancel and send with one decision exactly one succeeds, 20 times over", async () => {
+    const agent = await own.identity("agent-race", ["wallet.spend.authorize", "wallet.spend.settle"], {
+      budgetCredits: 100,
+    });
+    const wallet = await ownWallet();
+    const outcomes = { sent: 0, cancelled: 0 };
+    for (let pair = 0; pair < 20; pair++) {
+      const verdict = await authorizeAs(agent, 1);
+      const decisionId = verdict.body.decision_id;
+      // Either order of arrival; the jitter only varies which one the daemon sees first.
+      const jitter = () => new Promise((resolve) => setTimeout(resolve, Math.random() * 40 * (pair % 3)));
+      const [sent, cancelled] = await Promise.all([
+        sendWith(wallet.id, decisionId),
+        jitter().then(() => cancelAs(agent, decisionId)),
+      ]);
+      const both = JSON.stringify([sent.body, cancelled.body]);
+      if (sent.status === 201) {
+        expect(cancelled.status, both).toBe(409);
+        expect(cancelled.body.code, both).toBe("decision_consumed");
+        expect(await stateOf(decisionId)).toBe("consumed");
+        outcomes.sent++;
+      } else {
+        expect(cancelled.status, both).toBe(200);
+        expect(sent.status, both).toBe(403);
+        expect(expectErrorShape(sent), both).toMatchObject({
+          code: "PolicyViolation",
+          reason: "spend_authorization_invalid",
+        });
+        expect(await stateOf(decisionId)).toBe("cancelled");
+        outcomes.cancelled++;
+      }
+    }
+    expect(outcomes.sent + outcomes.cancelled).toBe(20);
+    expect(await ownSends(wallet.id)).toBe(outcomes.sent);
+    // Every spend made still holds its credit; every cancelled decision gave its back.
+    expect(await budgetOf("agent-race")).toMatchObject({
+      reserved_credits: outcomes.sent,
+      available_credits: 100 - outcomes.sent,
+    });
+  });
+
+  it("a spend refused by the policy (over maxPerTx) with a valid decision gives the credits back", async () => {
+    const agent = await own.identity("agent-limited", ["wallet.spend.authorize", "wallet.spend.settle"], {
+      budgetCredits: 10,
+    });
+    const wallet = await ownWallet({ maxPerTx: "1" });
+    const verdict = await authorizeAs(agent, 3, "2000000");
+    expect(verdict.body.approved).toBe(true);
+    expect(await budgetOf("agent-limited")).toMatchObject({ available_credits: 7 });
+    const refused = await sendWith(wallet.id, verdict.body.decision_id, "2");
+    expect(refused.status).toBe(403);
+    expect(expectErrorShape(refused)).toMatchObject({ code: "PolicyViolation", reason: "max_per_tx" });
+    expect(await ownSends(wallet.id)).toBe(0);
+    expect(await budgetOf("agent-limited")).toMatchObject({ available_credits: 10, reserved_credits: 0 });
+    expect(await stateOf(verdict.body.decision_id)).toBe("released");
+    // Given back for good: it pays for nothing any more, and the agent's own cancel is told so.
+    const again = await sendWith(wallet.id, verdict.body.decision_id, "2");
+    expect(expectErrorShape(again)).toMatchObject({ reason: "spend_authorization_invalid" });
+    expect((await cancelAs(agent, verdict.body.decision_id)).body.code).toBe("decision_released");
+  });
+
+  it("a consumed decision stays consumed across a daemon restart: the cancel is still refused, the budget still spent", async () => {
+    const agent = await own.identity("agent-restart", ["wallet.spend.authorize", "wallet.spend.settle"], {
+      budgetCredits: 2,
+    });
+    const wallet = await ownWallet();
+    const verdict = await authorizeAs(agent, 2);
+    expect((await sendWith(wallet.id, verdict.body.decision_id)).status).toBe(201);
+
+    await own.restart();
+
+    const cancelled = await cancelAs(agent, verdict.body.decision_id);
+    expect(cancelled.status).toBe(409);
+    expect(cancelled.body.code).toBe("decision_consumed");
+    expect(await stateOf(verdict.body.decision_id)).toBe("consumed");
+    expect(await budgetOf("agent-restart")).toMatchObject({ available_credits: 0, reserved_credits: 2 });
+    const next = await authorizeAs(agent, 1);
+    expect(next.body.approved).toBe(false);
+    expect(next.body.reason).toMatch(/^budget exceeded/);
   });
 });

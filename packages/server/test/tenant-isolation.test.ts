@@ -42,4 +42,57 @@ describe("tenant isolation", () => {
     expect((await server.api.get(`/v1/wallets/${wallet.id}`, owner.apiKey)).body.status).toBe("active");
     expect((await server.api.get("/v1/wallets", owner.apiKey)).status).toBe(200);
   });
+
+  it("gives another account 404 for the first account's transaction and refuses its sends, moving nothing", async () => {
+    const owner = await seedAccount(server.api, "owner");
+    const other = await seedAccount(server.api, "other");
+    const wallet = (await server.api.post("/v1/wallets", { name: "funded", chains: ["base"] }, owner.apiKey))
+      .body;
+    // Funded, so the same send from its owner goes through (checked last): only the account stops it.
+    const received = await server.api.post(
+      `/v1/wallets/${wallet.id}/faucet`,
+      { chain: "base", token: "USDC", amount: "5" },
+      owner.apiKey,
+    );
+    expect(received.status, received.text).toBe(201);
+    await server.api.post(
+      `/v1/wallets/${wallet.id}/faucet`,
+      { chain: "base", token: "ETH", amount: "0.01" },
+      owner.apiKey,
+    );
+    const send = { to: "0x1111111111111111111111111111111111111111", amount: "1", chain: "base" };
+    const foreignRequests: [string, string, unknown?][] = [
+      ["GET", `/v1/transactions/${received.body.id}`],
+      ["POST", `/v1/wallets/${wallet.id}/send`, send],
+      ["POST", `/v1/wallets/${wallet.id}/faucet`, { chain: "base", token: "USDC", amount: "1" }],
+      ["GET", `/v1/wallets/${wallet.id}/balance`],
+      ["GET", `/v1/wallets/${wallet.id}/policy`],
+      ["PATCH", `/v1/wallets/${wallet.id}/policy`, { maxPerTx: "1" }],
+      ["POST", `/v1/wallets/${wallet.id}/policy/pause`],
+    ];
+    for (const credential of [other.apiKey, other.accessToken]) {
+      for (const [method, path, body] of foreignRequests) {
+        const response = await server.api.request(method, path, {
+          token: credential,
+          ...(body === undefined ? {} : { body }),
+        });
+        expect(response.status, `${method} ${path}: ${response.text}`).toBe(404);
+        expect(expectErrorShape(response).code).toBe("NotFound");
+      }
+    }
+    const unknown = await server.api.get("/v1/transactions/tx_neverexisted000000000000", other.apiKey);
+    expect(unknown.status).toBe(404);
+    // The owner's wallet is as it was: two receives, no send, the whole 5 USDC, the policy untouched.
+    const history = (await server.api.get(`/v1/wallets/${wallet.id}/transactions`, owner.apiKey)).body;
+    expect(history.data.map((t: { type: string }) => t.type)).toEqual(["receive", "receive"]);
+    const balance = (await server.api.get(`/v1/wallets/${wallet.id}/balance`, owner.apiKey)).body;
+    expect(balance.balances).toContainEqual(expect.objectContaining({ token: "USDC", amount: "5" }));
+    expect((await server.api.get(`/v1/wallets/${wallet.id}/policy`, owner.apiKey)).body).toMatchObject({
+      maxPerTx: null,
+      status: "active",
+    });
+    // And the owner's own send of the same request goes through.
+    const own = await server.api.post(`/v1/wallets/${wallet.id}/send`, send, owner.apiKey);
+    expect(own.status, own.text).toBe(201);
+  });
 });

@@ -131,6 +131,42 @@ describe("reading and archiving wallets", () => {
     expect(expectErrorShape(response).code).toBe("NotFound");
   });
 
+  it("lists the account's wallets newest first, paged by limit and offset", async () => {
+    const owner = await seedAccount(server.api);
+    const ids: string[] = [];
+    for (const name of ["first", "second", "third"]) {
+      ids.unshift((await server.api.post("/v1/wallets", { name, chains: ["base"] }, owner.apiKey)).body.id);
+    }
+    const list = async (query: string) =>
+      (await server.api.get(`/v1/wallets${query}`, owner.apiKey)).body.map((w: { id: string }) => w.id);
+    expect(await list("")).toEqual(ids);
+    expect(await list("?limit=2")).toEqual(ids.slice(0, 2));
+    expect(await list("?limit=1&offset=1")).toEqual(ids.slice(1, 2));
+    expect(await list("?offset=2")).toEqual(ids.slice(2));
+    expect(await list("?limit=1000000")).toEqual(ids);
+  });
+
+  it("refuses an unknown query parameter or a bad limit or offset with 400 invalid_query", async () => {
+    for (const [query, message] of [
+      ["?status=active", 'Invalid query: (root): Unrecognized key: "status"'],
+      ["?cursor=abc", 'Invalid query: (root): Unrecognized key: "cursor"'],
+      ["?limit=0", "Invalid query: limit: Too small: expected number to be >=1"],
+      ["?limit=-1", "Invalid query: limit: limit must be a non-negative integer"],
+      ["?limit=1.5", "Invalid query: limit: limit must be a non-negative integer"],
+      ["?limit=ten", "Invalid query: limit: limit must be a non-negative integer"],
+      ["?offset=99999999999", "Invalid query: offset: offset must be a non-negative integer"],
+      ["?limit=1&limit=2", "Invalid query: limit: Invalid input: expected string, received array"],
+    ]) {
+      const response = await server.api.get(`/v1/wallets${query}`, apiKey);
+      expect(response.status, query).toBe(400);
+      expect(expectErrorShape(response), query).toMatchObject({
+        code: "ValidationError",
+        reason: "invalid_query",
+        message,
+      });
+    }
+  });
+
   it("archives with 204, keeps the wallet readable as archived, and archiving twice is harmless", async () => {
     const created = await server.api.post("/v1/wallets", { name: "old", chains: ["base"] }, apiKey);
     const archived = await server.api.delete(`/v1/wallets/${created.body.id}`, apiKey);

@@ -11,21 +11,24 @@ const AUDIENCE = "svc-api";
 /** Signs and verifies the HS256 access tokens that login hands out. */
 export class AccessTokens {
   readonly #key: Uint8Array;
+  readonly #now: () => Date;
 
-  constructor(secret: string) {
+  constructor(secret: string, now: () => Date = () => new Date()) {
     this.#key = new TextEncoder().encode(secret);
+    this.#now = now;
   }
 
   /** @example const token = await tokens.issue("usr_…"); */
   issue(accountId: string): Promise<string> {
+    const issuedAt = Math.floor(this.#now().getTime() / 1000);
     return new SignJWT({})
       .setProtectedHeader({ alg: "HS256", typ: "JWT" })
       .setSubject(accountId)
       .setIssuer(ISSUER)
       .setAudience(AUDIENCE)
-      .setIssuedAt()
+      .setIssuedAt(issuedAt)
       .setJti(randomBase62(16))
-      .setExpirationTime(`${ACCESS_TOKEN_TTL_SECONDS}s`)
+      .setExpirationTime(issuedAt + ACCESS_TOKEN_TTL_SECONDS)
       .sign(this.#key);
   }
 
@@ -44,6 +47,7 @@ export class AccessTokens {
         audience: AUDIENCE,
         requiredClaims: ["sub", "iat", "exp"],
         maxTokenAge: ACCESS_TOKEN_TTL_SECONDS,
+        currentDate: this.#now(),
       }));
     } catch (error) {
       if (error instanceof joseErrors.JWTExpired) throw errors.tokenExpired();

@@ -75,24 +75,32 @@ export async function createApiKey(
   return { ...row, key };
 }
 
-/** The account's keys that still work (not revoked, not expired), newest first. */
-export async function listApiKeys(db: Db, accountId: string, now = new Date()): Promise<ApiKeyRecord[]> {
-  const rows = await db
+/**
+ * The account's keys that are not revoked, newest first. Expired keys stay listed (their `expiresAt` tells)
+ * so that the owner sees them and can revoke them for good.
+ */
+export async function listApiKeys(db: Db, accountId: string): Promise<ApiKeyRecord[]> {
+  return await db
     .select(recordColumns)
     .from(apiKeys)
     .where(and(eq(apiKeys.accountId, accountId), isNull(apiKeys.revokedAt)))
     .orderBy(desc(apiKeys.createdAt), desc(apiKeys.id));
-  return rows.filter((row) => row.expiresAt === null || row.expiresAt > now);
 }
 
-/** Revokes a key for good. Unknown, already revoked, and other accounts' keys are all NotFound. */
+/**
+ * Revokes a key for good. Revoking a key that is already revoked succeeds and keeps the first revocation's
+ * time, so a retried DELETE answers as the first did; unknown keys and other accounts' keys are NotFound.
+ */
 export async function revokeApiKey(db: Db, accountId: string, keyId: string): Promise<void> {
+  const ofAccount = and(eq(apiKeys.id, keyId), eq(apiKeys.accountId, accountId));
   const revoked = await db
     .update(apiKeys)
     .set({ revokedAt: new Date() })
-    .where(and(eq(apiKeys.id, keyId), eq(apiKeys.accountId, accountId), isNull(apiKeys.revokedAt)))
+    .where(and(ofAccount, isNull(apiKeys.revokedAt)))
     .returning({ id: apiKeys.id });
-  if (revoked.length === 0) throw errors.apiKeyNotFound(keyId);
+  if (revoked.length > 0) return;
+  const [existing] = await db.select({ id: apiKeys.id }).from(apiKeys).where(ofAccount);
+  if (!existing) throw errors.apiKeyNotFound(keyId);
 }
 
 /** An authenticated key: whose it is, and what it may do. */
@@ -107,11 +115,11 @@ export interface KeyGrant {
  * Resolves an API key to the account that owns it and what it may do, reading the store every time so that
  * a revocation made by any instance takes effect on the next request.
  */
-export async function authenticateApiKey(db: Db, key: string): Promise<KeyGrant> {
+export async function authenticateApiKey(db: Db, key: string, at = new Date()): Promise<KeyGrant> {
   const [row] = await keyByHashQuery(db).execute({ keyHash: hashApiKey(key) });
   if (!row) throw errors.invalidCredentials();
   if (row.revokedAt) throw errors.keyRevoked();
-  const now = Date.now();
+  const now = at.getTime();
   if (row.expiresAt && row.expiresAt.getTime() <= now) throw errors.keyExpired();
   const lastWritten = Math.max(row.lastUsedAt?.getTime() ?? 0, lastUsedWrites.get(row.id) ?? 0);
   if (now - lastWritten >= LAST_USED_RESOLUTION_MS) {

@@ -3,12 +3,12 @@ import { createKeyPairSignerFromPrivateKeyBytes } from "@solana/kit";
 import { and, eq, gt, inArray, sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import { privateKeyToAddress } from "viem/accounts";
-import { chainCall } from "../chains/errors.ts";
+import { ChainError, chainCall, NonceTakenError, TransactionRejectedError } from "../chains/errors.ts";
 import type { ChainRegistry } from "../chains/registry.ts";
 import type { ChainClient, SignedTransfer, TokenInfo } from "../chains/types.ts";
 import { faucetGrants, wallets } from "../internal/db/schema.ts";
 import { type Db, selectRows } from "../internal/db/store.ts";
-import { AppError, errors } from "../internal/errors.ts";
+import { errors } from "../internal/errors.ts";
 import { formatUnits, parseUnitsStrict } from "../internal/money.ts";
 import { recordIncoming } from "../receives/watcher.ts";
 import { findTransfer, type TransactionRow } from "../transactions/transactions.ts";
@@ -126,9 +126,12 @@ export class Faucet {
       signed = await chainCall(request.chain, () => this.#send(client, account, to, token, amount));
     } catch (error) {
       await db.delete(faucetGrants).where(eq(faucetGrants.id, grantId));
-      if (error instanceof AppError) throw error;
-      const firstLine = String((error as { message?: unknown })?.message ?? "rejected").split("\n")[0] ?? "";
-      throw errors.broadcastRejected(request.chain, firstLine, error);
+      if (error instanceof TransactionRejectedError)
+        throw errors.broadcastRejected(request.chain, error.details.reason, error);
+      // Still taken after every attempt, or the node refused a read: nothing was paid.
+      if (error instanceof ChainError)
+        throw errors.broadcastRejected(request.chain, error.shortMessage, error);
+      throw error;
     }
     await db.update(faucetGrants).set({ txHash: signed.txHash }).where(eq(faucetGrants.id, grantId));
     await chainCall(request.chain, () => this.#confirmed(client, signed, account, grantId));
@@ -237,8 +240,7 @@ export class Faucet {
           await client.broadcast(signed);
           return signed;
         } catch (error) {
-          const nonceTaken = /nonce/i.test(String((error as { message?: unknown })?.message ?? ""));
-          if (!nonceTaken || attempt >= NONCE_ATTEMPTS) throw error;
+          if (!(error instanceof NonceTakenError) || attempt >= NONCE_ATTEMPTS) throw error;
           this.#deps.log.info({ chain }, "faucet nonce taken by another sender; re-signing");
         }
       }

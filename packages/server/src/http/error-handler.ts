@@ -58,7 +58,6 @@ function toAppError(error: unknown, request: FastifyRequest): AppError {
   const fastifyError = error as Partial<FastifyError>;
   switch (fastifyError.code) {
     case "FST_ERR_CTP_INVALID_JSON_BODY":
-    case "FST_ERR_CTP_EMPTY_JSON_BODY":
     case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
       return errors.invalidBody(`Malformed request body: ${fastifyError.message ?? "not valid JSON"}`);
     case "FST_ERR_CTP_BODY_TOO_LARGE":

@@ -53,14 +53,18 @@ export function installIdempotency(app: App, services: Services): void {
     const idempotent = request.routeOptions.config.idempotency;
     const key = request.headers["idempotency-key"];
     if (!idempotent || typeof key !== "string" || !request.principal) return;
-    const outcome = await claimIdempotencyKey(services.store.db, {
-      accountId: request.principal.accountId,
-      key,
-      fingerprint: requestFingerprint(request.method, request.routeOptions.url ?? "", {
-        params: request.params,
-        body: request.body,
-      }),
-    });
+    const outcome = await claimIdempotencyKey(
+      services.store.db,
+      {
+        accountId: request.principal.accountId,
+        key,
+        fingerprint: requestFingerprint(request.method, request.routeOptions.url ?? "", {
+          params: request.params,
+          body: request.body,
+        }),
+      },
+      services.now,
+    );
     reply.header("idempotent-replayed", String(outcome.kind === "replay"));
     if (outcome.kind === "replay") {
       const stored = outcome.response;

@@ -1,9 +1,105 @@
 import swagger from "@fastify/swagger";
+import swaggerUi from "@fastify/swagger-ui";
+import type { RouteOptions } from "fastify";
 import { jsonSchemaTransform, jsonSchemaTransformObject } from "fastify-type-provider-zod";
+import { errorResponses } from "./schemas.ts";
 import type { App } from "./types.ts";
+
+/** Where the documentation UI is served; every path below it is public (see guards.ts). */
+export const DOCS_PREFIX = "/docs";
+
+/**
+ * The documentation UI's Content-Security-Policy: everything from the service itself, nothing from anywhere
+ * else (no CDN, fonts or analytics can load even if a script asked for them); `data:` only for the logo.
+ */
+export const DOCS_CSP = [
+  "default-src 'none'",
+  "base-uri 'none'",
+  "connect-src 'self'",
+  "font-src 'self'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+  "img-src 'self' data:",
+  "object-src 'none'",
+  "script-src 'self'",
+  "script-src-attr 'none'",
+  "style-src 'self'",
+].join("; ");
+
+const BODY_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+
+/**
+ * Refuses, at registration, a documented route without an `operationId`, and adds to its responses those
+ * the service's hooks give wherever they run, so that no route's document forgets them: 400 (a malformed
+ * path), 429 and 500 on every route, 401 where a credential is needed, 413 and 415 where a body is read.
+ */
+function completeRouteSchema(route: RouteOptions): void {
+  const schema = route.schema;
+  if (!schema || schema.hide) return;
+  if (!schema.operationId) throw new Error(`route ${route.method} ${route.url} declares no operationId`);
+  const readsBody = [route.method].flat().some((method) => BODY_METHODS.has(method));
+  const common = errorResponses(
+    400,
+    429,
+    500,
+    ...(route.config?.auth === "public" ? [] : [401]),
+    ...(readsBody ? [413, 415] : []),
+  );
+  route.schema = { ...schema, response: { ...common, ...(schema.response as object) } };
+}
+
+/** A route's schemas as OpenAPI: zod's JSON Schema, with a 204 declared as what it is, no body. */
+const documentRoute: typeof jsonSchemaTransform = (route) => {
+  const documented = jsonSchemaTransform(route);
+  const responses = documented.schema?.response as Record<string, { description?: string }> | undefined;
+  // zod's z.null() is a nullable string in OpenAPI 3.0, which would give a 204 a body.
+  const empty = responses?.["204"];
+  if (responses && empty) responses["204"] = { type: "null", description: empty.description } as never;
+  return documented;
+};
+
+type Json = Record<string, unknown>;
+const COMPONENT_REF = "#/components/schemas/";
+
+/** The component names a value's `$ref`s point to. */
+function referencedIn(value: unknown, into: Set<string>): void {
+  JSON.stringify(value, (key, inner: unknown) => {
+    if (key === "$ref" && typeof inner === "string" && inner.startsWith(COMPONENT_REF))
+      into.add(inner.slice(COMPONENT_REF.length));
+    return inner;
+  });
+}
+
+/**
+ * One component per shape. The zod provider emits every registered shape twice (as read and as written,
+ * the second named `…Input`) whether used or not; this keeps the components some operation reaches, and
+ * names a shape only requests use (`PolicyChangeInput`) by its own name.
+ */
+function oneComponentPerShape(document: Json): Json {
+  const components = (document.components ?? {}) as Json;
+  const all = (components.schemas ?? {}) as Record<string, unknown>;
+  const used = new Set<string>();
+  referencedIn(document.paths, used);
+  for (let size = -1; size !== used.size; ) {
+    size = used.size;
+    for (const name of [...used]) referencedIn(all[name], used);
+  }
+  const renamed = new Map<string, string>();
+  for (const name of used) {
+    const shape = name.replace(/Input$/, "");
+    if (shape !== name && !used.has(shape)) renamed.set(name, shape);
+  }
+  const schemas = Object.fromEntries([...used].sort().map((name) => [renamed.get(name) ?? name, all[name]]));
+  return JSON.parse(JSON.stringify({ ...document, components: { ...components, schemas } }), (key, value) => {
+    if (key !== "$ref" || typeof value !== "string" || !value.startsWith(COMPONENT_REF)) return value;
+    const name = value.slice(COMPONENT_REF.length);
+    return `${COMPONENT_REF}${renamed.get(name) ?? name}`;
+  });
+}
 
 /** Registers the OpenAPI generator; must run before the routes are added so it sees them all. */
 export async function installOpenApi(app: App): Promise<void> {
+  app.addHook("onRoute", completeRouteSchema);
   await app.register(swagger, {
     openapi: {
       openapi: "3.0.3",
@@ -11,66 +107,28 @@ export async function installOpenApi(app: App): Promise<void> {
         title: "Svc wallet service",
         version: "1.0.0",
         description:
-          "Wallets for programmatic agents. Authenticate with `Authorization: Bearer <API key or access token>`.",
+          "Wallets for programmatic agents. Authenticate with `Authorization: Bearer <API key or access token>`. Every error answers the `Error` shape.",
       },
       components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" } } },
       security: [{ bearer: [] }],
     },
-    transform: jsonSchemaTransform,
-    transformObject: jsonSchemaTransformObject,
+    transform: documentRoute,
+    transformObject: (document) => oneComponentPerShape(jsonSchemaTransformObject(document) as Json) as never,
   });
 }
 
-/** Adds `GET /v1/openapi.json` and the human docs page `GET /docs`, both public. */
-export function registerDocsRoutes(app: App): void {
+/**
+ * Adds `GET /v1/openapi.json` and the documentation UI under `/docs` (Swagger UI, served from the package
+ * with its assets: no CDN), both public.
+ */
+export async function registerDocsRoutes(app: App): Promise<void> {
   app.get("/v1/openapi.json", { config: { auth: "public" }, schema: { hide: true } }, async () =>
     app.swagger(),
   );
-  app.get("/docs", { config: { auth: "public" }, schema: { hide: true } }, async (_request, reply) =>
-    reply.type("text/html; charset=utf-8").send(renderDocsPage(app.swagger() as OpenApiDocument)),
-  );
-}
-
-interface OpenApiOperation {
-  summary?: string;
-  tags?: string[];
-  parameters?: { name: string; in: string; required?: boolean; schema?: unknown }[];
-  requestBody?: { content?: Record<string, { schema?: unknown }> };
-  responses?: Record<string, { description?: string; content?: Record<string, { schema?: unknown }> }>;
-  security?: unknown[];
-}
-interface OpenApiDocument {
-  info: { title: string; description?: string };
-  paths: Record<string, Record<string, OpenApiOperation>>;
-}
-
-const escapeHtml = (text: string) =>
-  text.replace(
-    /[&<>"']/g,
-    (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c] ?? c,
-  );
-
-/** A self-contained page (no scripts, no external assets) listing every operation and its schemas. */
-function renderDocsPage(doc: OpenApiDocument): string {
-  const sections = Object.entries(doc.paths).flatMap(([path, operations]) =>
-    Object.entries(operations).map(([method, op]) => {
-      const body = op.requestBody?.content?.["application/json"]?.schema;
-      const params = (op.parameters ?? []).map((p) => `${p.name} (${p.in}${p.required ? ", required" : ""})`);
-      const responses = Object.entries(op.responses ?? {}).map(
-        ([status, r]) => `${status} ${r.description ?? ""}`,
-      );
-      const isPublic = Array.isArray(op.security) && op.security.length === 0;
-      return `<section><h2><code>${method.toUpperCase()} ${escapeHtml(path)}</code></h2>
-<p>${escapeHtml(op.summary ?? "")}${isPublic ? " <em>(no credential)</em>" : ""}</p>
-${params.length ? `<p>Parameters: ${escapeHtml(params.join(", "))}</p>` : ""}
-${body ? `<details><summary>Request body</summary><pre>${escapeHtml(JSON.stringify(body, null, 2))}</pre></details>` : ""}
-<p>Responses: ${escapeHtml(responses.join(" · "))}</p></section>`;
-    }),
-  );
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(doc.info.title)}</title>
-<style>body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem}
-section{border-top:1px solid #ddd;padding:.5rem 0}h2{font-size:1rem}pre{background:#f6f6f6;padding:.5rem;overflow:auto}</style>
-</head><body><h1>${escapeHtml(doc.info.title)}</h1><p>${escapeHtml(doc.info.description ?? "")}</p>
-<p>Machine-readable: <a href="/v1/openapi.json">/v1/openapi.json</a> (OpenAPI 3).</p>
-${sections.join("\n")}</body></html>`;
+  await app.register(swaggerUi, {
+    routePrefix: DOCS_PREFIX,
+    staticCSP: DOCS_CSP,
+    theme: { title: "Svc wallet service API" },
+    uiConfig: { docExpansion: "list", defaultModelsExpandDepth: 1, deepLinking: true },
+  });
 }

@@ -1,6 +1,6 @@
 import type { FastifyRequest } from "fastify";
 import { errors } from "../internal/errors.ts";
-import { markInexactNumbers, restoreInexactNumbers } from "../internal/exact-json.ts";
+import { InexactNumber, markInexactNumbers, restoreInexactNumbers } from "../internal/exact-json.ts";
 import type { App } from "./types.ts";
 
 // NUL, or a UTF-16 surrogate without its partner: neither can be stored as text (PostgreSQL refuses NUL in
@@ -19,8 +19,8 @@ function findUnstorable(value: unknown, path: string, depth = 0): string | undef
     }
     return undefined;
   }
-  const proto = Object.getPrototypeOf(value);
-  if (proto !== Object.prototype && proto !== null) return undefined;
+  // Its text is a number token; every other object (the query's has no Object prototype) is walked.
+  if (value instanceof InexactNumber) return undefined;
   for (const [key, child] of Object.entries(value)) {
     const childPath = path ? `${path}.${key}` : key;
     if (unstorable(key)) return `${path ? `${path}.` : ""}(a key)`;
@@ -50,20 +50,30 @@ function checkStorable(request: FastifyRequest): void {
 }
 
 /**
- * Installs the JSON body parser that keeps inexact numbers recognisable ({@link markInexactNumbers}) and
- * the check that refuses NUL and lone surrogates in every string a route could receive, at any depth.
+ * Installs the body parsers and the check that refuses NUL and lone surrogates in every string a route could
+ * receive, at any depth.
+ * - `application/json` bodies keep inexact numbers recognisable ({@link markInexactNumbers}).
+ * - An empty body is no body, whatever its Content-Type: clients send `Content-Type: application/json` by
+ *   default, even on `POST …/policy/pause` or `DELETE`. A route that takes a body then answers its usual
+ *   validation error, one that takes none proceeds.
+ * - A body of any other media type (`text/plain`, forms) is 415, on every route.
  */
 export function installInputChecks(app: App): void {
   const defaultJson = app.getDefaultJsonParser("error", "error");
-  app.removeContentTypeParser("application/json");
+  app.removeAllContentTypeParsers();
   app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
     const text = body as string;
+    if (text === "") return done(null, undefined);
     const marked = markInexactNumbers(text);
     defaultJson(request, marked, (error, parsed) => {
       if (error) done(error, undefined);
       // Only a body that held an inexact number needs the walk.
       else done(null, marked === text ? parsed : restoreInexactNumbers(parsed));
     });
+  });
+  app.addContentTypeParser("*", { parseAs: "string" }, (request, body, done) => {
+    if (body === "") done(null, undefined);
+    else done(errors.unsupportedMediaType(request.headers["content-type"] ?? ""), undefined);
   });
   app.addHook("preValidation", async (request) => checkStorable(request));
 }

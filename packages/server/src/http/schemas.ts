@@ -1,23 +1,79 @@
 import { z } from "zod";
+import type { ChainRegistry } from "../chains/registry.ts";
 import { InexactNumber } from "../internal/exact-json.ts";
+import { policyInputSchema } from "../policy/policy.ts";
+import { whitelistEntryProblem } from "../policy/whitelist.ts";
 
-/** Shapes shared by several routes' response schemas (and so by the OpenAPI document). */
+/**
+ * Shapes shared by several routes, and the helpers that declare responses. A shape with an `id` is one
+ * component of the OpenAPI document, referenced wherever it is used (see openapi.ts).
+ */
 
 export const errorResponse = z
   .object({
     error: z.object({
-      code: z.string(),
+      code: z.string().meta({ description: "one of the spec's error codes", example: "NotFound" }),
       message: z.string(),
-      requestId: z.string(),
-      reason: z.string().optional(),
-      details: z.record(z.string(), z.unknown()).optional(),
+      requestId: z.string().meta({ description: "the same as the X-Request-Id header" }),
+      reason: z.string().optional().meta({ description: "a snake_case sub-code a client can branch on" }),
+      details: z.record(z.string(), z.unknown()).optional().meta({ description: "facts about the refusal" }),
     }),
   })
-  .meta({ id: "Error" });
+  .meta({
+    id: "Error",
+    description: "The body of every error response (api.md, Errors)",
+    example: {
+      error: {
+        code: "ValidationError",
+        message: "Wallet wal_4bG7hQ2nR8sT1vX3yZ5aC9 is archived",
+        requestId: "req_Uv94OAXuJU2f3V5d",
+        reason: "wallet_archived",
+      },
+    },
+  });
 
-/** The error responses a route can give, for its schema. */
-export function errorResponses(...statuses: number[]) {
-  return Object.fromEntries([400, 401, 429, ...statuses].map((status) => [status, errorResponse]));
+/**
+ * A JSON response of a route's schema, with what it means: the OpenAPI document shows `description` as the
+ * response's description.
+ * @example response: { 200: jsonResponse("The wallet", walletView) }
+ */
+export function jsonResponse<Schema extends z.ZodType>(description: string, schema: Schema) {
+  return { description, content: { "application/json": { schema } } };
+}
+
+/** A 204: no body. */
+export function noContent(description: string) {
+  return z.null().meta({ description });
+}
+
+/** What each error status means, in every route's OpenAPI responses. */
+const ERROR_MEANINGS: Record<number, string> = {
+  400: "ValidationError: malformed JSON, or a body, query or path parameter that fails validation (`invalid_body`, `invalid_query`, `invalid_params`, …)",
+  401: "Unauthorized: missing, invalid, revoked or expired credential",
+  403: "Forbidden `insufficient_role`: the credential's role does not allow this",
+  404: "NotFound: absent, or not visible to this credential",
+  409: "ValidationError: the resource's state forbids this (`wallet_archived`, `email_taken`, `idempotency_key_reused`, `idempotency_key_in_use`)",
+  413: "ValidationError `body_too_large`: the body exceeds 64 KiB",
+  415: "ValidationError `unsupported_media_type`: a body that is not `application/json`",
+  422: "InsufficientFunds: not enough of the token, or of the native coin for the fee (`insufficient_token`, `insufficient_gas`)",
+  429: "RateLimitExceeded: too many requests; retry after the `Retry-After` header's seconds",
+  500: "InternalError: an unexpected fault; the request id locates it in the log",
+  502: "InternalError: the chain's RPC endpoint or the authorization daemon is not answering, or the network rejected the transaction (`chain_unavailable`, `broadcast_rejected`, `authzd_unavailable`)",
+  503: "InternalError `store_unavailable`: the store is not answering",
+};
+
+/**
+ * Error responses of a route's schema, each with the common meaning of its status or, as
+ * `[status, description]`, the route's own. Those the service's hooks give are added to every route they
+ * run on (openapi.ts): a route lists only its own.
+ * @example response: { 200: …, ...errorResponses(404, [403, "PolicyViolation: …"]) }
+ */
+export function errorResponses(...statuses: (number | [number, string])[]) {
+  const entries = statuses.map((entry) => {
+    const [status, description] = typeof entry === "number" ? [entry, ERROR_MEANINGS[entry] ?? ""] : entry;
+    return [status, jsonResponse(description, errorResponse)] as const;
+  });
+  return Object.fromEntries(entries);
 }
 
 export const timestamp = z.string().meta({ format: "date-time", example: "2026-01-01T00:00:00.000Z" });
@@ -25,6 +81,25 @@ export const timestamp = z.string().meta({ format: "date-time", example: "2026-0
 /** Resource ids in paths: the prefix and base62, bounded so junk never reaches the store. */
 export const idParam = (prefix: string) =>
   z.string().regex(new RegExp(`^${prefix}_[0-9A-Za-z]{1,64}$`), `must be a ${prefix}_ identifier`);
+
+/** The path parameters of every route under `/v1/wallets/:id`. */
+export const walletPathParams = z.object({ id: idParam("wal") });
+
+/** The largest page a list serves; a larger `limit` is served as this (spec 8). */
+export const MAX_PAGE_SIZE = 100;
+
+const integerQuery = (name: string, min: number, max: number) =>
+  z
+    .string()
+    .regex(/^\d{1,10}$/, `${name} must be a non-negative integer`)
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));
+
+/** The paging parameters of every list, for its strict query schema: `limit` (≥ 1) and `offset` (≥ 0). */
+export const pageQuery = {
+  limit: integerQuery("limit", 1, 1_000_000_000).optional(),
+  offset: integerQuery("offset", 0, 1_000_000_000).optional(),
+};
 
 export const walletView = z
   .object({
@@ -37,7 +112,35 @@ export const walletView = z
     status: z.enum(["active", "archived"]),
     createdAt: timestamp,
   })
-  .meta({ id: "Wallet" });
+  .meta({
+    id: "Wallet",
+    description: "A wallet: its addresses on each kind of chain it holds (spec 2.3, api.md Wallets)",
+    example: {
+      id: "wal_4bG7hQ2nR8sT1vX3yZ5aC9",
+      name: "trading agent",
+      chains: ["base", "solana"],
+      evm: { address: "0x8ba1f109551bD432803012645Ac136ddd64DBA72" },
+      solana: { address: "9xQeWvG816bUx9EPjHmaT23yvVM2ZWbrrpZb9PusVFin" },
+      metadata: { team: "research" },
+      status: "active",
+      createdAt: "2026-01-01T00:00:00.000Z",
+    },
+  });
+
+/** A transaction as the examples of the OpenAPI document show it. */
+export const transactionExample = {
+  id: "tx_7kLmN3pQ9rS2tU5vW8xY1z",
+  walletId: "wal_4bG7hQ2nR8sT1vX3yZ5aC9",
+  type: "send",
+  amount: "2.5",
+  token: "USDC",
+  chain: "base",
+  to: "0x000000000000000000000000000000000000dEaD",
+  from: "0x8ba1f109551bD432803012645Ac136ddd64DBA72",
+  txHash: "0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060",
+  timestamp: "2026-01-01T00:00:00.000Z",
+  status: "pending",
+};
 
 export const transactionView = z
   .object({
@@ -56,7 +159,16 @@ export const transactionView = z
     failureReason: z.string().optional(),
     spendDecisionId: z.string().optional(),
   })
-  .meta({ id: "Transaction" });
+  .meta({
+    id: "Transaction",
+    description: "A send, receive or x402 payment of a wallet (spec 2.5, api.md Spends)",
+    example: transactionExample,
+  });
+
+/** A response answering one Transaction, as sends, faucet payments and reads do. */
+export function transactionResponse(description: string) {
+  return jsonResponse(description, transactionView);
+}
 
 export const apiKeyView = z
   .object({
@@ -71,7 +183,19 @@ export const apiKeyView = z
     createdAt: timestamp,
     lastUsed: timestamp.nullable(),
   })
-  .meta({ id: "ApiKey" });
+  .meta({
+    id: "ApiKey",
+    description: "An API key's record; never the key itself",
+    example: {
+      id: "key_b7qVFd9pTcWqyVY5sgCCOk",
+      name: "deploy bot",
+      role: "agent",
+      walletIds: ["wal_4bG7hQ2nR8sT1vX3yZ5aC9"],
+      expiresAt: null,
+      createdAt: "2026-01-01T00:00:00.000Z",
+      lastUsed: null,
+    },
+  });
 
 /** A short human name: trimmed, non-empty, at most 100 characters. */
 export const displayName = z.string().trim().min(1).max(100);
@@ -92,7 +216,28 @@ export const policyView = z
     status: z.enum(["active", "paused"]),
     updatedAt: timestamp,
   })
-  .meta({ id: "Policy" });
+  .meta({
+    id: "Policy",
+    description: "A wallet's spending policy; USD amounts as decimal strings, null = no bound",
+    example: {
+      walletId: "wal_4bG7hQ2nR8sT1vX3yZ5aC9",
+      maxPerTx: "10",
+      dailyLimit: "50",
+      whitelist: ["0x000000000000000000000000000000000000dEaD"],
+      alertAbove: null,
+      requireSpendAuthorization: false,
+      status: "active",
+      updatedAt: "2026-01-01T00:00:00.000Z",
+    },
+  });
+
+/** The policy fields a client may set, as one component; {@link policyInput} adds the whitelist check. */
+const policyChange = policyInputSchema.meta({
+  id: "PolicyChange",
+  description:
+    "Any subset of the policy's fields; left out = unchanged, null = no bound. Whitelist entries: EVM or Solana addresses, or hostnames (x402).",
+  example: { maxPerTx: "10", dailyLimit: "50", whitelist: ["0x000000000000000000000000000000000000dEaD"] },
+});
 
 /**
  * A token amount on the wire: a decimal string, or a JSON number that reads back exactly as written (no
@@ -119,3 +264,17 @@ export const tokenAmount = z
     return text;
   })
   .meta({ type: "string", description: 'decimal amount in token units, e.g. "2.5"', example: "2.5" });
+
+/**
+ * The policy fields a client may set (at wallet creation and by PATCH), each whitelist entry checked to be
+ * an address of a chain kind the deployment serves, or a hostname: a 400 names the entry.
+ */
+export function policyInput(chains: ChainRegistry) {
+  const served = new Set(chains.list().map((chain) => chain.kind));
+  return policyChange.superRefine((input, ctx) => {
+    input.whitelist?.forEach((entry, index) => {
+      const problem = whitelistEntryProblem(entry, served);
+      if (problem) ctx.addIssue({ code: "custom", path: ["whitelist", index], message: problem });
+    });
+  });
+}

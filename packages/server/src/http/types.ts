@@ -35,6 +35,11 @@ export interface Services {
   faucet: Faucet;
   /** The authorization daemon, when the service is configured with one. */
   authzd: AuthzdClient | undefined;
+  /**
+   * The clock that expiries and windows are measured by (API keys, access tokens, stale Idempotency-Key
+   * claims, the daily limit's rolling window): the system clock, or one that tests move forward.
+   */
+  now: () => Date;
 }
 
 /** What a credential may do: `read` < `agent` < `admin` (api.md, "Credentials and roles"). */

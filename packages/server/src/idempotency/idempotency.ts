@@ -60,10 +60,12 @@ export type ClaimOutcome =
 export async function claimIdempotencyKey(
   db: Db,
   request: { accountId: string; key: string; fingerprint: string },
+  now: () => Date = () => new Date(),
 ): Promise<ClaimOutcome> {
+  // How long a duplicate waits is real time; how old a claim is, the service's clock.
   const deadline = Date.now() + WAIT_FOR_FIRST_MS;
   for (;;) {
-    const claim: IdempotencyClaim = { accountId: request.accountId, key: request.key, lockedAt: new Date() };
+    const claim: IdempotencyClaim = { accountId: request.accountId, key: request.key, lockedAt: now() };
     const inserted = await db
       .insert(idempotencyKeys)
       .values({ ...claim, requestHash: request.fingerprint, state: "in_progress" })
@@ -83,7 +85,7 @@ export async function claimIdempotencyKey(
         response: { status: existing.responseStatus ?? 200, body: existing.responseBody },
       };
     }
-    if (Date.now() - existing.lockedAt.getTime() > STALE_CLAIM_MS) {
+    if (now().getTime() - existing.lockedAt.getTime() > STALE_CLAIM_MS) {
       // Take over a claim whose owner died, exactly once: compare-and-set on locked_at.
       const taken = await db
         .update(idempotencyKeys)

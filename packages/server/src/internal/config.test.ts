@@ -38,6 +38,27 @@ describe("loadConfig", () => {
     expect(message).not.toContain(bad.SVC_MASTER_KEY);
   });
 
+  it("exempts loopback from the outbound guard on the devnet profile only, unless SVC_OUTBOUND_ALLOW says", () => {
+    expect(loadConfig({}).outboundAllow).toEqual(["127.0.0.0/8", "::1/128", "localhost"]);
+    expect(loadConfig({ SVC_NETWORK_PROFILE: "testnet" }).outboundAllow).toEqual([]);
+    expect(loadConfig({ SVC_NETWORK_PROFILE: "mainnet" }).outboundAllow).toEqual([]);
+    expect(
+      loadConfig({
+        SVC_NETWORK_PROFILE: "mainnet",
+        SVC_OUTBOUND_ALLOW: " 10.0.0.0/8, fd00::/8,Internal.Example ",
+      }).outboundAllow,
+    ).toEqual(["10.0.0.0/8", "fd00::/8", "internal.example"]);
+    expect(loadConfig({ SVC_OUTBOUND_ALLOW: "192.168.1.20" }).outboundAllow).toEqual(["192.168.1.20"]);
+  });
+
+  it("refuses an SVC_OUTBOUND_ALLOW entry that is neither a range nor a hostname", () => {
+    for (const value of ["10.0.0.0/33", "http://x", "*.example.com", "a b"]) {
+      expect(() => loadConfig({ SVC_OUTBOUND_ALLOW: value })).toThrow(
+        /SVC_OUTBOUND_ALLOW: must be a comma-separated list/,
+      );
+    }
+  });
+
   it("stops `npm start` with that one line and exit code 1", async () => {
     const main = fileURLToPath(new URL("../main.ts", import.meta.url));
     const run = promisify(execFile)(process.execPath, ["--import", "tsx", main], {

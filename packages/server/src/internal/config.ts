@@ -43,6 +43,34 @@ const trustedProxies = z.string().transform((value, ctx) => {
   return entries;
 });
 
+/** A hostname as DNS spells it: dot-separated labels of letters, digits and hyphens. */
+const HOSTNAME = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
+
+/**
+ * Destinations exempt from the outbound guard (x402 fetches): a comma list of CIDR ranges, addresses and
+ * hostnames, e.g. `127.0.0.0/8,::1,localhost,internal.example`.
+ */
+const outboundAllow = z.string().transform((value, ctx) => {
+  const entries = value
+    .split(",")
+    .map((entry) => entry.trim().toLowerCase())
+    .filter(Boolean);
+  const bad = entries.filter((entry) => !isAddressOrCidr(entry) && !HOSTNAME.test(entry));
+  if (bad.length > 0) {
+    ctx.addIssue({
+      code: "custom",
+      message: `must be a comma-separated list of CIDR ranges, addresses and hostnames (e.g. 127.0.0.0/8,localhost); not ${bad
+        .map((entry) => JSON.stringify(entry.slice(0, 60)))
+        .join(", ")}`,
+    });
+    return z.NEVER;
+  }
+  return entries;
+});
+
+/** What the devnet profile exempts by default: loopback, where its local demo resource and facilitator run. */
+const DEVNET_OUTBOUND_ALLOW = ["127.0.0.0/8", "::1/128", "localhost"];
+
 const httpUrl = z.string().regex(/^https?:\/\/\S+$/, "must be an http:// or https:// URL");
 const usdPrice = z
   .string()
@@ -117,6 +145,7 @@ const envSchema = z.object({
   SVC_FAUCET_SOLANA_SECRET_KEY: solanaSecretKey.optional(),
   SVC_AUTHZD_URL: httpUrl.optional(),
   SVC_AUTHZD_TOKEN: z.string().min(1).optional(),
+  SVC_OUTBOUND_ALLOW: outboundAllow.optional(),
 });
 
 /** Which networks stand behind the chain names: local chains, public test networks or mainnets. */
@@ -201,6 +230,11 @@ export interface Config {
    * `wallet.spend.verify`); absent, a spend carrying a decision id is refused.
    */
   authzd: { url: string; token: string } | undefined;
+  /**
+   * CIDR ranges, addresses and hostnames that outbound requests (x402 fetches) may reach although they are
+   * private, loopback or link-local. Default: none; on the devnet profile, loopback.
+   */
+  outboundAllow: string[];
 }
 
 /** Thrown when the environment holds a bad value; its message is one line per bad variable. */
@@ -241,6 +275,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     confirmerIntervalMs: e.SVC_CONFIRMER_INTERVAL_MS,
     network: networkConfig(e),
     authzd: authzdConfig(e),
+    outboundAllow:
+      e.SVC_OUTBOUND_ALLOW ?? (e.SVC_NETWORK_PROFILE === "devnet" ? [...DEVNET_OUTBOUND_ALLOW] : []),
   };
 }
 

@@ -14,15 +14,73 @@ export type ErrorCode =
   | "RateLimitExceeded"
   | "InternalError";
 
-/** An error the service means to show its caller. */
-export class AppError extends Error {
+/** The facts an error carries for its caller; each factory below declares its own shape. */
+export type ErrorDetails = Readonly<Record<string, unknown>>;
+
+/** One problem in a request's input: where (a path, never the offending text) and what is wrong. */
+export type ValidationIssue = { path: string; message: string };
+/** What a refused request's input got wrong, field by field. */
+export type ValidationDetails = { issues: ValidationIssue[] };
+
+/** The facts of each policy refusal, by its reason: the rule that refused and the amounts it compared. */
+export type PolicyViolationDetails = {
+  policy_paused: { rule: "status" };
+  spend_authorization_required: { rule: "requireSpendAuthorization" };
+  recipient_not_allowed: { rule: "whitelist"; recipient: string };
+  price_unavailable: { rule: "price"; token: string; chain: string };
+  /** USD amounts as decimal strings. */
+  max_per_tx: { rule: "maxPerTx"; limit: string; requested: string };
+  /** USD amounts as decimal strings; `resetsAt` an ISO date. */
+  daily_limit: {
+    rule: "dailyLimit";
+    limit: string;
+    used: string;
+    requested: string;
+    remaining: string;
+    resetsAt: string;
+  };
+  spend_authorization_invalid: { rule: "spendAuthorization"; decisionId: string };
+  spend_authorization_used: { rule: "spendAuthorization"; decisionId: string };
+  /** The first fact that differs between the authorization and the spend. */
+  spend_authorization_mismatch: {
+    rule: "spendAuthorization";
+    decisionId: string;
+    field: string;
+    authorized: string;
+    requested: string;
+  };
+};
+
+/** The facts of each shortfall, by its reason; amounts in whole tokens as decimal strings. */
+export type InsufficientFundsDetails = {
+  insufficient_token: { token: string; balance: string; required: string };
+  insufficient_gas: { token: string; available: string; required: string };
+};
+
+/** A faucet request over a cap; amounts in whole tokens as decimal strings, `resetsAt` an ISO date. */
+export type FaucetCapDetails = {
+  scope: "wallet" | "account";
+  chain: string;
+  token: string;
+  cap: string;
+  used: string;
+  requested: string;
+  remaining: string;
+  resetsAt: string;
+};
+
+/**
+ * An error the service means to show its caller. `Details` is the shape its factory declares, so code
+ * that reads the facts of an error it made is checked against that shape.
+ */
+export class AppError<Details extends ErrorDetails | undefined = ErrorDetails | undefined> extends Error {
   override name = "AppError";
   constructor(
     readonly status: number,
     readonly code: ErrorCode,
     message: string,
     readonly reason?: string,
-    readonly details?: Record<string, unknown>,
+    readonly details?: Details,
     options?: { cause?: unknown },
   ) {
     super(message, options);
@@ -31,13 +89,13 @@ export class AppError extends Error {
 
 /** Error factories: one per situation in api.md's error table. */
 export const errors = {
-  invalidBody: (message: string, details?: Record<string, unknown>) =>
+  invalidBody: (message: string, details?: ValidationDetails) =>
     new AppError(400, "ValidationError", message, "invalid_body", details),
-  invalidQuery: (message: string, details?: Record<string, unknown>) =>
+  invalidQuery: (message: string, details?: ValidationDetails) =>
     new AppError(400, "ValidationError", message, "invalid_query", details),
-  invalidParams: (message: string, details?: Record<string, unknown>) =>
+  invalidParams: (message: string, details?: ValidationDetails) =>
     new AppError(400, "ValidationError", message, "invalid_params", details),
-  invalidHeader: (message: string, details?: Record<string, unknown>) =>
+  invalidHeader: (message: string, details?: ValidationDetails) =>
     new AppError(400, "ValidationError", message, "invalid_header", details),
   unsupportedMediaType: (contentType: string) =>
     new AppError(
@@ -106,24 +164,15 @@ export const errors = {
       "A request with this Idempotency-Key is still in progress; retry shortly",
       "idempotency_key_in_use",
     ),
-  policyViolation: (
-    reason:
-      | "max_per_tx"
-      | "daily_limit"
-      | "recipient_not_allowed"
-      | "policy_paused"
-      | "price_unavailable"
-      | "spend_authorization_required"
-      | "spend_authorization_invalid"
-      | "spend_authorization_mismatch"
-      | "spend_authorization_used",
+  policyViolation: <Reason extends keyof PolicyViolationDetails>(
+    reason: Reason,
     message: string,
-    details?: Record<string, unknown>,
+    details: PolicyViolationDetails[Reason],
   ) => new AppError(403, "PolicyViolation", message, reason, details),
-  insufficientFunds: (
-    reason: "insufficient_token" | "insufficient_gas",
+  insufficientFunds: <Reason extends keyof InsufficientFundsDetails>(
+    reason: Reason,
     message: string,
-    details: Record<string, unknown>,
+    details: InsufficientFundsDetails[Reason],
   ) => new AppError(422, "InsufficientFunds", message, reason, details),
   chainUnavailable: (chain: string, cause?: unknown) =>
     new AppError(
@@ -143,6 +192,29 @@ export const errors = {
       { chain },
       { cause },
     ),
+
+  /** An outbound request (x402 fetch) to a private, loopback or link-local address, or not over http(s). */
+  destinationNotAllowed: (message: string, details?: Record<string, unknown>) =>
+    new AppError(400, "ValidationError", message, "destination_not_allowed", details),
+  /** The resource an outbound request was for did not answer usably: unreachable, too slow, too large. */
+  resourceUnavailable: (
+    reason: "resource_unreachable" | "resource_timeout" | "resource_too_large" | "too_many_redirects",
+    message: string,
+    details?: Record<string, unknown>,
+    cause?: unknown,
+  ) => new AppError(502, "InternalError", message, reason, details, { cause }),
+  /** A 402 whose challenge cannot be read (no usable header or body, malformed JSON or fields). */
+  invalidPaymentChallenge: (message: string, details?: Record<string, unknown>) =>
+    new AppError(502, "InternalError", message, "invalid_payment_challenge", details),
+  /**
+   * No requirement of a readable challenge can be paid by this wallet: networks or assets it does not hold,
+   * a `chain` the caller asked for that is not offered, or (`max_amount_exceeded`) every price over `maxAmount`.
+   */
+  noPayableRequirement: (
+    reason: "no_payable_requirement" | "max_amount_exceeded",
+    message: string,
+    details: Record<string, unknown>,
+  ) => new AppError(400, "ValidationError", message, reason, details),
 
   authzdNotConfigured: () =>
     new AppError(
@@ -172,11 +244,11 @@ export const errors = {
   keyRevoked: () => new AppError(401, "Unauthorized", "This API key has been revoked", "key_revoked"),
   keyExpired: () => new AppError(401, "Unauthorized", "This API key has expired", "key_expired"),
   /** The credential is valid but its role does not allow this; `action` says what was refused. */
-  insufficientRole: (needed: "admin" | "agent", action: string, held: string) =>
+  insufficientRole: (needed: "admin" | "agent", action: string, held: string, severalActions = false) =>
     new AppError(
       403,
       "Forbidden",
-      `${action} needs an ${needed} credential; this request was made with ${held}`,
+      `${action} ${severalActions ? "need" : "needs"} an ${needed} credential; this request was made with ${held}`,
       "insufficient_role",
       { needed },
     ),
@@ -187,7 +259,7 @@ export const errors = {
   faucetUnavailable: (chain: string, why: string) =>
     new AppError(404, "NotFound", `No faucet on ${chain}: ${why}`, "faucet_unavailable", { chain }),
   /** Over the faucet's daily cap for this wallet, chain and token; `details` says how much is left. */
-  faucetCapExceeded: (message: string, details: Record<string, unknown>) =>
+  faucetCapExceeded: (message: string, details: FaucetCapDetails) =>
     new AppError(400, "ValidationError", message, "faucet_cap_exceeded", details),
   walletNotFound: (walletId: string) => new AppError(404, "NotFound", `Wallet ${walletId} not found`),
   apiKeyNotFound: (keyId: string) => new AppError(404, "NotFound", `API key ${keyId} not found`),
@@ -209,7 +281,7 @@ export const errors = {
   /** A refusal remembered under an Idempotency-Key, answered again (with the new request's id). */
   replayed: (
     status: number,
-    stored: { code: ErrorCode; message: string; reason?: string; details?: Record<string, unknown> },
+    stored: { code: ErrorCode; message: string; reason?: string; details?: ErrorDetails },
   ) => new AppError(status, stored.code, stored.message, stored.reason, stored.details),
 
   internal: (cause?: unknown) =>
@@ -222,6 +294,16 @@ export const errors = {
       {
         cause,
       },
+    ),
+  /** A stored key that does not open for its wallet: moved from another wallet, or damaged. Nothing is signed. */
+  walletKeyUnusable: (walletId: string, cause?: unknown) =>
+    new AppError(
+      500,
+      "InternalError",
+      `The stored signing key of wallet ${walletId} does not open for this wallet; nothing was signed. The request id locates it in the log`,
+      "wallet_key_unusable",
+      { walletId },
+      { cause },
     ),
   storeUnavailable: (cause?: unknown) =>
     new AppError(503, "InternalError", "The store is not answering", "store_unavailable", undefined, {

@@ -6,6 +6,8 @@
  * {@link InexactNumber} holding its text, for the schemas of amounts to refuse.
  */
 
+import { randomBytes } from "node:crypto";
+
 /** A JSON number whose double is not exactly the decimal written (or that was written with an exponent). */
 export class InexactNumber {
   constructor(readonly source: string) {}
@@ -14,8 +16,9 @@ export class InexactNumber {
   }
 }
 
-// A key no client has a reason to send: it carries an inexact number through JSON.parse.
-const MARKER_KEY = "\u0000svc:inexact-number";
+// The key of the marker object that carries an inexact number through JSON.parse. It holds random bytes
+// drawn at start-up, so a client cannot send a marker of its own and have it taken for one.
+const MARKER_KEY = `\u0000svc:inexact-number:${randomBytes(16).toString("hex")}`;
 const NUMBER_TOKEN = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
 
 /** True when the number token means exactly the double JavaScript reads from it, written without exponent. */

@@ -1,6 +1,6 @@
 import { eq } from "drizzle-orm";
 import { z } from "zod";
-import { walletPolicies } from "../internal/db/schema.ts";
+import { walletPolicies, wallets } from "../internal/db/schema.ts";
 import type { Db } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 import { InexactNumber } from "../internal/exact-json.ts";
@@ -106,7 +106,7 @@ export async function updatePolicy(
   return db.transaction(async (txDb) => {
     const tx = txDb as unknown as Db;
     const current = await lockPolicyRow(tx, walletId);
-    refuseLoosening(loosenings(current, input), changer);
+    await refuseLoosening(tx, walletId, loosenings(current, input), changer);
     const set: Partial<typeof walletPolicies.$inferInsert> = { updatedAt: new Date() };
     if (input.maxPerTx !== undefined) set.maxPerTxMicros = input.maxPerTx;
     if (input.dailyLimit !== undefined) set.dailyLimitMicros = input.dailyLimit;
@@ -134,7 +134,8 @@ export async function setPolicyStatus(
   return db.transaction(async (txDb) => {
     const tx = txDb as unknown as Db;
     const current = await lockPolicyRow(tx, walletId);
-    if (current.status === "paused" && status === "active") refuseLoosening(["Resuming spending"], changer);
+    if (current.status === "paused" && status === "active")
+      await refuseLoosening(tx, walletId, ["Resuming spending"], changer);
     const [row] = await tx
       .update(walletPolicies)
       .set({ status, updatedAt: new Date() })
@@ -155,14 +156,31 @@ async function lockPolicyRow(tx: Db, walletId: string): Promise<PolicyRow> {
   return row;
 }
 
-function refuseLoosening(changes: string[], changer: PolicyChanger): void {
-  if (changes.length === 0 || changer.mayLoosen) return;
-  throw errors.insufficientRole("admin", changes.join("; "), changer.credential);
+/**
+ * Refuses a loosening on an archived wallet (like a send from it, whoever asks; tightening stays allowed),
+ * then one the changer may not make. Called under the policy row's lock, which archiving also takes: the
+ * status read here is the one that holds when the change commits.
+ */
+async function refuseLoosening(
+  tx: Db,
+  walletId: string,
+  changes: string[],
+  changer: PolicyChanger,
+): Promise<void> {
+  if (changes.length === 0) return;
+  const [wallet] = await tx.select({ status: wallets.status }).from(wallets).where(eq(wallets.id, walletId));
+  if (wallet?.status !== "active") throw errors.walletArchived(walletId);
+  if (changer.mayLoosen) return;
+  // "Removing maxPerTx ($5.00) and raising dailyLimit from $50.00 to $90.00 need an admin credential"
+  const last = changes.at(-1) ?? "";
+  const sentence = changes.length === 1 ? last : `${changes.slice(0, -1).join(", ")} and ${last}`;
+  const action = `${sentence.charAt(0).toUpperCase()}${sentence.slice(1)}`;
+  throw errors.insufficientRole("admin", action, changer.credential, changes.length > 1);
 }
 
 /**
  * The parts of `input` that would let the wallet spend more, to more places, or with less oversight than
- * `current` allows, each as a short phrase. Setting or lowering a bound, narrowing a non-empty whitelist
+ * `current` allows, each as a short phrase starting in lower case. Setting or lowering a bound, narrowing a non-empty whitelist
  * (never to empty, which allows any recipient), starting a whitelist where there was none, and requiring
  * spend authorizations are tightenings; everything else that changes a value loosens.
  */
@@ -170,23 +188,23 @@ export function loosenings(current: PolicyRow, input: PolicyInput): string[] {
   const changes: string[] = [];
   const bound = (name: string, was: bigint | null, next: bigint | null | undefined) => {
     if (next === undefined || was === null) return;
-    if (next === null) changes.push(`Removing ${name} (${formatUsd(was)})`);
-    else if (next > was) changes.push(`Raising ${name} from ${formatUsd(was)} to ${formatUsd(next)}`);
+    if (next === null) changes.push(`removing ${name} (${formatUsd(was)})`);
+    else if (next > was) changes.push(`raising ${name} from ${formatUsd(was)} to ${formatUsd(next)}`);
   };
   bound("maxPerTx", current.maxPerTxMicros, input.maxPerTx);
   bound("dailyLimit", current.dailyLimitMicros, input.dailyLimit);
   bound("alertAbove", current.alertAboveMicros, input.alertAbove);
   if (input.whitelist !== undefined && current.whitelist.length > 0) {
-    if (input.whitelist.length === 0) changes.push("Emptying the whitelist (which allows any recipient)");
+    if (input.whitelist.length === 0) changes.push("emptying the whitelist (which allows any recipient)");
     else {
       const added = input.whitelist.filter(
         (entry) => !current.whitelist.some((kept) => sameRecipient(kept, entry)),
       );
-      if (added.length > 0) changes.push(`Adding ${added.join(", ")} to the whitelist`);
+      if (added.length > 0) changes.push(`adding ${added.join(", ")} to the whitelist`);
     }
   }
   if (current.requireSpendAuthorization && input.requireSpendAuthorization === false)
-    changes.push("Turning off requireSpendAuthorization");
+    changes.push("turning off requireSpendAuthorization");
   return changes;
 }
 

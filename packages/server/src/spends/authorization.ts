@@ -1,9 +1,6 @@
-import { eq } from "drizzle-orm";
 import type { AuthzdClient, SpendDecision } from "../authzd/client.ts";
 import type { ChainKind } from "../chains/registry.ts";
-import { transactions } from "../internal/db/schema.ts";
-import type { Db } from "../internal/db/store.ts";
-import { errors } from "../internal/errors.ts";
+import { AppError, errors } from "../internal/errors.ts";
 
 /** The `asset` a decision names for a chain's native coin, which has no token address. */
 export const NATIVE_ASSET = "native";
@@ -21,39 +18,52 @@ export interface AuthorizedFacts {
 }
 
 /**
- * Checks with the authorization daemon that `decisionId` approved exactly this spend and is still usable:
- * approved, not expired, cancelled or settled, not used by another spend, and for the same network, asset,
- * atomic amount and destination. Runs before the spend's database transaction (it calls the daemon); the
- * unique index on `transactions.spend_decision_id` then makes "one decision, one spend" exact under races.
- * @example await verifySpendAuthorization({ daemon, db }, "dec_…", { kind: "evm", network: "eip155:8453", … });
+ * Consumes `decisionId` at the authorization daemon for this spend, before anything is signed: the daemon
+ * takes it atomically only if it is approved, unexpired, and neither cancelled, settled, released nor
+ * consumed already, and from then on the agent can no longer cancel it (which would give back the credits
+ * of a spend that was made). Then its network, asset, atomic amount and destination must equal the
+ * spend's; if they do not, the decision is released again and the spend refused. Runs before the spend's
+ * database transaction (it calls the daemon); the unique index on `transactions.spend_decision_id` stays
+ * as this service's own guard of "one decision, one spend".
+ *
+ * Once this returns, the caller owns the consumption: if the spend is refused before it is recorded, it
+ * calls {@link releaseRefusedSpendAuthorization}.
+ * @example await consumeSpendAuthorization(daemon, "dec_…", { kind: "evm", network: "eip155:8453", … });
  */
-export async function verifySpendAuthorization(
-  deps: { daemon: AuthzdClient | undefined; db: Db },
+export async function consumeSpendAuthorization(
+  daemon: AuthzdClient | undefined,
   decisionId: string,
   facts: AuthorizedFacts,
-  now = new Date(),
 ): Promise<void> {
-  if (!deps.daemon) throw errors.authzdNotConfigured();
-  const decision = await deps.daemon.lookupDecision(decisionId);
-  const refuse = (why: string) =>
-    errors.policyViolation("spend_authorization_invalid", `Spend authorization ${decisionId} ${why}`, {
-      rule: "spendAuthorization",
-      decisionId,
-    });
-  if (!decision) throw refuse("is unknown to the authorization daemon");
-  if (!decision.approved || decision.state === "denied")
-    throw refuse(`was denied${decision.reason ? `: ${decision.reason}` : ""}`);
-  if (decision.state === "cancelled") throw refuse("was cancelled");
-  if (decision.state === "settled") throw alreadyUsed(decisionId);
-  if (decision.state === "expired" || decision.expiresAt <= now)
-    throw refuse(`expired at ${decision.expiresAt.toISOString()}`);
-  checkFacts(decision, facts);
-  const [used] = await deps.db
-    .select({ id: transactions.id })
-    .from(transactions)
-    .where(eq(transactions.spendDecisionId, decisionId))
-    .limit(1);
-  if (used) throw alreadyUsed(decisionId);
+  if (!daemon) throw errors.authzdNotConfigured();
+  const answer = await daemon.consumeDecision(decisionId);
+  if (!answer.consumed) throw notConsumable(decisionId, answer.decision);
+  try {
+    checkFacts(answer.decision, facts);
+  } catch (error) {
+    await daemon.releaseDecision(decisionId);
+    throw error;
+  }
+}
+
+/**
+ * Gives back a decision consumed by {@link consumeSpendAuthorization} when its spend was refused before it
+ * was recorded, so the agent's credits return for a spend that moved nothing. Only for a refusal this
+ * service made itself (an {@link AppError}: policy, funds, archived wallet, an unreachable chain...),
+ * which is thrown before the spend's transaction or inside it and so rolls it back. Anything else (a
+ * database fault, which could even be a lost answer to a COMMIT that happened) leaves it consumed: its
+ * credits stay counted (fail closed). So does a collision on the one-spend-per-decision index, which
+ * means another recorded spend holds the decision. Best effort: a daemon that does not answer is logged
+ * by the client and the refusal stands.
+ * @example await releaseRefusedSpendAuthorization(daemon, "dec_…", error);
+ */
+export async function releaseRefusedSpendAuthorization(
+  daemon: AuthzdClient | undefined,
+  decisionId: string,
+  refusal: unknown,
+): Promise<void> {
+  if (!daemon || !(refusal instanceof AppError)) return;
+  await daemon.releaseDecision(decisionId);
 }
 
 /** A decision admits one spend; this one has admitted one already. */
@@ -63,6 +73,29 @@ export function alreadyUsed(decisionId: string) {
     `Spend authorization ${decisionId} has already been used for another spend`,
     { rule: "spendAuthorization", decisionId },
   );
+}
+
+/** Why the daemon would not let this spend consume `decision` (undefined: it knows no such decision). */
+function notConsumable(decisionId: string, decision: SpendDecision | undefined) {
+  const refuse = (why: string) =>
+    errors.policyViolation("spend_authorization_invalid", `Spend authorization ${decisionId} ${why}`, {
+      rule: "spendAuthorization",
+      decisionId,
+    });
+  if (!decision) return refuse("is unknown to the authorization daemon");
+  switch (decision.state) {
+    case "denied":
+      return refuse(`was denied${decision.reason ? `: ${decision.reason}` : ""}`);
+    case "cancelled":
+      return refuse("was cancelled");
+    case "released":
+      return refuse("was given back after an earlier spend carrying it was refused; ask for a new one");
+    case "settled":
+    case "consumed":
+      return alreadyUsed(decisionId);
+    default:
+      return refuse(`expired at ${decision.expiresAt.toISOString()}`);
+  }
 }
 
 function checkFacts(decision: SpendDecision, facts: AuthorizedFacts): void {

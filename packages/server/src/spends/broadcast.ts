@@ -1,5 +1,10 @@
 import { eq } from "drizzle-orm";
-import { isUnreachable } from "../chains/errors.ts";
+import {
+  BlockhashNotFoundError,
+  ChainUnavailableError,
+  NonceTakenError,
+  TransactionRejectedError,
+} from "../chains/errors.ts";
 import type { ChainClient } from "../chains/types.ts";
 import { transactions, wallets } from "../internal/db/schema.ts";
 import type { Db } from "../internal/db/store.ts";
@@ -11,7 +16,8 @@ import type { SpendDeps } from "./send.ts";
 
 /**
  * Broadcasts a recorded spend. A definite rejection fails the spend (releasing its reservation and its
- * nonce); an unreachable node leaves it pending for the confirmer to re-broadcast.
+ * nonce); an unreachable node, or a rejection that does not prove the transaction can never land, leaves it
+ * pending for the confirmer, which re-broadcasts it or decides from the chain's own record.
  */
 export async function broadcastRecorded(
   deps: Pick<SpendDeps, "db" | "keyring" | "chainClient">,
@@ -23,8 +29,9 @@ export async function broadcastRecorded(
     await client.broadcast({ txHash: row.txHash, raw: row.rawTx });
     await markBroadcast(deps.db, row.id);
   } catch (error) {
-    if (isUnreachable(error) || isInconclusive(error)) return;
-    const reason = error instanceof Error ? (error.message.split("\n")[0] ?? "rejected") : "rejected";
+    if (isInconclusive(error)) return;
+    if (!(error instanceof TransactionRejectedError)) throw error;
+    const reason = error.details.reason;
     // Only the caller that moved the row to failed gives its nonce back (or fills it): never two.
     const failedHere = await failSpend(deps.db, row.id, `broadcast rejected: ${reason}`);
     if (
@@ -91,13 +98,14 @@ async function markBroadcast(db: Db, transactionId: string): Promise<void> {
 }
 
 /**
- * Rejections that do not prove the transaction can never land (a lagging node that does not know the
- * blockhash yet; a nonce already taken, perhaps by this very transaction): the confirmer decides later,
- * from the chain's own record.
+ * Failures that do not prove the transaction can never land: no answer (it may have reached the node), a
+ * lagging node that does not know the blockhash yet, a nonce already taken (perhaps by this very
+ * transaction). The confirmer decides later, from the chain's own record.
  */
 function isInconclusive(error: unknown): boolean {
-  const text = String((error as { message?: unknown })?.message ?? error);
-  return /BlockhashNotFound|blockhash not found|nonce too low|already known|replacement transaction underpriced/i.test(
-    text,
+  return (
+    error instanceof ChainUnavailableError ||
+    error instanceof BlockhashNotFoundError ||
+    error instanceof NonceTakenError
   );
 }

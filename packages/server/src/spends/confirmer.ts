@@ -1,6 +1,6 @@
 import { and, asc, eq, inArray, isNotNull, sql } from "drizzle-orm";
 import type { Logger } from "pino";
-import { isUnreachable } from "../chains/errors.ts";
+import { ChainUnavailableError } from "../chains/errors.ts";
 import type { ChainClient } from "../chains/types.ts";
 import { transactions, wallets } from "../internal/db/schema.ts";
 import type { Db } from "../internal/db/store.ts";
@@ -133,7 +133,7 @@ export class Confirmer {
           "could not reconcile a pending spend; will retry",
         );
         // Unreachable: the rest of this chain's rows would only wait for the same timeout.
-        if (isUnreachable(error)) throw error;
+        if (error instanceof ChainUnavailableError) throw error;
       }
     }
   }

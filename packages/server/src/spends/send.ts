@@ -10,7 +10,12 @@ import type { TransactionRow } from "../transactions/transactions.ts";
 import type { Keyring } from "../wallets/keyring.ts";
 import { findWalletForAccount, openSigningKey } from "../wallets/wallets.ts";
 import { admitSpend, checkDailyLimit, checkStaticRules, type SpendFacts } from "./admission.ts";
-import { alreadyUsed, NATIVE_ASSET, verifySpendAuthorization } from "./authorization.ts";
+import {
+  alreadyUsed,
+  consumeSpendAuthorization,
+  NATIVE_ASSET,
+  releaseRefusedSpendAuthorization,
+} from "./authorization.ts";
 import { broadcastRecorded } from "./broadcast.ts";
 import { usdMicros } from "./pricing.ts";
 
@@ -21,6 +26,8 @@ export interface SpendDeps {
   chainClient(name: string): ChainClient | undefined;
   /** The authorization daemon spend decisions are verified with; undefined when none is configured. */
   authzd: AuthzdClient | undefined;
+  /** The clock of the daily limit's rolling window; default the system clock. */
+  now?: () => Date;
 }
 
 export interface SendRequest {
@@ -29,7 +36,7 @@ export interface SendRequest {
   amount: string;
   token: string;
   chain: string;
-  /** A decision of the authorization daemon; verified with it before anything is signed. */
+  /** A decision of the authorization daemon; consumed there (and checked) before anything is signed. */
   spendDecisionId?: string | undefined;
 }
 
@@ -85,7 +92,7 @@ export async function send(
   const from = kind === "evm" ? wallet.evmAddress : wallet.solanaAddress;
   if (!from) throw errors.chainNotInWallet(request.chain, wallet.chains);
   if (request.spendDecisionId !== undefined) {
-    await verifySpendAuthorization({ daemon: deps.authzd, db: deps.db }, request.spendDecisionId, {
+    await consumeSpendAuthorization(deps.authzd, request.spendDecisionId, {
       kind,
       network: client.config.network,
       asset: token.address ?? NATIVE_ASSET,
@@ -104,45 +111,52 @@ export async function send(
     usdMicros: usdMicros(token, amount),
     spendDecisionId: request.spendDecisionId,
   };
-  // The policy first (a cheap refusal needs no chain call); the atomic step checks it again under a lock.
-  const policy = await getPolicyRow(deps.db, wallet.id);
-  checkStaticRules(policy, spend);
-  await checkDailyLimit(deps.db, policy, spend);
-  await checkFunds(client, from, request.to, token, amount);
-
-  const evmNonce =
-    kind === "evm" && client.getPendingNonce
-      ? {
-          chainPendingNonce: await chainCall(
-            client.config.name,
-            () => client.getPendingNonce?.(from) ?? Promise.resolve(0),
-          ),
-        }
-      : undefined;
-  const privateKey = await openSigningKey(deps.db, deps.keyring, wallet, kind);
   let row: TransactionRow;
   try {
-    row = await admitSpend(deps.db, spend, {
-      ...(evmNonce ? { evmNonce } : {}),
-      idempotency,
-      sign: (nonce) =>
-        chainCall(client.config.name, () =>
-          client.signTransfer({
-            privateKey,
-            to: request.to,
-            token,
-            amount,
-            ...(nonce !== undefined ? { nonce } : {}),
-          }),
-        ),
-    });
+    // The policy first (a cheap refusal needs no chain call); the atomic step checks it again under a lock.
+    const policy = await getPolicyRow(deps.db, wallet.id);
+    checkStaticRules(policy, spend);
+    await checkDailyLimit(deps.db, policy, spend, deps.now?.());
+    await checkFunds(client, from, request.to, token, amount);
+
+    const evmNonce =
+      kind === "evm" && client.getPendingNonce
+        ? {
+            chainPendingNonce: await chainCall(
+              client.config.name,
+              () => client.getPendingNonce?.(from) ?? Promise.resolve(0),
+            ),
+          }
+        : undefined;
+    const privateKey = await openSigningKey(deps.db, deps.keyring, wallet, kind);
+    try {
+      row = await admitSpend(deps.db, spend, {
+        ...(evmNonce ? { evmNonce } : {}),
+        idempotency,
+        ...(deps.now ? { now: deps.now() } : {}),
+        sign: (nonce) =>
+          chainCall(client.config.name, () =>
+            client.signTransfer({
+              privateKey,
+              to: request.to,
+              token,
+              amount,
+              ...(nonce !== undefined ? { nonce } : {}),
+            }),
+          ),
+      });
+    } finally {
+      privateKey.fill(0);
+    }
   } catch (error) {
-    // Two spends raced with one decision: the unique index let the first in.
-    if (request.spendDecisionId !== undefined && isUniqueViolation(error, "transactions_spend_decision_key"))
-      throw alreadyUsed(request.spendDecisionId);
+    if (request.spendDecisionId !== undefined) {
+      // Two spends raced with one decision: the unique index let the first in, and that spend holds it.
+      if (isUniqueViolation(error, "transactions_spend_decision_key"))
+        throw alreadyUsed(request.spendDecisionId);
+      // Refused before anything was recorded: the agent's credits come back.
+      await releaseRefusedSpendAuthorization(deps.authzd, request.spendDecisionId, error);
+    }
     throw error;
-  } finally {
-    privateKey.fill(0);
   }
   await broadcastRecorded(deps, client, row);
   return row;

@@ -6,6 +6,7 @@ import type { ChainKind } from "../chains/registry.ts";
 import { newKey, open, seal } from "../internal/crypto.ts";
 import { serviceKeys } from "../internal/db/schema.ts";
 import type { Db } from "../internal/db/store.ts";
+import { errors } from "../internal/errors.ts";
 
 /** A freshly generated key pair, its private half already sealed. */
 export interface SealedKey {
@@ -75,6 +76,7 @@ export class Keyring {
   /**
    * Opens a wallet's private key for signing. The caller zeroes the buffer when done.
    * For EVM it is the 32-byte secp256k1 secret; for Solana the 32-byte ed25519 seed.
+   * A key that does not open for this wallet (another wallet's, or damaged) is `wallet_key_unusable`.
    */
   openPrivateKey(
     walletId: string,
@@ -82,11 +84,14 @@ export class Keyring {
     wrappedDataKey: Buffer,
     encryptedPrivateKey: Buffer,
   ): Buffer {
-    const dataKey = open(this.#masterKey, wrappedDataKey, walletId);
+    let dataKey: Buffer | undefined;
     try {
+      dataKey = open(this.#masterKey, wrappedDataKey, walletId);
       return open(dataKey, encryptedPrivateKey, `${walletId}:${kind}`);
+    } catch (error) {
+      throw errors.walletKeyUnusable(walletId, error);
     } finally {
-      dataKey.fill(0);
+      dataKey?.fill(0);
     }
   }
 }

@@ -5,6 +5,7 @@ import { type Config, loadConfig } from "../../src/internal/config.ts";
 import type { StoreLocation } from "../../src/internal/db/store.ts";
 import { type RunningService, startService } from "../../src/service.ts";
 import { ApiClient, type ApiResponse, LogCapture } from "./api-client.ts";
+import { TestClock } from "./clock.ts";
 import { createFreshDatabase } from "./databases.ts";
 
 export { ApiClient, type ApiResponse, LogCapture, seedAccount } from "./api-client.ts";
@@ -47,6 +48,8 @@ export interface TestServer {
   /** The store location, to start a second instance or a restart on the same data. */
   storeLocation: StoreLocation;
   api: ApiClient;
+  /** The clock the service measures expiries by; tests move it forward instead of sleeping. */
+  clock: TestClock;
   close(): Promise<void>;
 }
 
@@ -86,7 +89,13 @@ export async function createTestServer(options: TestServerOptions = {}): Promise
   });
   const logs = new LogCapture();
   const devnet = options.devnet ?? (await sharedDevnet());
-  const service = await startService(config, { store: storeLocation, logDestination: logs, devnet });
+  const clock = new TestClock();
+  const service = await startService(config, {
+    store: storeLocation,
+    logDestination: logs,
+    devnet,
+    now: clock.now,
+  });
   return {
     url: service.url,
     service,
@@ -94,6 +103,7 @@ export async function createTestServer(options: TestServerOptions = {}): Promise
     logs,
     storeLocation,
     api: new ApiClient(service.url),
+    clock,
     close: async () => {
       await service.close();
       await dropDatabase?.();

@@ -5,21 +5,26 @@ import { registerRevokeApiKey } from "./api-keys/revoke.ts";
 import { registerLogin } from "./auth/login.ts";
 import { registerRegister } from "./auth/register.ts";
 import { registerListChains } from "./chains/list.ts";
-import { registerHealthz } from "./health/healthz.ts";
-import { registerGetPolicy } from "./policy/get.ts";
-import { registerSetPolicyStatus } from "./policy/set-status.ts";
-import { registerUpdatePolicy } from "./policy/update.ts";
-import { registerSend } from "./spends/send.ts";
+import { registerHealthz } from "./healthz/get.ts";
 import { registerGetTransaction } from "./transactions/get.ts";
-import { registerListTransactions } from "./transactions/list.ts";
 import { registerArchiveWallet } from "./wallets/archive.ts";
-import { registerGetBalance } from "./wallets/balance.ts";
+import { registerGetBalance } from "./wallets/balance/get.ts";
 import { registerCreateWallet } from "./wallets/create.ts";
 import { registerFaucet } from "./wallets/faucet.ts";
 import { registerGetWallet } from "./wallets/get.ts";
 import { registerListWallets } from "./wallets/list.ts";
+import { registerGetPolicy } from "./wallets/policy/get.ts";
+import { registerSetPolicyStatus } from "./wallets/policy/set-status.ts";
+import { registerUpdatePolicy } from "./wallets/policy/update.ts";
+import { registerSend } from "./wallets/send.ts";
+import { registerListTransactions } from "./wallets/transactions/list.ts";
 
-/** Every operation of the API, one file each under `routes/<resource>/<operation>.ts`. */
+/**
+ * Every operation of the API, one file each. The folder mirrors the URL without its version and its ids
+ * (`GET /v1/wallets/:id/transactions` is `wallets/transactions/list.ts`); the file is named after the
+ * operation: `list`, `get`, `create`, `update`, or the action the URL ends with (`wallets/send.ts` for
+ * `POST /v1/wallets/:id/send`, `wallets/policy/set-status.ts` for `…/policy/pause` and `…/resume`).
+ */
 export function registerRoutes(app: App, services: Services): void {
   registerHealthz(app, services);
   registerRegister(app, services);

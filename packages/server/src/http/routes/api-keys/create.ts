@@ -1,8 +1,25 @@
 import { z } from "zod";
 import { createApiKey } from "../../../api-keys/api-keys.ts";
 import { toApiKeyView } from "../../api-key-view.ts";
-import { apiKeyView, displayName, errorResponses, idParam } from "../../schemas.ts";
+import { apiKeyView, displayName, errorResponses, idParam, jsonResponse } from "../../schemas.ts";
 import { type App, principalOf, type Services } from "../../types.ts";
+
+const newApiKey = apiKeyView
+  .extend({ key: z.string().meta({ description: "the full key: shown here once, never again" }) })
+  .meta({
+    id: "NewApiKey",
+    description: "A key just created, with its value",
+    example: {
+      id: "key_b7qVFd9pTcWqyVY5sgCCOk",
+      name: "deploy bot",
+      role: "agent",
+      walletIds: null,
+      expiresAt: null,
+      createdAt: "2026-01-01T00:00:00.000Z",
+      lastUsed: null,
+      key: "svc_3xGk1hP9QzR7vLm2TnW8yB4cD6fJ0sUa",
+    },
+  });
 
 const body = z
   .strictObject({
@@ -20,7 +37,8 @@ const body = z
       ctx.addIssue({ code: "custom", path: ["walletIds"], message: "admin keys cannot be bound to wallets" });
     if (value.expiresAt && Date.parse(value.expiresAt) <= Date.now())
       ctx.addIssue({ code: "custom", path: ["expiresAt"], message: "must be in the future" });
-  });
+  })
+  .meta({ example: { name: "deploy bot", role: "agent", walletIds: ["wal_4bG7hQ2nR8sT1vX3yZ5aC9"] } });
 
 /** POST /v1/api-keys: create an API key; the only response that ever shows the full key. */
 export function registerCreateApiKey(app: App, services: Services): void {
@@ -29,12 +47,16 @@ export function registerCreateApiKey(app: App, services: Services): void {
     url: "/v1/api-keys",
     config: { auth: "account", role: "admin" },
     schema: {
+      operationId: "createApiKey",
       tags: ["api-keys"],
       summary: "Create an API key (the full key is returned once, here); admin credentials only",
       description:
         "`role` is `agent` unless given. `walletIds` limits the key to those wallets (others answer 404); omitted, the key sees every wallet of the account, present and future. After `expiresAt` the key answers 401 `key_expired`.",
       body,
-      response: { 201: apiKeyView.extend({ key: z.string() }), ...errorResponses(403, 404) },
+      response: {
+        201: jsonResponse("Created; the only response that shows the key", newApiKey),
+        ...errorResponses(403, [404, "NotFound: a wallet in `walletIds` is not the account's"]),
+      },
     },
     handler: async (request, reply) => {
       const { name, role, walletIds, expiresAt } = request.body;

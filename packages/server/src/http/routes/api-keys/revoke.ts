@@ -2,7 +2,7 @@ import { z } from "zod";
 import { revokeApiKey } from "../../../api-keys/api-keys.ts";
 import { errors } from "../../../internal/errors.ts";
 import { describeCredential, hasRole } from "../../access.ts";
-import { errorResponses, idParam } from "../../schemas.ts";
+import { errorResponses, idParam, noContent } from "../../schemas.ts";
 import { type App, principalOf, type Services } from "../../types.ts";
 
 /** DELETE /v1/api-keys/:id: revoke a key, immediately and for good. */
@@ -13,10 +13,13 @@ export function registerRevokeApiKey(app: App, services: Services): void {
     // Any key may revoke itself (giving up power is always allowed); revoking another key needs admin.
     config: { auth: "account", role: "read" },
     schema: {
+      operationId: "revokeApiKey",
       tags: ["api-keys"],
       summary: "Revoke an API key (immediate and irreversible); admin credentials, or the key itself",
+      description:
+        "Revoking a key that is already revoked answers 204 again (a retried DELETE is harmless); a key the account never had is 404.",
       params: z.object({ id: idParam("key") }),
-      response: { 204: z.null().meta({ description: "Revoked" }), ...errorResponses(403, 404) },
+      response: { 204: noContent("Revoked (or already revoked)"), ...errorResponses(403, 404) },
     },
     handler: async (request, reply) => {
       const principal = principalOf(request);

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { ACCESS_TOKEN_TTL_SECONDS } from "../../../accounts/access-tokens.ts";
 import { normaliseEmail, verifyLogin } from "../../../accounts/accounts.ts";
 import { enforceRateLimit } from "../../guards.ts";
-import { errorResponses } from "../../schemas.ts";
+import { errorResponses, jsonResponse } from "../../schemas.ts";
 import type { App, Services } from "../../types.ts";
 
 /** POST /v1/auth/login: exchange email and password for an access token. */
@@ -12,12 +12,29 @@ export function registerLogin(app: App, services: Services): void {
     url: "/v1/auth/login",
     config: { auth: "public" },
     schema: {
+      operationId: "login",
       tags: ["auth"],
       summary: "Log in and receive an access token (valid 3600 s)",
-      body: z.strictObject({ email: z.string().min(1).max(254), password: z.string().min(1).max(1024) }),
+      body: z
+        .strictObject({ email: z.string().min(1).max(254), password: z.string().min(1).max(1024) })
+        .meta({ example: { email: "owner@example.com", password: "correct horse battery staple" } }),
       response: {
-        200: z.object({ accessToken: z.string(), expiresIn: z.number().int() }),
-        ...errorResponses(),
+        200: jsonResponse(
+          "Logged in",
+          z
+            .object({
+              accessToken: z.string().meta({ description: "a JWT; send it as `Authorization: Bearer …`" }),
+              expiresIn: z.number().int().meta({ description: "seconds" }),
+            })
+            .meta({
+              id: "AccessToken",
+              example: {
+                accessToken: "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1c3JfMSJ9.c2lnbmF0dXJl",
+                expiresIn: 3600,
+              },
+            }),
+        ),
+        ...errorResponses([401, "Unauthorized `invalid_credentials`: unknown email or wrong password"]),
       },
     },
     handler: async (request) => {

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { registerAccount } from "../../../accounts/accounts.ts";
 import { enforceRateLimit } from "../../guards.ts";
-import { displayName, errorResponses, timestamp } from "../../schemas.ts";
+import { displayName, errorResponses, jsonResponse, timestamp } from "../../schemas.ts";
 import type { App, Services } from "../../types.ts";
 
 /** POST /v1/auth/register: create an account. */
@@ -19,21 +19,39 @@ export function registerRegister(app: App, services: Services): void {
         services.config.rateLimits.registrations,
       ),
     schema: {
+      operationId: "register",
       tags: ["auth"],
       summary: "Create an account",
-      body: z.strictObject({
-        email: z.email().max(254),
-        password: z.string().min(12, "must be at least 12 characters").max(1024),
-        name: displayName.optional(),
-      }),
-      response: {
-        201: z.object({
-          userId: z.string(),
-          email: z.string(),
-          name: z.string().nullable(),
-          createdAt: timestamp,
+      body: z
+        .strictObject({
+          email: z.email().max(254),
+          password: z.string().min(12, "must be at least 12 characters").max(1024),
+          name: displayName.optional(),
+        })
+        .meta({
+          example: { email: "owner@example.com", password: "correct horse battery staple", name: "Ada" },
         }),
-        ...errorResponses(409),
+      response: {
+        201: jsonResponse(
+          "Account created",
+          z
+            .object({
+              userId: z.string(),
+              email: z.string(),
+              name: z.string().nullable(),
+              createdAt: timestamp,
+            })
+            .meta({
+              id: "Account",
+              example: {
+                userId: "usr_9fK2mQ7xL4pW1nR8",
+                email: "owner@example.com",
+                name: "Ada",
+                createdAt: "2026-01-01T00:00:00.000Z",
+              },
+            }),
+        ),
+        ...errorResponses([409, "ValidationError `email_taken`: an account with this email exists"]),
       },
     },
     handler: async (request, reply) => {

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { errorResponses } from "../../schemas.ts";
+import { jsonResponse } from "../../schemas.ts";
 import type { App, Services } from "../../types.ts";
 
 const usdPrice = z
@@ -23,7 +23,25 @@ const chainView = z
     ),
     testnet: z.boolean().meta({ description: "a local or test network: the faucet is offered here" }),
   })
-  .meta({ id: "Chain" });
+  .meta({
+    id: "Chain",
+    example: {
+      name: "base",
+      kind: "evm",
+      network: "eip155:8453",
+      nativeToken: { symbol: "ETH", decimals: 18, usdPrice: "3000" },
+      tokens: [
+        {
+          symbol: "USDC",
+          address: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+          decimals: 6,
+          usdPrice: "1",
+          eip712: { name: "USD Coin", version: "2" },
+        },
+      ],
+      testnet: false,
+    },
+  });
 
 /** GET /v1/chains: the chains and tokens this deployment serves (clients read addresses from here). */
 export function registerListChains(app: App, services: Services): void {
@@ -32,9 +50,10 @@ export function registerListChains(app: App, services: Services): void {
     url: "/v1/chains",
     config: { auth: "account", role: "read" },
     schema: {
+      operationId: "listChains",
       tags: ["chains"],
       summary: "The chains and tokens this deployment serves",
-      response: { 200: z.array(chainView), ...errorResponses() },
+      response: { 200: jsonResponse("The served chains", z.array(chainView)) },
     },
     // RPC URLs are configuration (and often hold a provider key): never shown.
     handler: async () =>

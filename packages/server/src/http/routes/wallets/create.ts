@@ -1,7 +1,6 @@
 import { z } from "zod";
-import { policyInputSchema } from "../../../policy/policy.ts";
 import { createWallet, toWalletView } from "../../../wallets/wallets.ts";
-import { displayName, errorResponses, walletView } from "../../schemas.ts";
+import { displayName, errorResponses, jsonResponse, policyInput, walletView } from "../../schemas.ts";
 import { type App, principalOf, type Services } from "../../types.ts";
 
 const MAX_METADATA_BYTES = 8 * 1024;
@@ -21,15 +20,25 @@ export function registerCreateWallet(app: App, services: Services): void {
     url: "/v1/wallets",
     config: { auth: "account", role: "admin" },
     schema: {
+      operationId: "createWallet",
       tags: ["wallets"],
       summary: "Create a wallet; the service generates and keeps its keys",
-      body: z.strictObject({
-        name: displayName,
-        chains: z.array(z.string().min(1).max(64)).min(1).max(16),
-        metadata: metadataSchema.optional(),
-        policy: policyInputSchema.optional(),
-      }),
-      response: { 201: walletView, ...errorResponses(403) },
+      body: z
+        .strictObject({
+          name: displayName,
+          chains: z.array(z.string().min(1).max(64)).min(1).max(16),
+          metadata: metadataSchema.optional(),
+          policy: policyInput(services.chains).optional(),
+        })
+        .meta({
+          example: {
+            name: "trading agent",
+            chains: ["base", "solana"],
+            metadata: { team: "research" },
+            policy: { maxPerTx: "10", dailyLimit: "50" },
+          },
+        }),
+      response: { 201: jsonResponse("The new wallet", walletView), ...errorResponses(403) },
     },
     handler: async (request, reply) => {
       const wallet = await createWallet(

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { toTransactionView } from "../../../transactions/transactions.ts";
-import { errorResponses, idParam, tokenAmount, transactionView } from "../../schemas.ts";
+import { onWallet } from "../../guards.ts";
+import { errorResponses, tokenAmount, transactionResponse, walletPathParams } from "../../schemas.ts";
 import { type App, principalOf, type Services } from "../../types.ts";
 
 /** POST /v1/wallets/:id/faucet: test coins on local and test networks. */
@@ -8,8 +9,9 @@ export function registerFaucet(app: App, services: Services): void {
   app.route({
     method: "POST",
     url: "/v1/wallets/:id/faucet",
-    config: { auth: "account", role: "agent", walletParam: "id" },
+    config: onWallet("agent"),
     schema: {
+      operationId: "payFromFaucet",
       tags: ["wallets"],
       summary: "Pay the wallet test coins (local and test networks only)",
       description:
@@ -19,13 +21,23 @@ export function registerFaucet(app: App, services: Services): void {
         "1,000 USDC and 10 ETH / SOL): over the cap is 400 ValidationError `faucet_cap_exceeded` with " +
         "`details` { cap, used, requested, remaining, resetsAt }. A chain that is not a local or test " +
         "network (or has no faucet account) is 404 NotFound `faucet_unavailable`.",
-      params: z.object({ id: idParam("wal") }),
-      body: z.strictObject({
-        chain: z.string().min(1).max(64),
-        token: z.string().min(1).max(16).meta({ example: "USDC" }),
-        amount: tokenAmount.optional(),
-      }),
-      response: { 201: transactionView, ...errorResponses(403, 404, 502) },
+      params: walletPathParams,
+      body: z
+        .strictObject({
+          chain: z.string().min(1).max(64),
+          token: z.string().min(1).max(16).meta({ example: "USDC" }),
+          amount: tokenAmount.optional(),
+        })
+        .meta({ example: { chain: "base", token: "USDC", amount: "25" } }),
+      response: {
+        201: transactionResponse("Paid and confirmed: the wallet's `receive` transaction"),
+        ...errorResponses(
+          403,
+          [404, "NotFound: no such wallet, or `faucet_unavailable` on this chain"],
+          409,
+          502,
+        ),
+      },
     },
     handler: async (request, reply) => {
       const row = await services.faucet.pay(principalOf(request).accountId, request.params.id, request.body);

@@ -1,6 +1,6 @@
-import { z } from "zod";
 import { findWalletForAccount, toWalletView } from "../../../wallets/wallets.ts";
-import { errorResponses, idParam, walletView } from "../../schemas.ts";
+import { onWallet } from "../../guards.ts";
+import { errorResponses, jsonResponse, walletPathParams, walletView } from "../../schemas.ts";
 import { type App, principalOf, type Services } from "../../types.ts";
 
 /** GET /v1/wallets/:id: one wallet of the account. */
@@ -8,12 +8,13 @@ export function registerGetWallet(app: App, services: Services): void {
   app.route({
     method: "GET",
     url: "/v1/wallets/:id",
-    config: { auth: "account", role: "read", walletParam: "id" },
+    config: onWallet("read"),
     schema: {
+      operationId: "getWallet",
       tags: ["wallets"],
       summary: "Get a wallet",
-      params: z.object({ id: idParam("wal") }),
-      response: { 200: walletView, ...errorResponses(404) },
+      params: walletPathParams,
+      response: { 200: jsonResponse("The wallet", walletView), ...errorResponses(404) },
     },
     handler: async (request) =>
       toWalletView(

@@ -1,47 +1,57 @@
 import { z } from "zod";
-import { errors } from "../../../internal/errors.ts";
+import { errors } from "../../../../internal/errors.ts";
 import {
   listTransactions,
   TRANSACTION_TYPES,
   toTransactionView,
-} from "../../../transactions/transactions.ts";
-import { findWalletForAccount } from "../../../wallets/wallets.ts";
-import { errorResponses, idParam, transactionView } from "../../schemas.ts";
-import { type App, principalOf, type Services } from "../../types.ts";
-
-/** The largest page served; a larger `limit` is served as this (spec 8). */
-export const MAX_PAGE_SIZE = 100;
-
-const integerQuery = (name: string, min: number, max: number) =>
-  z
-    .string()
-    .regex(/^\d{1,10}$/, `${name} must be a non-negative integer`)
-    .transform(Number)
-    .pipe(z.number().int().min(min).max(max));
+} from "../../../../transactions/transactions.ts";
+import { findWalletForAccount } from "../../../../wallets/wallets.ts";
+import { onWallet } from "../../../guards.ts";
+import {
+  errorResponses,
+  jsonResponse,
+  MAX_PAGE_SIZE,
+  pageQuery,
+  transactionExample,
+  transactionView,
+  walletPathParams,
+} from "../../../schemas.ts";
+import { type App, principalOf, type Services } from "../../../types.ts";
 
 /** GET /v1/wallets/:id/transactions: a page of the wallet's history, newest first. */
 export function registerListTransactions(app: App, services: Services): void {
   app.route({
     method: "GET",
     url: "/v1/wallets/:id/transactions",
-    config: { auth: "account", role: "read", walletParam: "id" },
+    config: onWallet("read"),
     schema: {
+      operationId: "listTransactions",
       tags: ["transactions"],
       summary: "List a wallet's transactions, newest first",
-      params: z.object({ id: idParam("wal") }),
+      params: walletPathParams,
       querystring: z.strictObject({
-        limit: integerQuery("limit", 1, 1_000_000_000).optional(),
-        offset: integerQuery("offset", 0, 1_000_000_000).optional(),
+        ...pageQuery,
         chain: z.string().min(1).max(64).optional(),
         type: z.enum(TRANSACTION_TYPES).optional(),
       }),
       response: {
-        200: z.object({
-          data: z.array(transactionView),
-          total: z.number().int(),
-          limit: z.number().int(),
-          offset: z.number().int(),
-        }),
+        200: jsonResponse(
+          "A page of the wallet's transactions",
+          z
+            .object({
+              data: z.array(transactionView),
+              total: z
+                .number()
+                .int()
+                .meta({ description: "transactions matching the filters, on every page" }),
+              limit: z.number().int(),
+              offset: z.number().int(),
+            })
+            .meta({
+              id: "TransactionPage",
+              example: { data: [transactionExample], total: 1, limit: 20, offset: 0 },
+            }),
+        ),
         ...errorResponses(404),
       },
     },

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { errors } from "../../../internal/errors.ts";
-import { errorResponse } from "../../schemas.ts";
+import { errorResponses, jsonResponse } from "../../schemas.ts";
 import type { App, Services } from "../../types.ts";
 
 /** GET /healthz: 200 when the store answers. */
@@ -10,11 +10,17 @@ export function registerHealthz(app: App, services: Services): void {
     url: "/healthz",
     config: { auth: "public" },
     schema: {
+      operationId: "getHealth",
       tags: ["operations"],
       summary: "Liveness and store health",
       response: {
-        200: z.object({ status: z.literal("ok"), store: z.enum(["pglite", "postgres"]) }),
-        503: errorResponse,
+        200: jsonResponse(
+          "The service and its store answer",
+          z
+            .object({ status: z.literal("ok"), store: z.enum(["pglite", "postgres"]) })
+            .meta({ id: "Health", example: { status: "ok", store: "postgres" } }),
+        ),
+        ...errorResponses(503),
       },
     },
     handler: async () => {

@@ -1,7 +1,8 @@
 import { z } from "zod";
 import { send } from "../../../spends/send.ts";
 import { findTransactionForAccount, toTransactionView } from "../../../transactions/transactions.ts";
-import { errorResponses, idParam, tokenAmount, transactionView } from "../../schemas.ts";
+import { onWallet } from "../../guards.ts";
+import { errorResponses, tokenAmount, transactionResponse, walletPathParams } from "../../schemas.ts";
 import { type App, principalOf, type Services } from "../../types.ts";
 
 /** POST /v1/wallets/:id/send: send USDC or the chain's native coin. */
@@ -10,9 +11,7 @@ export function registerSend(app: App, services: Services): void {
     method: "POST",
     url: "/v1/wallets/:id/send",
     config: {
-      auth: "account",
-      role: "agent",
-      walletParam: "id",
+      ...onWallet("agent"),
       idempotency: {
         resume: async (request, transactionId) => ({
           status: 201,
@@ -23,18 +22,40 @@ export function registerSend(app: App, services: Services): void {
       },
     },
     schema: {
+      operationId: "send",
       tags: ["spends"],
       summary:
         "Send tokens; checked against the policy, recorded pending before broadcast. Honours Idempotency-Key.",
-      params: z.object({ id: idParam("wal") }),
-      body: z.strictObject({
-        to: z.string().min(1).max(128),
-        amount: tokenAmount,
-        token: z.string().min(1).max(16).default("USDC"),
-        chain: z.string().min(1).max(64),
-        spendAuthorization: z.strictObject({ decisionId: z.string().min(1).max(200) }).optional(),
-      }),
-      response: { 201: transactionView, ...errorResponses(403, 404, 409, 413, 422, 502) },
+      params: walletPathParams,
+      body: z
+        .strictObject({
+          to: z.string().min(1).max(128),
+          amount: tokenAmount,
+          token: z.string().min(1).max(16).default("USDC"),
+          chain: z.string().min(1).max(64),
+          spendAuthorization: z.strictObject({ decisionId: z.string().min(1).max(200) }).optional(),
+        })
+        .meta({
+          example: {
+            to: "0x000000000000000000000000000000000000dEaD",
+            amount: "2.5",
+            token: "USDC",
+            chain: "base",
+          },
+        }),
+      response: {
+        201: transactionResponse("Accepted and broadcast: the pending transaction, with its txHash"),
+        ...errorResponses(
+          [
+            403,
+            "PolicyViolation: the wallet's policy refuses the spend (`max_per_tx`, `daily_limit`, `recipient_not_allowed`, `policy_paused`, `spend_authorization_*`), or Forbidden `insufficient_role`",
+          ],
+          404,
+          409,
+          422,
+          502,
+        ),
+      },
     },
     handler: async (request, reply) => {
       const { spendAuthorization, ...rest } = request.body;
@@ -44,6 +65,7 @@ export function registerSend(app: App, services: Services): void {
           keyring: services.keyring,
           chainClient: (name: string) => services.chains.client(name),
           authzd: services.authzd,
+          now: services.now,
         },
         principalOf(request).accountId,
         request.params.id,

@@ -1,0 +1,87 @@
+import { startTestDaemon, type TestDaemon } from "@svc/authzd/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AuthzdClient } from "./client.ts";
+
+let daemon: TestDaemon;
+let agent: string;
+let verifierToken: string;
+
+beforeAll(async () => {
+  daemon = await startTestDaemon();
+  agent = await daemon.identity("agent", ["wallet.spend.authorize", "wallet.spend.settle"]);
+  verifierToken = await daemon.identity("svc-service", ["wallet.spend.verify"]);
+});
+afterAll(async () => {
+  await daemon?.stop({ removeHome: true });
+});
+
+/** Collects what the client logs. */
+function recordingLog() {
+  const lines: { fields: Record<string, unknown>; message: string }[] = [];
+  return {
+    lines,
+    warn: (fields: Record<string, unknown>, message: string) => lines.push({ fields, message }),
+  };
+}
+
+async function approvedDecision(): Promise<string> {
+  const verdict = await daemon.call<{ approved: boolean; decision_id: string }>("POST", "/spend/authorize", {
+    token: agent,
+    body: {
+      provider: "svc",
+      network: "eip155:8453",
+      asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+      amount: "1000",
+      per_call_cap: "5000",
+      credits: 1,
+      destination: "0x1111111111111111111111111111111111111111",
+    },
+  });
+  expect(verdict.body.approved).toBe(true);
+  return verdict.body.decision_id;
+}
+
+describe("AuthzdClient", () => {
+  it("consumes a decision once, tells an unconsumable one by its state and an unknown one apart, and releases", async () => {
+    const client = new AuthzdClient({ url: daemon.url, token: verifierToken });
+    const decisionId = await approvedDecision();
+    const first = await client.consumeDecision(decisionId);
+    expect(first).toMatchObject({
+      consumed: true,
+      decision: { decisionId, amount: "1000", state: "consumed" },
+    });
+    expect(await client.consumeDecision(decisionId)).toMatchObject({
+      consumed: false,
+      decision: { decisionId, state: "consumed" },
+    });
+    expect(await client.consumeDecision("dec_totally_made_up")).toEqual({
+      consumed: false,
+      decision: undefined,
+    });
+    expect(await client.releaseDecision(decisionId)).toBe(true);
+    expect(await client.consumeDecision(decisionId)).toMatchObject({
+      consumed: false,
+      decision: { state: "released" },
+    });
+  });
+
+  it("logs a release the daemon refuses or cannot be asked for, never throws, and never logs its token", async () => {
+    const log = recordingLog();
+    const client = new AuthzdClient({ url: daemon.url, token: verifierToken }, log);
+    // Nobody consumed this one: the daemon refuses the release.
+    const unconsumed = await approvedDecision();
+    expect(await client.releaseDecision(unconsumed)).toBe(false);
+    expect(log.lines[0]?.fields).toMatchObject({
+      decisionId: unconsumed,
+      status: 409,
+      code: "not_consumed_by_caller",
+    });
+
+    const down = new AuthzdClient({ url: "http://127.0.0.1:1", token: verifierToken }, log);
+    expect(await down.releaseDecision(unconsumed)).toBe(false);
+    expect(log.lines[1]?.message).toContain("could not reach the authorization daemon");
+    expect(log.lines[1]?.fields).toMatchObject({ decisionId: unconsumed });
+    await expect(down.consumeDecision(unconsumed)).rejects.toMatchObject({ reason: "authzd_unavailable" });
+    expect(JSON.stringify(log.lines)).not.toContain(verifierToken);
+  });
+});

@@ -1,0 +1,212 @@
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { PGlite } from "@electric-sql/pglite";
+import { hash } from "@node-rs/argon2";
+import { fundEvm } from "@svc/devnet";
+import { sql } from "drizzle-orm";
+import pg from "pg";
+import { afterAll, describe, expect, it } from "vitest";
+import { hashApiKey } from "../src/internal/crypto.ts";
+import { type StoreLocation, selectRows } from "../src/internal/db/store.ts";
+import { Keyring } from "../src/wallets/keyring.ts";
+import {
+  createFreshDatabase,
+  createTestServer,
+  expectErrorShape,
+  STORE_KIND,
+  sharedDevnet,
+  TEST_MASTER_KEY,
+} from "./support/test-server.ts";
+
+const MIGRATIONS = fileURLToPath(new URL("../src/internal/db/migrations/", import.meta.url));
+const migrationFiles = readdirSync(MIGRATIONS)
+  .filter((file) => /^\d{4}_.+\.sql$/.test(file))
+  .sort();
+
+let cleanup: () => Promise<void> = async () => {};
+afterAll(() => cleanup());
+
+/**
+ * A store exactly as the first release left it: `schema_migrations` (as store.ts creates it) and 0001 only,
+ * on PGlite or PostgreSQL as the suite runs.
+ */
+async function storeAtFirstMigration(): Promise<{
+  location: StoreLocation;
+  exec(text: string, params?: unknown[]): Promise<void>;
+  close(): Promise<void>;
+}> {
+  const first = migrationFiles[0] ?? "";
+  const script = `CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now());
+BEGIN;
+${readFileSync(join(MIGRATIONS, first), "utf8")}
+INSERT INTO schema_migrations (version, name) VALUES (1, '${first}');
+COMMIT;`;
+  if (STORE_KIND === "postgres") {
+    const db = await createFreshDatabase();
+    cleanup = db.drop;
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    await client.query(script);
+    return {
+      location: { databaseUrl: db.url },
+      exec: async (text, params) => void (await client.query(text, params)),
+      close: () => client.end(),
+    };
+  }
+  const dir = mkdtempSync(join(tmpdir(), "svc-migrate-"));
+  cleanup = async () => rmSync(dir, { recursive: true, force: true });
+  const client = await PGlite.create(dir);
+  await client.exec(script);
+  return {
+    location: { pgliteDir: dir },
+    exec: async (text, params) => void (await client.query(text, params)),
+    close: () => client.close(),
+  };
+}
+
+describe("a database created by the first migration", () => {
+  it(`is upgraded to the last one by a normal start, its rows intact and new columns at their defaults (${STORE_KIND})`, async () => {
+    expect(migrationFiles.length).toBeGreaterThan(1);
+    const old = await storeAtFirstMigration();
+    // Representative rows of the first release: an account with a password, an API key, a wallet with its
+    // sealed keys (under the suite's master key), a policy, and a received and a sent transaction.
+    const accountId = "usr_firstrelease0000000001";
+    const email = "first@example.com";
+    const password = "first-release-password";
+    const apiKey = `svc_${"A".repeat(40)}`;
+    const walletId = "wal_firstrelease0000000001";
+    const sealed = new Keyring(Buffer.from(TEST_MASTER_KEY, "base64")).generateWalletKeys(walletId, [
+      "evm",
+      "solana",
+    ]);
+    const evm = sealed.keys.find((k) => k.kind === "evm");
+    const solana = sealed.keys.find((k) => k.kind === "solana");
+    if (!evm || !solana) throw new Error("keys not generated");
+    await old.exec("INSERT INTO accounts (id, email, password_hash) VALUES ($1, $2, $3)", [
+      accountId,
+      email,
+      await hash(password),
+    ]);
+    await old.exec("INSERT INTO api_keys (id, account_id, name, key_hash) VALUES ($1, $2, $3, $4)", [
+      "key_firstrelease0000000001",
+      accountId,
+      "tooling",
+      hashApiKey(apiKey),
+    ]);
+    await old.exec(
+      `INSERT INTO wallets (id, account_id, name, chains, evm_address, solana_address, wrapped_data_key)
+       VALUES ($1, $2, 'treasury', '["base","solana"]', $3, $4, $5)`,
+      [walletId, accountId, evm.address, solana.address, sealed.wrappedDataKey],
+    );
+    for (const key of [evm, solana]) {
+      await old.exec(
+        "INSERT INTO wallet_keys (wallet_id, chain_kind, encrypted_private_key) VALUES ($1, $2, $3)",
+        [walletId, key.kind, key.encryptedPrivateKey],
+      );
+    }
+    await old.exec(
+      `INSERT INTO wallet_policies (wallet_id, max_per_tx_micros, daily_limit_micros, whitelist)
+       VALUES ($1, 10000000, 50000000, '["0x1111111111111111111111111111111111111111"]')`,
+      [walletId],
+    );
+    await old.exec(
+      `INSERT INTO transactions (id, wallet_id, type, chain, token, amount_atomic, decimals, from_address,
+         to_address, tx_hash, status, created_at, confirmed_at)
+       VALUES ('tx_firstrelease00000000001', $1, 'receive', 'base', 'USDC', 5000000, 6, $2, $3, $4, 'confirmed',
+         now() - interval '2 days', now() - interval '2 days'),
+              ('tx_firstrelease00000000002', $1, 'send', 'base', 'USDC', 1000000, 6, $3, $2, $5, 'confirmed',
+         now() - interval '1 day', now() - interval '1 day')`,
+      [
+        walletId,
+        "0x2222222222222222222222222222222222222222",
+        evm.address,
+        `0x${"a".repeat(64)}`,
+        `0x${"b".repeat(64)}`,
+      ],
+    );
+    await old.exec(
+      `INSERT INTO transaction_counts (wallet_id, chain, type, count) VALUES ($1, 'base', 'receive', 1),
+       ($1, 'base', 'send', 1)`,
+      [walletId],
+    );
+    await old.close();
+
+    // The current service opens it as it opens any store: every later migration is applied.
+    const server = await createTestServer({ store: old.location });
+    try {
+      const db = server.service.store.db;
+      const versions = await selectRows<{ version: number }>(
+        db,
+        sql`SELECT version FROM schema_migrations ORDER BY version`,
+      );
+      expect(versions.map((v) => Number(v.version))).toEqual(
+        migrationFiles.map((f) => Number(f.slice(0, 4))),
+      );
+
+      // The rows survive, read through the API.
+      const login = await server.api.post("/v1/auth/login", { email, password });
+      expect(login.status, login.text).toBe(200);
+      const token = login.body.accessToken;
+      const [wallet] = (await server.api.get("/v1/wallets", apiKey)).body;
+      expect(wallet).toMatchObject({
+        id: walletId,
+        name: "treasury",
+        chains: ["base", "solana"],
+        evm: { address: evm.address },
+        solana: { address: solana.address },
+        status: "active",
+      });
+      // New columns at their defaults: the old key became an agent key for every wallet, without expiry;
+      // the policy does not require a spend authorization.
+      expect((await server.api.get("/v1/api-keys", token)).body).toEqual([
+        expect.objectContaining({ name: "tooling", role: "agent", walletIds: null, expiresAt: null }),
+      ]);
+      expect((await server.api.get(`/v1/wallets/${walletId}/policy`, apiKey)).body).toMatchObject({
+        maxPerTx: "10",
+        dailyLimit: "50",
+        whitelist: ["0x1111111111111111111111111111111111111111"],
+        requireSpendAuthorization: false,
+        status: "active",
+      });
+      const history = (await server.api.get(`/v1/wallets/${walletId}/transactions`, apiKey)).body;
+      expect(history.total).toBe(2);
+      expect(
+        history.data.map((t: { id: string; amount: string; status: string }) => [t.id, t.amount, t.status]),
+      ).toEqual([
+        ["tx_firstrelease00000000002", "1", "confirmed"],
+        ["tx_firstrelease00000000001", "5", "confirmed"],
+      ]);
+      const [oldRow] = await selectRows<Record<string, unknown>>(
+        db,
+        sql`SELECT usd_micros, raw_tx, nonce, transfer_index, spend_decision_id FROM transactions WHERE id = 'tx_firstrelease00000000002'`,
+      );
+      expect(oldRow).toEqual({
+        usd_micros: null,
+        raw_tx: null,
+        nonce: null,
+        transfer_index: null,
+        spend_decision_id: null,
+      });
+      // The agent key may no longer create wallets (an upgrade narrows what an old key can do).
+      const created = await server.api.post("/v1/wallets", { name: "x", chains: ["base"] }, apiKey);
+      expect(expectErrorShape(created)).toMatchObject({ code: "Forbidden", reason: "insufficient_role" });
+
+      // The wallet's key, sealed by the first release, still signs: a send goes out and confirms.
+      await fundEvm(await sharedDevnet(), evm.address as `0x${string}`, {
+        eth: 10n ** 17n,
+        usdc: 3_000_000n,
+      });
+      const sent = await server.api.post(
+        `/v1/wallets/${walletId}/send`,
+        { to: "0x1111111111111111111111111111111111111111", amount: "2", chain: "base" },
+        apiKey,
+      );
+      expect(sent.status, sent.text).toBe(201);
+      expect(sent.body).toMatchObject({ from: evm.address, amount: "2", status: "pending" });
+    } finally {
+      await server.close();
+    }
+  });
+});

@@ -1,0 +1,114 @@
+import { type Base64EncodedWireTransaction, createSolanaRpc } from "@solana/kit";
+import { fundSolana } from "@svc/devnet";
+import { eq } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ChainClient, TokenInfo } from "../src/chains/types.ts";
+import { transactions } from "../src/internal/db/schema.ts";
+import { devnetClients, solanaKey } from "./support/chains.ts";
+import { eventually } from "./support/eventually.ts";
+import { RpcGate } from "./support/rpc-gate.ts";
+import {
+  createTestServer,
+  expectErrorShape,
+  seedAccount,
+  sharedDevnet,
+  type TestServer,
+} from "./support/test-server.ts";
+
+let server: TestServer;
+let gate: RpcGate;
+let solana: ChainClient;
+let usdc: TokenInfo;
+let devnet: Awaited<ReturnType<typeof sharedDevnet>>;
+
+beforeAll(async () => {
+  devnet = await sharedDevnet();
+  gate = await RpcGate.start(devnet.solana.rpcUrl);
+  server = await createTestServer({
+    env: {
+      SVC_RPC_BASE: devnet.evm.rpcUrl,
+      SVC_USDC_BASE: devnet.evm.usdc,
+      SVC_RPC_SOLANA: gate.url,
+      SVC_USDC_SOLANA: devnet.solana.usdcMint,
+      // The confirmer makes its start-up pass only; this test runs its passes by hand.
+      SVC_CONFIRMER_INTERVAL_MS: "3600000",
+    },
+  });
+  ({ solana } = await devnetClients(devnet));
+  usdc = solana.config.tokens[0] as TokenInfo;
+});
+afterAll(async () => {
+  await server.close();
+  await gate.close();
+});
+
+describe("a Solana transfer that lands but fails in execution", () => {
+  it("is reported failed, with the chain's error, and gives its amount back to the daily limit", async () => {
+    const { apiKey } = await seedAccount(server.api);
+    const wallet = (
+      await server.api.post(
+        "/v1/wallets",
+        { name: "overdrawn", chains: ["solana"], policy: { dailyLimit: "10" } },
+        apiKey,
+      )
+    ).body;
+    await fundSolana(devnet, wallet.solana.address, { sol: 10n ** 9n, usdc: 5_000_000n });
+    const [first, second] = [(await solanaKey()).address, (await solanaKey()).address];
+    const send = (to: string, amount: string) =>
+      server.api.post(`/v1/wallets/${wallet.id}/send`, { to, amount, chain: "solana" }, apiKey);
+
+    // The first send's broadcast never reaches the node (its connection is cut): recorded, still pending.
+    let firstRaw: string | undefined;
+    gate.decide = ({ methods, body }) => {
+      if (!methods.includes("sendTransaction")) return "forward";
+      firstRaw ??= body;
+      return body === firstRaw ? "drop" : "forward";
+    };
+    const pending = await send(first, "5");
+    expect(pending.status, pending.text).toBe(201);
+    expect(pending.body.status).toBe("pending");
+    // The second spends the same 5 USDC and lands: the first can no longer succeed.
+    const paid = await send(second, "5");
+    expect(paid.status, paid.text).toBe(201);
+    await eventually(async () => (await solana.getBalance(second, usdc)) === 5_000_000n, {
+      describe: "the second transfer to land",
+    });
+
+    // The first now reaches the chain through a node that skips preflight: it lands, fails in execution
+    // (the token program's insufficient funds) and is charged its fee.
+    const [recorded] = await server.service.store.db
+      .select()
+      .from(transactions)
+      .where(eq(transactions.id, pending.body.id));
+    const rpc = createSolanaRpc(devnet.solana.rpcUrl);
+    await rpc
+      .sendTransaction(recorded?.rawTx as Base64EncodedWireTransaction, {
+        encoding: "base64",
+        skipPreflight: true,
+      })
+      .send();
+    await eventually(
+      async () => {
+        const { value } = await rpc
+          .getSignatureStatuses([pending.body.txHash], { searchTransactionHistory: true })
+          .send();
+        return value[0]?.err ? value[0] : undefined;
+      },
+      { describe: "the first transfer to land failed" },
+    );
+
+    // Until the confirmer has seen it, its $5 still holds its place in the $10 window.
+    expect(expectErrorShape(await send(first, "5")).reason).toBe("daily_limit");
+    await server.service.confirmer.runOnce();
+    const failed = (await server.api.get(`/v1/transactions/${pending.body.id}`, apiKey)).body;
+    expect(failed).toMatchObject({ id: pending.body.id, status: "failed", txHash: pending.body.txHash });
+    expect(failed.failureReason).toContain("InstructionError");
+    expect((await server.api.get(`/v1/transactions/${paid.body.id}`, apiKey)).body.status).toBe("confirmed");
+    expect(await solana.getBalance(first, usdc)).toBe(0n);
+
+    // Its $5 is back in the window: a $5 send is no longer over the limit; it is refused only for funds.
+    const next = await send(first, "5");
+    expect(next.status).toBe(422);
+    expect(expectErrorShape(next).reason).toBe("insufficient_token");
+  });
+});

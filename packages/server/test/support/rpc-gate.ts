@@ -1,0 +1,95 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+
+/** One JSON-RPC request as the gate sees it: its method(s) and its raw body. */
+export interface RpcCall {
+  methods: string[];
+  body: string;
+}
+
+/** What the gate does with a request: pass it on, hold it until the test lets it go, or cut its connection. */
+export type RpcVerdict = "forward" | "hold" | "drop";
+
+/** A request the gate holds; the test forwards it or cuts it. */
+export interface HeldCall extends RpcCall {
+  release(): void;
+  drop(): void;
+}
+
+/**
+ * An HTTP proxy in front of a real chain's JSON-RPC endpoint that decides, request by request, to forward,
+ * hold or drop: the network between the service and its RPC node, the one part a test must steer to put a
+ * request "in flight" at a chosen moment. The node behind it is real.
+ */
+export class RpcGate {
+  readonly #server: http.Server;
+  readonly #target: URL;
+  readonly held: HeldCall[] = [];
+  /** Decides each request; forwards everything by default. */
+  decide: (call: RpcCall) => RpcVerdict = () => "forward";
+  url = "";
+
+  private constructor(targetUrl: string) {
+    this.#target = new URL(targetUrl);
+    this.#server = http.createServer((request, response) => {
+      const chunks: Buffer[] = [];
+      request.on("data", (chunk: Buffer) => chunks.push(chunk));
+      request.on("end", () => {
+        const body = Buffer.concat(chunks).toString("utf8");
+        const call: RpcCall = { methods: methodsOf(body), body };
+        const forward = () => this.#forward(request, body, response);
+        const drop = () => request.socket.destroy();
+        const verdict = this.decide(call);
+        if (verdict === "forward") forward();
+        else if (verdict === "drop") drop();
+        else this.held.push({ ...call, release: forward, drop });
+      });
+    });
+  }
+
+  static async start(targetUrl: string): Promise<RpcGate> {
+    const gate = new RpcGate(targetUrl);
+    await new Promise<void>((resolve) => gate.#server.listen(0, "127.0.0.1", resolve));
+    gate.url = `http://127.0.0.1:${(gate.#server.address() as AddressInfo).port}`;
+    return gate;
+  }
+
+  /** Forwards everything from now on, the held requests first. */
+  openUp(): void {
+    this.decide = () => "forward";
+    for (const call of this.held.splice(0)) call.release();
+  }
+
+  async close(): Promise<void> {
+    this.openUp();
+    this.#server.closeAllConnections();
+    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+  }
+
+  #forward(request: http.IncomingMessage, body: string, response: http.ServerResponse): void {
+    const upstream = http.request(
+      {
+        host: this.#target.hostname,
+        port: this.#target.port,
+        path: request.url,
+        method: request.method,
+        headers: { "content-type": request.headers["content-type"] ?? "application/json" },
+      },
+      (answer) => {
+        response.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(response);
+      },
+    );
+    upstream.on("error", () => request.socket.destroy());
+    upstream.end(body);
+  }
+}
+
+function methodsOf(body: string): string[] {
+  try {
+    const parsed = JSON.parse(body) as { method?: unknown } | { method?: unknown }[];
+    return (Array.isArray(parsed) ? parsed : [parsed]).map((call) => String(call.method));
+  } catch {
+    return [];
+  }
+}
