@@ -107,8 +107,13 @@ describe("crash safety", () => {
       let sends: { status: string; amount: string; chain: string; txHash: string }[] = [];
       await eventually(
         async () => {
-          sends = (await second.api.get(`/v1/wallets/${wallet.id}/transactions?type=send&limit=100`, apiKey))
-            .body.data;
+          const page = await second.api.get(
+            `/v1/wallets/${wallet.id}/transactions?type=send&limit=100`,
+            apiKey,
+          );
+          // A service still starting on a loaded machine may not answer yet: ask again.
+          if (page.status !== 200) return false;
+          sends = page.body.data;
           return sends.every((t) => t.status !== "pending");
         },
         {
