@@ -143,3 +143,35 @@ describe("a claim left behind by a process that died", () => {
     expect(await sendsOf(wallet.id)).toBe(0);
   });
 });
+
+describe("keys limited to some wallets", () => {
+  const agentKeyFor = async (walletId: string) => {
+    const created = await server.api.post(
+      "/v1/api-keys",
+      { name: `agent of ${walletId}`, role: "agent", walletIds: [walletId] },
+      owner.apiKey,
+    );
+    if (created.status !== 201) throw new Error(created.text);
+    return created.body.key as string;
+  };
+
+  it("have Idempotency-Keys of their own: another wallet's agent neither learns nor blocks them", async () => {
+    const devnet = await sharedDevnet();
+    const [mine, theirs] = [await createWallet(), await createWallet()];
+    for (const wallet of [mine, theirs])
+      await fundEvm(devnet, wallet.evm.address, { eth: 10n ** 18n, usdc: 10n * USDC });
+    const [myKey, theirKey] = [await agentKeyFor(mine.id), await agentKeyFor(theirs.id)];
+    const sendAs = (apiKey: string, walletId: string) =>
+      server.api.post(`/v1/wallets/${walletId}/send`, { chain: "base", to: RECIPIENT, amount: "1" }, apiKey, {
+        "idempotency-key": "payroll-2026-11",
+      });
+
+    expect((await sendAs(theirKey, theirs.id)).status).toBe(201);
+    // The same key on my own wallet is mine to use: sent, not idempotency_key_reused.
+    const sent = await sendAs(myKey, mine.id);
+    expect(sent.status, sent.text).toBe(201);
+    expect(sent.headers.get("idempotent-replayed")).toBe("false");
+    expect(await sendsOf(mine.id)).toBe(1);
+    expect(await sendsOf(theirs.id)).toBe(1);
+  });
+});

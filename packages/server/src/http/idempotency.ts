@@ -9,7 +9,7 @@ import {
 } from "../idempotency/idempotency.ts";
 import type { ErrorCode } from "../internal/errors.ts";
 import { errors } from "../internal/errors.ts";
-import type { App, Services } from "./types.ts";
+import type { App, Principal, Services } from "./types.ts";
 
 /** What a route declares to be idempotent: how to answer for a spend a dead process recorded. */
 export interface IdempotentRoute {
@@ -57,7 +57,7 @@ export function installIdempotency(app: App, services: Services): void {
       services.store.db,
       {
         accountId: request.principal.accountId,
-        key,
+        key: idempotencyNamespace(request.principal) + key,
         fingerprint: requestFingerprint(request.method, request.routeOptions.url ?? "", {
           params: request.params,
           body: request.body,
@@ -91,6 +91,15 @@ export function installIdempotency(app: App, services: Services): void {
     }
     return payload;
   });
+}
+
+/**
+ * Keys are the account's, shared by its credentials that see all of its wallets; a credential limited to
+ * some wallets has a namespace of its own, so it can neither learn which keys others used nor take them.
+ */
+function idempotencyNamespace(principal: Principal): string {
+  if (principal.walletIds === null || principal.credential.kind !== "api_key") return "";
+  return `${principal.credential.keyId}:`;
 }
 
 interface StoredRefusal {
