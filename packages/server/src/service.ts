@@ -22,6 +22,7 @@ import { type LocalChains, openLocalChains } from "./local-chains.ts";
 import { IncomingWatcher } from "./receives/watcher.ts";
 import { Confirmer } from "./spends/confirmer.ts";
 import { Keyring } from "./wallets/keyring.ts";
+import { OutboundFetcher } from "./x402/outbound-fetch.ts";
 
 /** A running service: its address, its parts for tests, and how to stop it. */
 export interface RunningService {
@@ -77,6 +78,7 @@ export async function startService(config: Config, options: StartOptions = {}): 
   let rateLimiter: RateLimiter | undefined;
   let local: LocalChains | undefined;
   let chains: ChainRegistry | undefined;
+  let outbound: OutboundFetcher | undefined;
   try {
     const now = options.now ?? (() => new Date());
     const keyring = new Keyring(secrets.masterKey);
@@ -104,6 +106,7 @@ export async function startService(config: Config, options: StartOptions = {}): 
       { db: store.db, chains: registry, log: logger },
       config.network.watchIntervalMs,
     );
+    outbound = new OutboundFetcher({ allow: config.outboundAllow });
     // Cursors exist before the first request, so nothing paid to a new wallet can fall before them.
     await watcher.initialize();
     const app = await createApp(
@@ -115,6 +118,7 @@ export async function startService(config: Config, options: StartOptions = {}): 
         chains: registry,
         rateLimiter,
         faucet,
+        outbound,
         authzd: config.authzd ? new AuthzdClient(config.authzd, logger) : undefined,
         now,
       },
@@ -135,6 +139,7 @@ export async function startService(config: Config, options: StartOptions = {}): 
     watcher.start();
     const limiter = rateLimiter;
     const localChains = local;
+    const outboundFetcher = outbound;
     return {
       app,
       url,
@@ -145,6 +150,7 @@ export async function startService(config: Config, options: StartOptions = {}): 
         await confirmer.stop();
         await watcher.stop();
         await app.close();
+        await outboundFetcher.close();
         await limiter.close();
         await store.close();
         await registry.close();
@@ -152,6 +158,7 @@ export async function startService(config: Config, options: StartOptions = {}): 
       },
     };
   } catch (error) {
+    await outbound?.close();
     await rateLimiter?.close();
     await store.close();
     await chains?.close();

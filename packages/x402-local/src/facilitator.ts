@@ -109,6 +109,14 @@ export async function startLocalFacilitator(
   v1.push(SOLANA_DEVNET_V1_NAME);
 
   const settlements: FacilitatorSettlement[] = [];
+  // One settlement at a time: the reference EVM signer reads its account's nonce per transaction, so
+  // concurrent settlements from the one account would collide (`invalid_exact_evm_transaction_failed`).
+  let settling: Promise<unknown> = Promise.resolve();
+  const settleInTurn = (payload: PaymentPayload, requirements: PaymentRequirements) => {
+    const turn = settling.then(() => facilitator.settle(payload, requirements));
+    settling = turn.catch(() => undefined);
+    return turn;
+  };
   const app = express();
   app.use(express.json({ limit: "1mb" }));
   app.get("/supported", (_req, res) => {
@@ -134,7 +142,7 @@ export async function startLocalFacilitator(
     }
     let result: SettleResponse;
     try {
-      result = await facilitator.settle(body.paymentPayload, body.paymentRequirements);
+      result = await settleInTurn(body.paymentPayload, body.paymentRequirements);
     } catch (error) {
       res.status(500).json({ error: error instanceof Error ? error.message : String(error) });
       return;
