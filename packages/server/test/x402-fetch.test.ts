@@ -12,6 +12,7 @@ import { randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { type Address, createKeyPairSignerFromPrivateKeyBytes } from "@solana/kit";
+import { startTestDaemon, type TestDaemon } from "@svc/authzd/testing";
 import { type Devnet, fundEvm, fundSolana, startDevnet } from "@svc/devnet";
 import {
   createUsdcAccount,
@@ -35,6 +36,8 @@ const USDC = 1_000_000n;
 const WEATHER = { city: "Lisbon", forecast: "sunny", celsius: 21 };
 
 let devnet: Devnet;
+let daemon: TestDaemon;
+let agentToken: string;
 let facilitator: LocalFacilitator;
 let v2: ResourceServer;
 let v1: ResourceServer;
@@ -101,9 +104,18 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => redirector.listen(0, "127.0.0.1", resolve));
   redirectorUrl = `http://127.0.0.1:${(redirector.address() as AddressInfo).port}`;
 
+  daemon = await startTestDaemon();
+  const serviceToken = await daemon.identity("svc-service", ["wallet.spend.verify"]);
+  agentToken = await daemon.identity("agent-1", ["wallet.spend.authorize", "wallet.spend.settle"]);
   server = await createTestServer({
     devnet,
-    env: { ...testnetEnv(devnet), SVC_OUTBOUND_ALLOW: "127.0.0.0/8" },
+    env: {
+      ...testnetEnv(devnet),
+      SVC_OUTBOUND_ALLOW: "127.0.0.0/8",
+      SVC_AUTHZD_URL: daemon.url,
+      SVC_AUTHZD_TOKEN: serviceToken,
+      SVC_X402_FACILITATOR_URL: facilitator.url,
+    },
   });
   owner = await seedAccount(server.api);
   const resolved = await resolveChains(server.config.network);
@@ -115,6 +127,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await server?.close();
+  await daemon?.stop();
   await new Promise((resolve) => redirector?.close(resolve));
   await v1?.stop();
   await v2?.stop();
@@ -388,6 +401,67 @@ describe("the policy decides before anything is signed", () => {
   });
 });
 
+describe("a payment carrying spendAuthorization.decisionId (the SDK's gate)", () => {
+  /** Asks the daemon, as the agent, to approve this payment's facts (overridden where given). */
+  async function authorize(overrides: Record<string, unknown> = {}) {
+    const reply = await daemon.call<{ approved: boolean; decision_id: string }>("POST", "/spend/authorize", {
+      token: agentToken,
+      body: {
+        provider: "svc",
+        network: "eip155:84532",
+        asset: devnet.evm.usdc,
+        amount: String(PRICE),
+        per_call_cap: "5000000",
+        credits: 1,
+        destination: evmPayTo,
+        ...overrides,
+      },
+    });
+    expect(reply.status).toBe(200);
+    expect(reply.body.approved).toBe(true);
+    return reply.body.decision_id;
+  }
+
+  it("is paid when the decision approved exactly this payment, and the transaction shows it", async () => {
+    const wallet = await fundedWallet({ requireSpendAuthorization: true });
+    const decisionId = await authorize();
+    const response = await paidFetch({
+      walletId: wallet.id,
+      url: `${v2.url}/weather/evm`,
+      maxAmount: "0.01",
+      spendAuthorization: { decisionId },
+    });
+    expect(response.status, response.text).toBe(200);
+    expect(response.body).toMatchObject({
+      status: 200,
+      spendDecisionId: decisionId,
+      transaction: { status: "confirmed", spendDecisionId: decisionId },
+    });
+  });
+
+  it("is refused, nothing signed, when the decision differs from the payment or is missing where required", async () => {
+    const wallet = await fundedWallet({ requireSpendAuthorization: true });
+    const settled = facilitator.settlements.length;
+    const url = `${v2.url}/weather/evm`;
+    const cheaper = await authorize({ amount: "5000" });
+    const mismatch = await paidFetch({
+      walletId: wallet.id,
+      url,
+      spendAuthorization: { decisionId: cheaper },
+    });
+    expect(mismatch.status, mismatch.text).toBe(403);
+    expect(expectErrorShape(mismatch)).toMatchObject({
+      reason: "spend_authorization_mismatch",
+      details: { field: "amount", authorized: "5000", requested: String(PRICE) },
+    });
+    const missing = await paidFetch({ walletId: wallet.id, url });
+    expect(missing.status, missing.text).toBe(403);
+    expect(expectErrorShape(missing).reason).toBe("spend_authorization_required");
+    expect(facilitator.settlements.length).toBe(settled);
+    expect(await history(wallet.id)).toEqual([]);
+  });
+});
+
 describe("never paying twice", () => {
   it("a retry with the same Idempotency-Key answers the first response and pays nothing more", async () => {
     const wallet = await fundedWallet();
@@ -516,6 +590,67 @@ describe("who may fetch, and what", () => {
       expect(history.body.data).toEqual([]);
     } finally {
       await strict.close();
+    }
+  });
+});
+
+describe("GET /v1/x402/services: discovery from the facilitator", () => {
+  it("lists what the facilitator's Bazaar lists, filtered by category and query, at most limit", async () => {
+    const weather = {
+      resource: `${v2.url}/weather/evm`,
+      x402Version: 2 as const,
+      description: "Weather in Lisbon",
+      tags: ["weather"],
+      accepts: [{ scheme: "exact", network: "eip155:84532", amount: String(PRICE), payTo: evmPayTo }],
+    };
+    facilitator.listResource(weather);
+    facilitator.listResource({
+      resource: `${v2.url}/quotes`,
+      x402Version: 2,
+      description: "Stock quotes",
+      tags: ["finance"],
+      accepts: [],
+    });
+    const all = await server.api.get("/v1/x402/services", owner.apiKey);
+    expect(all.status, all.text).toBe(200);
+    expect(all.body.data.map((s: { resource: string }) => s.resource)).toEqual([
+      weather.resource,
+      `${v2.url}/quotes`,
+    ]);
+    expect(all.body.data[0]).toMatchObject({ ...weather, type: "http" });
+    const byCategory = await server.api.get("/v1/x402/services?category=Weather", owner.apiKey);
+    expect(byCategory.body.data.map((s: { resource: string }) => s.resource)).toEqual([weather.resource]);
+    const byQuery = await server.api.get("/v1/x402/services?query=stock", owner.apiKey);
+    expect(byQuery.body.data.map((s: { resource: string }) => s.resource)).toEqual([`${v2.url}/quotes`]);
+    const limited = await server.api.get("/v1/x402/services?limit=1", owner.apiKey);
+    expect(limited.body.data).toHaveLength(1);
+    const none = await server.api.get("/v1/x402/services?category=sports", owner.apiKey);
+    expect(none.body.data).toEqual([]);
+    const bad = await server.api.get("/v1/x402/services?limit=0", owner.apiKey);
+    expect(bad.status).toBe(400);
+  });
+
+  it("answers 502 discovery_unavailable for a facilitator without discovery, and without a facilitator", async () => {
+    const plain = await startLocalFacilitator(devnet, { discovery: false });
+    const configured = await createTestServer({
+      devnet,
+      env: { ...testnetEnv(devnet), SVC_X402_FACILITATOR_URL: plain.url },
+    });
+    const unconfigured = await createTestServer({ devnet, env: testnetEnv(devnet) });
+    try {
+      for (const target of [configured, unconfigured]) {
+        const account = await seedAccount(target.api);
+        const response = await target.api.get("/v1/x402/services", account.apiKey);
+        expect(response.status, response.text).toBe(502);
+        expect(expectErrorShape(response)).toMatchObject({
+          code: "InternalError",
+          reason: "discovery_unavailable",
+        });
+      }
+    } finally {
+      await configured.close();
+      await unconfigured.close();
+      await plain.stop();
     }
   });
 });

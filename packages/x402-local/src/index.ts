@@ -6,6 +6,7 @@
  * @packageDocumentation
  */
 export {
+  type DiscoverableResource,
   type FacilitatorDevnet,
   type FacilitatorSettlement,
   type LocalFacilitator,

@@ -19,6 +19,7 @@ import { registerUpdatePolicy } from "./wallets/policy/update.ts";
 import { registerSend } from "./wallets/send.ts";
 import { registerListTransactions } from "./wallets/transactions/list.ts";
 import { registerX402Fetch } from "./x402/fetch.ts";
+import { registerListX402Services } from "./x402/services.ts";
 
 /**
  * Every operation of the API, one file each. The folder mirrors the URL without its version and its ids
@@ -47,4 +48,5 @@ export function registerRoutes(app: App, services: Services): void {
   registerUpdatePolicy(app, services);
   registerSetPolicyStatus(app, services);
   registerX402Fetch(app, services);
+  registerListX402Services(app, services);
 }
