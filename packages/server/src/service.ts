@@ -47,6 +47,11 @@ export interface StartOptions {
   devnet?: DevnetInfo;
   /** The clock of expiries and windows (see {@link Services.now}); default the system clock. */
   now?: () => Date;
+  /**
+   * Serve the local x402 demo on the devnet profile's local chains. Default: when the service starts
+   * those chains itself (`npm start`), not when handed a devnet.
+   */
+  x402Demo?: boolean;
 }
 
 /**
@@ -86,7 +91,16 @@ export async function startService(config: Config, options: StartOptions = {}): 
     rateLimiter = config.redisUrl
       ? new FailoverRateLimiter(new RedisRateLimiter(config.redisUrl), logger)
       : new MemoryRateLimiter();
-    local = await openLocalChains(config, options.devnet);
+    local = await openLocalChains(
+      config,
+      options.devnet,
+      options.x402Demo === undefined ? {} : { x402Demo: options.x402Demo },
+    );
+    // The devnet profile's discovery defaults to the demo's facilitator.
+    const served: Config = {
+      ...config,
+      x402FacilitatorUrl: config.x402FacilitatorUrl ?? local?.x402Demo?.facilitatorUrl,
+    };
     chains = await createChainRegistry(local?.network ?? config.network);
     const registry = chains;
     const chainClient = (name: string) => registry.client(name);
@@ -111,7 +125,7 @@ export async function startService(config: Config, options: StartOptions = {}): 
     await watcher.initialize();
     const app = await createApp(
       {
-        config,
+        config: served,
         store,
         keyring,
         accessTokens: new AccessTokens(secrets.jwtSecret, now),
@@ -127,8 +141,15 @@ export async function startService(config: Config, options: StartOptions = {}): 
     const url = await app.listen({ port: config.port, host: config.host });
     if (local) {
       // Local chains only: their endpoints are worth knowing (to send from outside) and hold no secret.
-      const served = registry.list().map(({ name, network, rpcUrl }) => ({ name, network, rpcUrl }));
-      logger.info({ chains: served }, "serving the local devnet chains");
+      const servedChains = registry.list().map(({ name, network, rpcUrl }) => ({ name, network, rpcUrl }));
+      logger.info({ chains: servedChains }, "serving the local devnet chains");
+    }
+    if (local?.x402Demo) {
+      const demo = local.x402Demo;
+      logger.info(
+        { x402Demo: demo },
+        `x402 demo: a paid resource at ${demo.url} (v1 twin ${demo.v1Url}), 0.01 USDC on base; pay it with POST /v1/x402/fetch`,
+      );
     }
     // Its first pass reconciles whatever a previous process left pending.
     const confirmer = new Confirmer(

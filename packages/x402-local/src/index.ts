@@ -5,6 +5,7 @@
  *
  * @packageDocumentation
  */
+export { type DemoDevnet, type LocalDemo, startLocalDemo } from "./demo.ts";
 export {
   type DiscoverableResource,
   type FacilitatorDevnet,
