@@ -401,6 +401,61 @@ describe("the policy decides before anything is signed", () => {
   });
 });
 
+describe("a payment the resource rejects", () => {
+  it("is recorded failed with the server's reason and its amount released from the daily window", async () => {
+    // Asks for payment every time and never settles what it is paid with.
+    const challenge = Buffer.from(
+      JSON.stringify({
+        x402Version: 2,
+        error: "payment_required",
+        resource: { url: "http://127.0.0.1/greedy" },
+        accepts: [
+          {
+            scheme: "exact",
+            network: "eip155:84532",
+            amount: String(PRICE),
+            asset: devnet.evm.usdc,
+            payTo: evmPayTo,
+            maxTimeoutSeconds: 60,
+            extra: devnet.evm.usdcEip712,
+          },
+        ],
+      }),
+    ).toString("base64");
+    let paidAttempts = 0;
+    const greedy = createServer((req, res) => {
+      if (req.headers["payment-signature"]) paidAttempts += 1;
+      const error = req.headers["payment-signature"]
+        ? "insufficient_funds_in_our_opinion"
+        : "payment_required";
+      res
+        .writeHead(402, { "payment-required": challenge, "content-type": "application/json" })
+        .end(JSON.stringify({ error }));
+    });
+    await new Promise<void>((resolve) => greedy.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(greedy.address() as AddressInfo).port}/greedy`;
+    try {
+      const wallet = await fundedWallet({ dailyLimit: "0.01" });
+      const before = await usdcBalance(chains.evm, wallet.evm.address);
+      const rejected = await paidFetch({ walletId: wallet.id, url });
+      expect(rejected.status, rejected.text).toBe(200);
+      expect(rejected.body).toMatchObject({
+        status: 402,
+        transaction: { type: "x402", status: "failed", resource: url },
+      });
+      expect(rejected.body.transaction.failureReason).toContain("payment_required");
+      expect(paidAttempts).toBe(1);
+      expect(await usdcBalance(chains.evm, wallet.evm.address)).toBe(before);
+      // The whole daily limit is free again: a payment of the same price goes through.
+      const paid = await paidFetch({ walletId: wallet.id, url: `${v2.url}/weather/evm` });
+      expect(paid.status, paid.text).toBe(200);
+      expect(paid.body.transaction).toMatchObject({ status: "confirmed" });
+    } finally {
+      await new Promise((resolve) => greedy.close(resolve));
+    }
+  });
+});
+
 describe("a payment carrying spendAuthorization.decisionId (the SDK's gate)", () => {
   /** Asks the daemon, as the agent, to approve this payment's facts (overridden where given). */
   async function authorize(overrides: Record<string, unknown> = {}) {
@@ -547,6 +602,7 @@ describe("who may fetch, and what", () => {
     ["an unknown field", { url: "http://127.0.0.1/x", price: "1" }],
     ["a bad header name", { url: "http://127.0.0.1/x", headers: { "bad name": "x" } }],
     ["a bad method", { url: "http://127.0.0.1/x", method: "CONNECT" }],
+    ["a body on a GET", { url: "http://127.0.0.1/x", body: "x" }],
   ])("400 for %s", async (_what, body) => {
     const wallet = await fundedWallet(undefined, 0n);
     const response = await paidFetch({ walletId: wallet.id, ...body });

@@ -43,6 +43,10 @@ const fetchBody = z
       }),
     spendAuthorization: z.strictObject({ decisionId: z.string().min(1).max(200) }).optional(),
   })
+  .refine((input) => input.body === undefined || !["GET", "HEAD"].includes(input.method ?? "GET"), {
+    message: "a GET or HEAD request has no body; set method",
+    path: ["body"],
+  })
   .meta({
     example: {
       walletId: "wal_4bG7hQ2nR8sT1vX3yZ5aC9",
