@@ -5,6 +5,23 @@ import type { App, Services } from "../../types.ts";
 
 const DEFAULT_LIMIT = 20;
 
+const serviceExample = {
+  resource: "https://api.example.com/weather",
+  type: "http",
+  x402Version: 2,
+  description: "Weather by city",
+  tags: ["weather"],
+  accepts: [
+    {
+      scheme: "exact",
+      network: "eip155:8453",
+      amount: "10000",
+      asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+      payTo: "0x000000000000000000000000000000000000dEaD",
+    },
+  ],
+};
+
 const discoveredService = z
   .object({
     resource: z.string().meta({ description: "the URL to fetch (with POST /v1/x402/fetch)" }),
@@ -20,24 +37,9 @@ const discoveredService = z
       .meta({ description: "the payment requirements the facilitator lists, verbatim" }),
   })
   .meta({
-    id: "X402Service",
+    id: "PaidService",
     description: "A payable resource, as the facilitator's discovery endpoint lists it",
-    example: {
-      resource: "https://api.example.com/weather",
-      type: "http",
-      x402Version: 2,
-      description: "Weather by city",
-      tags: ["weather"],
-      accepts: [
-        {
-          scheme: "exact",
-          network: "eip155:8453",
-          amount: "10000",
-          asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
-          payTo: "0x000000000000000000000000000000000000dEaD",
-        },
-      ],
-    },
+    example: serviceExample,
   });
 
 /** GET /v1/x402/services: payable resources from the configured facilitator's discovery endpoint. */
@@ -68,7 +70,7 @@ export function registerListX402Services(app: App, services: Services): void {
       response: {
         200: jsonResponse(
           "The payable services, in the facilitator's order",
-          z.object({ data: z.array(discoveredService) }),
+          z.object({ data: z.array(discoveredService) }).meta({ example: { data: [serviceExample] } }),
         ),
         ...errorResponses([
           502,
