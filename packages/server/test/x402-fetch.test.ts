@@ -626,7 +626,7 @@ describe("who may fetch, and what", () => {
     }
   });
 
-  it("refuses loopback where SVC_OUTBOUND_ALLOW does not exempt it", async () => {
+  it("refuses loopback, by address or by name, where SVC_OUTBOUND_ALLOW does not exempt it", async () => {
     const strict = await createTestServer({ devnet, env: testnetEnv(devnet) });
     try {
       const account = await seedAccount(strict.api);
@@ -635,13 +635,19 @@ describe("who may fetch, and what", () => {
         { name: "strict", chains: ["base-sepolia"] },
         account.apiKey,
       );
-      const response = await strict.api.post(
-        "/v1/x402/fetch",
-        { walletId: created.body.id, url: `${v2.url}/weather/evm` },
-        account.apiKey,
-      );
-      expect(response.status, response.text).toBe(400);
-      expect(expectErrorShape(response).reason).toBe("destination_not_allowed");
+      // By address, and by a name that resolves to loopback.
+      for (const url of [
+        `${v2.url}/weather/evm`,
+        `${v2.url.replace("127.0.0.1", "localhost")}/weather/evm`,
+      ]) {
+        const response = await strict.api.post(
+          "/v1/x402/fetch",
+          { walletId: created.body.id, url },
+          account.apiKey,
+        );
+        expect(response.status, response.text).toBe(400);
+        expect(expectErrorShape(response).reason).toBe("destination_not_allowed");
+      }
       const history = await strict.api.get(`/v1/wallets/${created.body.id}/transactions`, account.apiKey);
       expect(history.body.data).toEqual([]);
     } finally {
