@@ -21,7 +21,12 @@ export interface LocalChains {
   network: NetworkConfig;
   /** Fresh faucet accounts, topped up from the devnet treasury before their first payment. */
   faucet: FaucetAccounts;
-  /** Stops the devnet if this wiring started it; a devnet handed in is left running. */
+  /**
+   * The local x402 demo, when it runs: a paid resource (v2, and its v1 twin) and a facilitator settling
+   * on the devnet and listing it in discovery.
+   */
+  x402Demo?: { url: string; v1Url: string; facilitatorUrl: string };
+  /** Stops the devnet and the demo if this wiring started them; a devnet handed in is left running. */
   stop(): Promise<void>;
 }
 
@@ -36,13 +41,23 @@ const FAUCET_FLOAT = { eth: 100n * 10n ** 18n, sol: 1_000n * 10n ** 9n, usdc: 1_
  * const local = await openLocalChains(config);
  * const network = local?.network ?? config.network;
  */
-export async function openLocalChains(config: Config, devnet?: DevnetInfo): Promise<LocalChains | undefined> {
+export async function openLocalChains(
+  config: Config,
+  devnet?: DevnetInfo,
+  options: { x402Demo?: boolean } = {},
+): Promise<LocalChains | undefined> {
   const network = config.network;
   if (network.profile !== "devnet" || network.rpcUrls.base || network.rpcUrls.solana) return undefined;
   const { startDevnet, fundEvm, fundSolana } = await loadDevnet();
   const started = devnet ? undefined : await startDevnet();
   const chains: DevnetInfo = devnet ?? (started as DevnetInfo);
+  let demo: Awaited<ReturnType<typeof import("@svc/x402-local").startLocalDemo>> | undefined;
   try {
+    // `npm start`'s own chains get the demo; tests sharing a devnet ask for it.
+    if (options.x402Demo ?? started !== undefined) {
+      const { startLocalDemo } = await import("@svc/x402-local");
+      demo = await startLocalDemo(chains);
+    }
     return {
       network: {
         ...network,
@@ -50,11 +65,16 @@ export async function openLocalChains(config: Config, devnet?: DevnetInfo): Prom
         usdcAddresses: { ...network.usdcAddresses, base: chains.evm.usdc, solana: chains.solana.usdcMint },
       },
       faucet: await freshFaucetAccounts(chains, { fundEvm, fundSolana }),
+      ...(demo
+        ? { x402Demo: { url: demo.url, v1Url: demo.v1Url, facilitatorUrl: demo.facilitator.url } }
+        : {}),
       stop: async () => {
+        await demo?.stop();
         await started?.stop();
       },
     };
   } catch (error) {
+    await demo?.stop();
     await started?.stop();
     throw error;
   }

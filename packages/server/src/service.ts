@@ -22,6 +22,7 @@ import { type LocalChains, openLocalChains } from "./local-chains.ts";
 import { IncomingWatcher } from "./receives/watcher.ts";
 import { Confirmer } from "./spends/confirmer.ts";
 import { Keyring } from "./wallets/keyring.ts";
+import { OutboundFetcher } from "./x402/outbound-fetch.ts";
 
 /** A running service: its address, its parts for tests, and how to stop it. */
 export interface RunningService {
@@ -46,6 +47,11 @@ export interface StartOptions {
   devnet?: DevnetInfo;
   /** The clock of expiries and windows (see {@link Services.now}); default the system clock. */
   now?: () => Date;
+  /**
+   * Serve the local x402 demo on the devnet profile's local chains. Default: when the service starts
+   * those chains itself (`npm start`), not when handed a devnet.
+   */
+  x402Demo?: boolean;
 }
 
 /**
@@ -77,6 +83,7 @@ export async function startService(config: Config, options: StartOptions = {}): 
   let rateLimiter: RateLimiter | undefined;
   let local: LocalChains | undefined;
   let chains: ChainRegistry | undefined;
+  let outbound: OutboundFetcher | undefined;
   try {
     const now = options.now ?? (() => new Date());
     const keyring = new Keyring(secrets.masterKey);
@@ -84,7 +91,16 @@ export async function startService(config: Config, options: StartOptions = {}): 
     rateLimiter = config.redisUrl
       ? new FailoverRateLimiter(new RedisRateLimiter(config.redisUrl), logger)
       : new MemoryRateLimiter();
-    local = await openLocalChains(config, options.devnet);
+    local = await openLocalChains(
+      config,
+      options.devnet,
+      options.x402Demo === undefined ? {} : { x402Demo: options.x402Demo },
+    );
+    // The devnet profile's discovery defaults to the demo's facilitator.
+    const served: Config = {
+      ...config,
+      x402FacilitatorUrl: config.x402FacilitatorUrl ?? local?.x402Demo?.facilitatorUrl,
+    };
     chains = await createChainRegistry(local?.network ?? config.network);
     const registry = chains;
     const chainClient = (name: string) => registry.client(name);
@@ -104,17 +120,19 @@ export async function startService(config: Config, options: StartOptions = {}): 
       { db: store.db, chains: registry, log: logger },
       config.network.watchIntervalMs,
     );
+    outbound = new OutboundFetcher({ allow: config.outboundAllow });
     // Cursors exist before the first request, so nothing paid to a new wallet can fall before them.
     await watcher.initialize();
     const app = await createApp(
       {
-        config,
+        config: served,
         store,
         keyring,
         accessTokens: new AccessTokens(secrets.jwtSecret, now),
         chains: registry,
         rateLimiter,
         faucet,
+        outbound,
         authzd: config.authzd ? new AuthzdClient(config.authzd, logger) : undefined,
         now,
       },
@@ -123,8 +141,15 @@ export async function startService(config: Config, options: StartOptions = {}): 
     const url = await app.listen({ port: config.port, host: config.host });
     if (local) {
       // Local chains only: their endpoints are worth knowing (to send from outside) and hold no secret.
-      const served = registry.list().map(({ name, network, rpcUrl }) => ({ name, network, rpcUrl }));
-      logger.info({ chains: served }, "serving the local devnet chains");
+      const servedChains = registry.list().map(({ name, network, rpcUrl }) => ({ name, network, rpcUrl }));
+      logger.info({ chains: servedChains }, "serving the local devnet chains");
+    }
+    if (local?.x402Demo) {
+      const demo = local.x402Demo;
+      logger.info(
+        { x402Demo: demo },
+        `x402 demo: a paid resource at ${demo.url} (v1 twin ${demo.v1Url}), 0.01 USDC on base; pay it with POST /v1/x402/fetch`,
+      );
     }
     // Its first pass reconciles whatever a previous process left pending.
     const confirmer = new Confirmer(
@@ -135,6 +160,7 @@ export async function startService(config: Config, options: StartOptions = {}): 
     watcher.start();
     const limiter = rateLimiter;
     const localChains = local;
+    const outboundFetcher = outbound;
     return {
       app,
       url,
@@ -145,6 +171,7 @@ export async function startService(config: Config, options: StartOptions = {}): 
         await confirmer.stop();
         await watcher.stop();
         await app.close();
+        await outboundFetcher.close();
         await limiter.close();
         await store.close();
         await registry.close();
@@ -152,6 +179,7 @@ export async function startService(config: Config, options: StartOptions = {}): 
       },
     };
   } catch (error) {
+    await outbound?.close();
     await rateLimiter?.close();
     await store.close();
     await chains?.close();

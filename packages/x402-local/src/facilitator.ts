@@ -26,6 +26,27 @@ export interface LocalFacilitatorOptions {
    * (a facilitator that times out after settling) or observe settlements as they happen.
    */
   readonly onSettled?: (settlement: FacilitatorSettlement) => void | Promise<void>;
+  /**
+   * Serve the Bazaar discovery endpoint, `GET /discovery/resources`, listing what {@link
+   * LocalFacilitator.listResource} was given. Default true; false answers 404 there, as a facilitator
+   * without discovery does.
+   */
+  readonly discovery?: boolean;
+}
+
+/** A payable resource in the discovery list, as the Bazaar extension's `/discovery/resources` lists it. */
+export interface DiscoverableResource {
+  /** The URL a client fetches. */
+  readonly resource: string;
+  /** Default "http". */
+  readonly type?: string;
+  readonly x402Version: 1 | 2;
+  /** The payment requirements, as the resource's challenge states them. */
+  readonly accepts: readonly Record<string, unknown>[];
+  readonly description?: string;
+  readonly mimeType?: string;
+  readonly serviceName?: string;
+  readonly tags?: readonly string[];
 }
 
 /** One settle call the facilitator answered, as it answered it. */
@@ -51,6 +72,8 @@ export interface LocalFacilitator {
   readonly networks: { readonly evm: string; readonly solana: string; readonly v1: readonly string[] };
   /** Every settle call answered so far, oldest first. */
   readonly settlements: readonly FacilitatorSettlement[];
+  /** Adds a resource to the discovery list (`GET /discovery/resources`), newest last. */
+  listResource(resource: DiscoverableResource): void;
   /** Stops the HTTP server. Safe to call twice. */
   stop(): Promise<void>;
 }
@@ -63,7 +86,7 @@ const FACILITATOR_LAMPORTS = 10n * 10n ** 9n;
  * Starts the x402 reference facilitator (`@x402/core`'s `x402Facilitator` with `@x402/evm`'s and
  * `@x402/svm`'s `exact` schemes) on 127.0.0.1, settling on the devnet from fresh accounts funded by the
  * devnet's treasuries. It answers `POST /verify`, `POST /settle` and `GET /supported` as a public facilitator
- * does.
+ * does, and `GET /discovery/resources` (the Bazaar extension's list) with what `listResource` was given.
  *
  * Networks: EVM v2 as `eip155:<devnet chain id>`; EVM v1 under the v1 name of that chain id when it has one
  * (84532: `base-sepolia`); Solana v2 as Solana devnet's CAIP-2 id and v1 as `solana-devnet`, both over the
@@ -109,8 +132,30 @@ export async function startLocalFacilitator(
   v1.push(SOLANA_DEVNET_V1_NAME);
 
   const settlements: FacilitatorSettlement[] = [];
+  // One settlement at a time: the reference EVM signer reads its account's nonce per transaction, so
+  // concurrent settlements from the one account would collide (`invalid_exact_evm_transaction_failed`).
+  let settling: Promise<unknown> = Promise.resolve();
+  const settleInTurn = (payload: PaymentPayload, requirements: PaymentRequirements) => {
+    const turn = settling.then(() => facilitator.settle(payload, requirements));
+    settling = turn.catch(() => undefined);
+    return turn;
+  };
+  const discoverable: (DiscoverableResource & { type: string; lastUpdated: string })[] = [];
   const app = express();
   app.use(express.json({ limit: "1mb" }));
+  if (options.discovery !== false) {
+    app.get("/discovery/resources", (req, res) => {
+      const type = typeof req.query.type === "string" ? req.query.type : undefined;
+      const limit = Math.min(Math.max(Number(req.query.limit) || 100, 1), 1000);
+      const offset = Math.max(Number(req.query.offset) || 0, 0);
+      const matching = discoverable.filter((item) => type === undefined || item.type === type);
+      res.json({
+        x402Version: 2,
+        items: matching.slice(offset, offset + limit),
+        pagination: { limit, offset, total: matching.length },
+      });
+    });
+  }
   app.get("/supported", (_req, res) => {
     res.json(facilitator.getSupported());
   });
@@ -134,7 +179,7 @@ export async function startLocalFacilitator(
     }
     let result: SettleResponse;
     try {
-      result = await facilitator.settle(body.paymentPayload, body.paymentRequirements);
+      result = await settleInTurn(body.paymentPayload, body.paymentRequirements);
     } catch (error) {
       res.status(500).json({ error: error instanceof Error ? error.message : String(error) });
       return;
@@ -165,6 +210,9 @@ export async function startLocalFacilitator(
     solanaFeePayer: feePayer.address,
     networks: { evm, solana: SOLANA_DEVNET_NETWORK, v1 },
     settlements,
+    listResource(resource) {
+      discoverable.push({ type: "http", ...resource, lastUpdated: new Date().toISOString() });
+    },
     stop() {
       stopping ??= new Promise<void>((resolve) => {
         server.close(() => resolve());

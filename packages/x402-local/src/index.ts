@@ -5,7 +5,9 @@
  *
  * @packageDocumentation
  */
+export { type DemoDevnet, type LocalDemo, startLocalDemo } from "./demo.ts";
 export {
+  type DiscoverableResource,
   type FacilitatorDevnet,
   type FacilitatorSettlement,
   type LocalFacilitator,

@@ -158,6 +158,7 @@ export const transactionView = z
     confirmedAt: timestamp.optional(),
     failureReason: z.string().optional(),
     spendDecisionId: z.string().optional(),
+    resource: z.string().optional().meta({ description: "x402: the URL of the resource paid for" }),
   })
   .meta({
     id: "Transaction",

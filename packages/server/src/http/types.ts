@@ -14,6 +14,7 @@ import type { Config } from "../internal/config.ts";
 import type { Store } from "../internal/db/store.ts";
 import type { RateLimiter } from "../internal/rate-limit.ts";
 import type { Keyring } from "../wallets/keyring.ts";
+import type { OutboundFetcher } from "../x402/outbound-fetch.ts";
 
 /** The fastify instance every route registers on, with zod schemas as its type provider. */
 export type App = FastifyInstance<
@@ -33,6 +34,8 @@ export interface Services {
   chains: ChainRegistry;
   rateLimiter: RateLimiter;
   faucet: Faucet;
+  /** Requests to URLs callers name (x402 resources), guarded by `SVC_OUTBOUND_ALLOW`. */
+  outbound: OutboundFetcher;
   /** The authorization daemon, when the service is configured with one. */
   authzd: AuthzdClient | undefined;
   /**

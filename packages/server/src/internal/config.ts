@@ -146,6 +146,7 @@ const envSchema = z.object({
   SVC_AUTHZD_URL: httpUrl.optional(),
   SVC_AUTHZD_TOKEN: z.string().min(1).optional(),
   SVC_OUTBOUND_ALLOW: outboundAllow.optional(),
+  SVC_X402_FACILITATOR_URL: httpUrl.optional(),
 });
 
 /** Which networks stand behind the chain names: local chains, public test networks or mainnets. */
@@ -235,6 +236,11 @@ export interface Config {
    * private, loopback or link-local. Default: none; on the devnet profile, loopback.
    */
   outboundAllow: string[];
+  /**
+   * The x402 facilitator whose discovery endpoint (`/discovery/resources`) lists payable services. On the
+   * devnet profile without it, the local demo's facilitator.
+   */
+  x402FacilitatorUrl: string | undefined;
 }
 
 /** Thrown when the environment holds a bad value; its message is one line per bad variable. */
@@ -277,6 +283,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     authzd: authzdConfig(e),
     outboundAllow:
       e.SVC_OUTBOUND_ALLOW ?? (e.SVC_NETWORK_PROFILE === "devnet" ? [...DEVNET_OUTBOUND_ALLOW] : []),
+    x402FacilitatorUrl: e.SVC_X402_FACILITATOR_URL?.replace(/\/+$/, ""),
   };
 }
 

@@ -216,6 +216,23 @@ export const errors = {
     details: Record<string, unknown>,
   ) => new AppError(400, "ValidationError", message, reason, details),
 
+  /**
+   * An x402 payment was signed and sent, and no answer came back (timeout, connection lost): it may still
+   * settle. Its transaction stays `pending` and completes from the chain; a retry never pays again.
+   */
+  paymentOutcomeUnknown: (transactionId: string, message: string, cause?: unknown) =>
+    new AppError(
+      502,
+      "InternalError",
+      `${message}. The payment was signed and sent; transaction ${transactionId} completes from the chain (it is not paid again)`,
+      "payment_outcome_unknown",
+      { transactionId },
+      { cause },
+    ),
+  /** The configured x402 facilitator offers no discovery endpoint (or none is configured, or it is down). */
+  discoveryUnavailable: (message: string, cause?: unknown) =>
+    new AppError(502, "InternalError", message, "discovery_unavailable", undefined, { cause }),
+
   authzdNotConfigured: () =>
     new AppError(
       400,

@@ -26,7 +26,15 @@ export interface SpendFacts {
   usdMicros: bigint | undefined;
   /** Set only once the decision has been verified with the authorization daemon. */
   spendDecisionId?: string | undefined;
+  /** x402: the URL of the resource paid for. */
+  resource?: string;
 }
+
+/**
+ * What signing a spend produced: a transfer for this service to broadcast, or (x402) a payment that the
+ * resource's facilitator will submit, identified on chain by `x402Payment` until a receipt names its hash.
+ */
+export type SignedSpend = SignedTransfer | { x402Payment: Record<string, unknown> };
 
 /**
  * The rules that do not depend on other spends: paused, verified authorization when required, whitelist,
@@ -191,7 +199,7 @@ export async function admitSpend(
   spend: SpendFacts,
   options: {
     evmNonce?: { chainPendingNonce: number };
-    sign: (nonce: number | undefined) => Promise<SignedTransfer>;
+    sign: (nonce: number | undefined) => Promise<SignedSpend>;
     idempotency?: IdempotencyClaim | undefined;
     now?: Date;
   },
@@ -243,13 +251,17 @@ export async function admitSpend(
       decimals: spend.token.decimals,
       fromAddress: spend.from,
       toAddress: spend.to,
-      txHash: signed.txHash,
       status: "pending",
       spendDecisionId: spend.spendDecisionId ?? null,
       usdMicros: spend.usdMicros ?? null,
-      rawTx: signed.raw,
-      nonce: signed.nonce ?? null,
-      lastValidBlockHeight: signed.lastValidBlockHeight ?? null,
+      ...("x402Payment" in signed
+        ? { resource: spend.resource ?? null, x402Payment: signed.x402Payment }
+        : {
+            txHash: signed.txHash,
+            rawTx: signed.raw,
+            nonce: signed.nonce ?? null,
+            lastValidBlockHeight: signed.lastValidBlockHeight ?? null,
+          }),
       createdAt: now,
     });
     if (spend.usdMicros !== undefined && spend.usdMicros > 0n)

@@ -6,6 +6,7 @@ import { transactions, wallets } from "../internal/db/schema.ts";
 import type { Db } from "../internal/db/store.ts";
 import type { Keyring } from "../wallets/keyring.ts";
 import { openSigningKey } from "../wallets/wallets.ts";
+import { settleRecordedPayment } from "../x402/pay.ts";
 import { failSpend } from "./admission.ts";
 import { broadcastRecorded, fillNonceGap } from "./broadcast.ts";
 import { findToken } from "./send.ts";
@@ -124,9 +125,11 @@ export class Confirmer {
   async #settleRows(client: ChainClient, rows: (typeof transactions.$inferSelect)[]): Promise<void> {
     for (const row of rows) {
       if (this.#stopped) return;
-      if (!row.txHash || !row.rawTx) continue;
+      if (row.type !== "x402" && (!row.txHash || !row.rawTx)) continue;
       try {
-        await this.#settle(client, row);
+        // An x402 payment was submitted by the resource's facilitator: only the chain tells how it ended.
+        if (row.type === "x402") await settleRecordedPayment(this.deps.db, client.config, row);
+        else await this.#settle(client, row);
       } catch (error) {
         this.deps.log.warn(
           { err: error, transactionId: row.id },

@@ -25,6 +25,8 @@ export interface TransactionView {
   confirmedAt?: string;
   failureReason?: string;
   spendDecisionId?: string;
+  /** x402: the URL of the resource paid for. */
+  resource?: string;
 }
 
 export function toTransactionView(row: TransactionRow): TransactionView {
@@ -43,6 +45,7 @@ export function toTransactionView(row: TransactionRow): TransactionView {
     ...(row.confirmedAt ? { confirmedAt: row.confirmedAt.toISOString() } : {}),
     ...(row.failureReason ? { failureReason: row.failureReason } : {}),
     ...(row.spendDecisionId ? { spendDecisionId: row.spendDecisionId } : {}),
+    ...(row.resource ? { resource: row.resource } : {}),
   };
 }
 

@@ -38,6 +38,8 @@ export interface TestServerOptions {
   store?: StoreLocation;
   /** The local chains to serve; default the file's {@link sharedDevnet}. */
   devnet?: DevnetInfo;
+  /** Serve the local x402 demo on those chains, as `npm start` does. Default false. */
+  x402Demo?: boolean;
 }
 
 export interface TestServer {
@@ -95,6 +97,7 @@ export async function createTestServer(options: TestServerOptions = {}): Promise
     logDestination: logs,
     devnet,
     now: clock.now,
+    ...(options.x402Demo ? { x402Demo: true } : {}),
   });
   return {
     url: service.url,

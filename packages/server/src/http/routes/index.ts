@@ -18,6 +18,8 @@ import { registerSetPolicyStatus } from "./wallets/policy/set-status.ts";
 import { registerUpdatePolicy } from "./wallets/policy/update.ts";
 import { registerSend } from "./wallets/send.ts";
 import { registerListTransactions } from "./wallets/transactions/list.ts";
+import { registerX402Fetch } from "./x402/fetch.ts";
+import { registerListX402Services } from "./x402/services.ts";
 
 /**
  * Every operation of the API, one file each. The folder mirrors the URL without its version and its ids
@@ -45,4 +47,6 @@ export function registerRoutes(app: App, services: Services): void {
   registerGetPolicy(app, services);
   registerUpdatePolicy(app, services);
   registerSetPolicyStatus(app, services);
+  registerX402Fetch(app, services);
+  registerListX402Services(app, services);
 }

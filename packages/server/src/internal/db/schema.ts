@@ -105,6 +105,10 @@ export const transactions = pgTable("transactions", {
   broadcastAt: timestamp("broadcast_at", { withTimezone: true, mode: "date" }),
   /** Which transfer of its transaction a receive records; NULL for spends. */
   transferIndex: integer("transfer_index"),
+  /** x402: the URL of the resource paid for; NULL for other types. */
+  resource: text("resource"),
+  /** x402: what identifies the signed payment on chain (see `src/x402/pay.ts`); NULL for other types. */
+  x402Payment: jsonb("x402_payment").$type<Record<string, unknown>>(),
 });
 
 export const transactionCounts = pgTable(

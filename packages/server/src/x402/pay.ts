@@ -1,0 +1,339 @@
+/**
+ * x402 payments through the one spend pipeline: a paid fetch on behalf of a wallet. The resource is fetched;
+ * a 402 is answered by a payment that the wallet's policy admits under the policy row's lock (paused,
+ * `requireSpendAuthorization`, the whitelist by payee or the resource's hostname, maxPerTx, the rolling daily
+ * window), reserved and recorded `pending` as an `x402` transaction, and signed with the wallet's key, all in
+ * one database transaction (`admitSpend`). What needs the network (the challenge, a Solana blockhash, the
+ * balance, the daemon) comes before it; the retry with the payment header after it. The transaction is then
+ * completed from the chain, checked against the receipt: `confirmed` with the settlement's hash, or `failed`
+ * with its amount released; without an answer it stays `pending` and the confirmer completes it.
+ */
+
+import type { Address } from "@solana/kit";
+import { and, eq } from "drizzle-orm";
+import { chainCall } from "../chains/errors.ts";
+import type { ChainClient, ChainConfig } from "../chains/types.ts";
+import type { IdempotencyClaim } from "../idempotency/idempotency.ts";
+import { transactions } from "../internal/db/schema.ts";
+import type { Db } from "../internal/db/store.ts";
+import { isUniqueViolation } from "../internal/db/store.ts";
+import { errors } from "../internal/errors.ts";
+import { formatUnits } from "../internal/money.ts";
+import { getPolicyRow } from "../policy/policy.ts";
+import {
+  admitSpend,
+  checkDailyLimit,
+  checkStaticRules,
+  failSpend,
+  type SpendFacts,
+} from "../spends/admission.ts";
+import {
+  alreadyUsed,
+  consumeSpendAuthorization,
+  releaseRefusedSpendAuthorization,
+} from "../spends/authorization.ts";
+import { usdMicros } from "../spends/pricing.ts";
+import type { SpendDeps } from "../spends/send.ts";
+import type { TransactionRow } from "../transactions/transactions.ts";
+import { findWalletForAccount, openSigningKey } from "../wallets/wallets.ts";
+import { getPaymentSettlement, getRecentBlockhash, type PaymentSettlement } from "./chain-reads.ts";
+import type { PaymentChallenge, SelectedRequirement } from "./challenge.ts";
+import type { OutboundFetcher, OutboundResponse } from "./outbound-fetch.ts";
+import { fetchWithPayment } from "./paid-fetch.ts";
+import { type PaymentOnChain, type SignedPayment, signPayment } from "./payment.ts";
+import type { PaymentReceipt } from "./receipt.ts";
+
+/** What a paid fetch needs from the rest of the service. */
+export interface PaidFetchDeps extends SpendDeps {
+  outbound: OutboundFetcher;
+}
+
+/** A paid fetch as a caller asks for it. */
+export interface PaidFetchRequest {
+  walletId: string;
+  url: string;
+  method?: string | undefined;
+  headers?: Readonly<Record<string, string>> | undefined;
+  body?: string | undefined;
+  /** Pay only on this chain (a chain name of the wallet). */
+  chain?: string | undefined;
+  /** Pay at most this much of the token, in whole tokens (decimal string). */
+  maxAmount?: string | undefined;
+  /** A decision of the authorization daemon for exactly this payment; consumed before anything is signed. */
+  spendDecisionId?: string | undefined;
+}
+
+/** How a paid fetch ended, for the caller. */
+export interface PaidFetchResponse {
+  /** The resource's last answer: the paid one, or the only one when it asked for no payment. */
+  response: OutboundResponse;
+  receipt: PaymentReceipt | undefined;
+  /** The x402 transaction, when a payment was made (whatever became of it). */
+  transaction: TransactionRow | undefined;
+  /** The amount paid, in whole tokens, when a payment was made. */
+  amountCharged: string | undefined;
+}
+
+/**
+ * Fetches `request.url` for a wallet of the account, paying a 402 once within the wallet's policy.
+ * Refusals before signing (policy, no payable requirement, a refused destination, funds) record nothing and
+ * are thrown. After signing, the payment is recorded whatever happens: an unanswered retry throws 502
+ * `payment_outcome_unknown` naming its transaction, which completes from the chain.
+ *
+ * @example
+ * ```ts
+ * const paid = await fetchAndPay(deps, accountId, { walletId, url: "https://api.example.com/weather" });
+ * paid.response.status;        // 200
+ * paid.transaction?.status;    // "confirmed"
+ * ```
+ */
+export async function fetchAndPay(
+  deps: PaidFetchDeps,
+  accountId: string,
+  request: PaidFetchRequest,
+  idempotency?: IdempotencyClaim,
+): Promise<PaidFetchResponse> {
+  const wallet = await findWalletForAccount(deps.db, accountId, request.walletId);
+  if (request.chain !== undefined && !wallet.chains.includes(request.chain)) {
+    throw errors.chainNotInWallet(request.chain, wallet.chains);
+  }
+  const clients = new Map<string, ChainClient>();
+  for (const name of wallet.chains) {
+    const client = deps.chainClient(name);
+    if (client) clients.set(client.config.network, client);
+  }
+  let recorded: TransactionRow | undefined;
+
+  const pay = async ({
+    challenge,
+    selected,
+  }: {
+    challenge: PaymentChallenge;
+    selected: SelectedRequirement;
+  }): Promise<SignedPayment> => {
+    const { requirement, chain, token } = selected;
+    const client = clients.get(chain.network);
+    const from = chain.kind === "evm" ? wallet.evmAddress : wallet.solanaAddress;
+    if (!client || !from) throw errors.chainNotInWallet(chain.name, wallet.chains);
+    if (wallet.status !== "active") throw errors.walletArchived(wallet.id);
+    if (request.spendDecisionId !== undefined) {
+      await consumeSpendAuthorization(deps.authzd, request.spendDecisionId, {
+        kind: chain.kind,
+        network: chain.network,
+        asset: requirement.asset,
+        amount: requirement.amount,
+        destination: requirement.payTo,
+      });
+    }
+    const spend: SpendFacts = {
+      walletId: wallet.id,
+      type: "x402",
+      chain: chain.name,
+      token,
+      amount: requirement.amount,
+      from,
+      to: requirement.payTo,
+      alsoAllowedAs: [new URL(request.url).hostname],
+      usdMicros: usdMicros(token, requirement.amount),
+      spendDecisionId: request.spendDecisionId,
+      resource: request.url,
+    };
+    try {
+      // The policy first (a cheap refusal needs no chain call); admitSpend checks it again under the lock.
+      const policy = await getPolicyRow(deps.db, wallet.id);
+      checkStaticRules(policy, spend);
+      await checkDailyLimit(deps.db, policy, spend, deps.now?.());
+      await checkBalance(client, from, selected);
+      // Everything signing needs from a chain is read now, outside the database transaction.
+      const recentBlockhash =
+        chain.kind === "solana" ? await chainCall(chain.name, () => getRecentBlockhash(chain)) : undefined;
+      const privateKey = await openSigningKey(deps.db, deps.keyring, wallet, chain.kind);
+      let payment: SignedPayment | undefined;
+      try {
+        recorded = await admitSpend(deps.db, spend, {
+          idempotency,
+          ...(deps.now ? { now: deps.now() } : {}),
+          sign: async () => {
+            payment = await signPayment({
+              challenge,
+              selected,
+              privateKey,
+              // Validity is judged by the chain's clock, not by the service's window clock.
+              now: new Date(),
+              ...(recentBlockhash ? { recentBlockhash } : {}),
+            });
+            return { x402Payment: storedPayment(payment) };
+          },
+        });
+      } finally {
+        privateKey.fill(0);
+      }
+      if (!payment) throw new Error("admitted an x402 payment without signing it");
+      return payment;
+    } catch (error) {
+      if (request.spendDecisionId !== undefined) {
+        if (isUniqueViolation(error, "transactions_spend_decision_key"))
+          throw alreadyUsed(request.spendDecisionId);
+        await releaseRefusedSpendAuthorization(deps.authzd, request.spendDecisionId, error);
+      }
+      throw error;
+    }
+  };
+
+  const result = await fetchWithPayment(deps.outbound, {
+    request: {
+      url: request.url,
+      ...(request.method === undefined ? {} : { method: request.method }),
+      ...(request.headers === undefined ? {} : { headers: request.headers }),
+      ...(request.body === undefined ? {} : { body: request.body }),
+    },
+    constraints: {
+      chains: [...clients.values()].map((client) => client.config),
+      ...(request.chain === undefined ? {} : { chain: request.chain }),
+      ...(request.maxAmount === undefined ? {} : { maxAmount: request.maxAmount }),
+    },
+    pay,
+  });
+  if (result.outcome === "free") {
+    return {
+      response: result.response,
+      receipt: undefined,
+      transaction: undefined,
+      amountCharged: undefined,
+    };
+  }
+  const row = recorded;
+  if (!row) throw new Error("paid without a recorded transaction");
+  const amountCharged = formatUnits(result.selected.requirement.amount, result.selected.token.decimals);
+  if (result.outcome === "unknown") {
+    const message = result.error instanceof Error ? result.error.message : "The paid request got no answer";
+    throw errors.paymentOutcomeUnknown(row.id, message, result.error);
+  }
+  const completed = await completePayment(deps.db, result.selected.chain, row, {
+    onChain: result.payment.onChain,
+    receipt: result.receipt,
+    rejection: result.outcome === "rejected" ? result.reason : undefined,
+  });
+  return { response: result.response, receipt: result.receipt, transaction: completed, amountCharged };
+}
+
+/** The balance the payment needs; x402 payments cost the payer no gas (the facilitator pays it). */
+async function checkBalance(client: ChainClient, from: string, selected: SelectedRequirement): Promise<void> {
+  const { token, requirement } = selected;
+  const balance = await chainCall(client.config.name, () => client.getBalance(from, token));
+  if (balance < requirement.amount) {
+    throw errors.insufficientFunds(
+      "insufficient_token",
+      `Insufficient ${token.symbol}: balance ${formatUnits(balance, token.decimals)}, this payment needs ${formatUnits(requirement.amount, token.decimals)}`,
+      {
+        token: token.symbol,
+        balance: formatUnits(balance, token.decimals),
+        required: formatUnits(requirement.amount, token.decimals),
+      },
+    );
+  }
+}
+
+/**
+ * Completes a recorded payment after the paid request was answered. The chain decides, checked against
+ * the receipt's hash: settled → `confirmed` with the settlement's hash; landed and failed, or expired →
+ * `failed`, its amount released. Not on chain yet: a refusal by the server (a 402 again, or a receipt with
+ * `success: false`) fails it with the server's reason; otherwise it stays `pending` for the confirmer,
+ * as it does when the chain cannot be read.
+ */
+async function completePayment(
+  db: Db,
+  chain: ChainConfig,
+  row: TransactionRow,
+  outcome: { onChain: PaymentOnChain; receipt: PaymentReceipt | undefined; rejection: string | undefined },
+): Promise<TransactionRow> {
+  const { receipt, rejection } = outcome;
+  let settlement: PaymentSettlement | undefined;
+  try {
+    settlement = await getPaymentSettlement(chain, outcome.onChain, receipt?.transaction || undefined);
+  } catch {
+    settlement = undefined;
+  }
+  const refusedBy =
+    rejection ??
+    (receipt?.success === false
+      ? (receipt.errorReason ?? "the server reported the payment failed")
+      : undefined);
+  if (settlement?.state === "settled") {
+    await confirmPayment(db, row.id, settlement.txHash);
+  } else if (settlement?.state === "failed") {
+    await failSpend(db, row.id, `settlement failed on chain: ${settlement.reason}`);
+  } else if (settlement?.state === "expired") {
+    await failSpend(db, row.id, "the payment expired before it settled");
+  } else if (refusedBy !== undefined) {
+    await failSpend(db, row.id, `payment rejected by the resource: ${refusedBy}`.slice(0, 500));
+  }
+  const [current] = await db.select().from(transactions).where(eq(transactions.id, row.id));
+  return current ?? row;
+}
+
+/** Marks a pending payment confirmed with its settlement's hash; false when it was no longer pending. */
+async function confirmPayment(db: Db, transactionId: string, txHash: string): Promise<boolean> {
+  const updated = await db
+    .update(transactions)
+    .set({ status: "confirmed", txHash: txHash === "" ? null : txHash, confirmedAt: new Date() })
+    .where(and(eq(transactions.id, transactionId), eq(transactions.status, "pending")))
+    .returning({ id: transactions.id });
+  return updated.length > 0;
+}
+
+/**
+ * The confirmer's part: completes a pending `x402` transaction from the chain alone (no receipt came):
+ * settled → `confirmed`; failed on chain or expired → `failed`, its amount released; otherwise left pending.
+ * @example await settleRecordedPayment(db, registry.get("base")!, row);
+ */
+export async function settleRecordedPayment(db: Db, chain: ChainConfig, row: TransactionRow): Promise<void> {
+  const onChain = paymentOnChain(row.x402Payment);
+  if (!onChain) return;
+  const settlement = await getPaymentSettlement(chain, onChain);
+  switch (settlement.state) {
+    case "settled":
+      await confirmPayment(db, row.id, settlement.txHash);
+      return;
+    case "failed":
+      await failSpend(db, row.id, `settlement failed on chain: ${settlement.reason}`);
+      return;
+    case "expired":
+      await failSpend(db, row.id, "the payment expired before it settled");
+      return;
+    case "pending":
+      return;
+  }
+}
+
+/** What is stored of a signed payment (`transactions.x402_payment`): its version, payer and on-chain identity. */
+function storedPayment(payment: SignedPayment): Record<string, unknown> {
+  const onChain =
+    payment.onChain.kind === "evm"
+      ? { ...payment.onChain, validBefore: payment.onChain.validBefore.toString() }
+      : { ...payment.onChain, lastValidBlockHeight: payment.onChain.lastValidBlockHeight.toString() };
+  return { version: payment.version, payer: payment.payer, onChain };
+}
+
+/** The on-chain identity of a stored payment, or undefined when the row holds none readable. */
+function paymentOnChain(stored: Record<string, unknown> | null): PaymentOnChain | undefined {
+  const onChain = stored?.onChain as Record<string, unknown> | undefined;
+  if (onChain?.kind === "evm") {
+    return {
+      kind: "evm",
+      token: String(onChain.token) as `0x${string}`,
+      authorizer: String(onChain.authorizer) as `0x${string}`,
+      nonce: String(onChain.nonce) as `0x${string}`,
+      validBefore: BigInt(String(onChain.validBefore)),
+    };
+  }
+  if (onChain?.kind === "solana") {
+    return {
+      kind: "solana",
+      payerSignature: String(onChain.payerSignature),
+      sourceTokenAccount: String(onChain.sourceTokenAccount) as Address,
+      lastValidBlockHeight: BigInt(String(onChain.lastValidBlockHeight)),
+    };
+  }
+  return undefined;
+}

@@ -1,0 +1,718 @@
+/**
+ * POST /v1/x402/fetch over real sockets, against the x402 reference implementation on the local chains: the
+ * reference facilitator (`@x402/core` + `@x402/evm` / `@x402/svm`) settling on the devnet, and resource
+ * servers built from `@x402/express` (v2) and `x402-express` 1.2 (v1).
+ *
+ * Chains: v1 names EVM chains from a closed list and `@x402/svm` knows only the public Solana ids, so the
+ * service runs its testnet profile pointed at a devnet whose anvil has Base Sepolia's chain id (84532):
+ * `base-sepolia` is the devnet's EVM chain and `solana-devnet` its Solana runtime.
+ */
+
+import { randomBytes } from "node:crypto";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { type Address, createKeyPairSignerFromPrivateKeyBytes } from "@solana/kit";
+import { startTestDaemon, type TestDaemon } from "@svc/authzd/testing";
+import { type Devnet, fundEvm, fundSolana, startDevnet } from "@svc/devnet";
+import {
+  createUsdcAccount,
+  type LocalFacilitator,
+  type ResourceServer,
+  SOLANA_DEVNET_NETWORK,
+  startLocalFacilitator,
+  startResourceServerV1,
+  startResourceServerV2,
+} from "@svc/x402-local";
+import { createPublicClient, http } from "viem";
+import { privateKeyToAddress } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createChainClient, resolveChains } from "../src/chains/registry.ts";
+import type { ChainConfig } from "../src/chains/types.ts";
+import { waitForSettled } from "./support/spends.ts";
+import { createTestServer, expectErrorShape, seedAccount, type TestServer } from "./support/test-server.ts";
+
+const PRICE = 10_000n; // 0.01 USDC
+const USDC = 1_000_000n;
+const WEATHER = { city: "Lisbon", forecast: "sunny", celsius: 21 };
+
+let devnet: Devnet;
+let daemon: TestDaemon;
+let agentToken: string;
+let facilitator: LocalFacilitator;
+let v2: ResourceServer;
+let v1: ResourceServer;
+let redirector: Server;
+let redirectorUrl: string;
+let server: TestServer;
+let owner: Awaited<ReturnType<typeof seedAccount>>;
+let chains: { evm: ChainConfig; solana: ChainConfig };
+const evmPayTo = privateKeyToAddress(`0x${randomBytes(32).toString("hex")}`);
+let solanaPayTo: string;
+/** Set by the test whose facilitator holds its settle answer back. */
+let holdSettleAnswer: Promise<void> | undefined;
+
+function testnetEnv(devnet: Devnet): Record<string, string> {
+  return {
+    SVC_NETWORK_PROFILE: "testnet",
+    SVC_RPC_BASE_SEPOLIA: devnet.evm.rpcUrl,
+    SVC_USDC_BASE_SEPOLIA: devnet.evm.usdc,
+    SVC_RPC_SOLANA_DEVNET: devnet.solana.rpcUrl,
+    SVC_USDC_SOLANA_DEVNET: devnet.solana.usdcMint,
+  };
+}
+
+beforeAll(async () => {
+  devnet = await startDevnet({ evmChainId: 84532 });
+  facilitator = await startLocalFacilitator(devnet, { onSettled: () => holdSettleAnswer });
+  solanaPayTo = (await createKeyPairSignerFromPrivateKeyBytes(randomBytes(32))).address;
+  await createUsdcAccount(devnet, solanaPayTo);
+  const evmOffer = {
+    network: "eip155:84532",
+    payTo: evmPayTo,
+    amount: String(PRICE),
+    asset: devnet.evm.usdc,
+    extra: devnet.evm.usdcEip712,
+  };
+  const solanaOffer = {
+    network: SOLANA_DEVNET_NETWORK,
+    payTo: solanaPayTo,
+    amount: String(PRICE),
+    asset: devnet.solana.usdcMint,
+  };
+  v2 = await startResourceServerV2(
+    facilitator.url,
+    [
+      { path: "/weather/evm", accepts: [evmOffer], body: WEATHER },
+      { path: "/weather/solana", accepts: [solanaOffer], body: WEATHER },
+    ],
+    { free: { "/free": { free: true } } },
+  );
+  v1 = await startResourceServerV1(facilitator.url, [
+    {
+      path: "/weather/evm",
+      network: "base-sepolia",
+      payTo: evmPayTo,
+      amount: String(PRICE),
+      asset: { address: devnet.evm.usdc, decimals: 6, eip712: devnet.evm.usdcEip712 },
+      body: WEATHER,
+    },
+  ]);
+  // Redirects to the cloud metadata endpoint, from an address the service is allowed to reach.
+  redirector = createServer((_req, res) => {
+    res.writeHead(302, { location: "http://169.254.169.254/latest/meta-data/" }).end();
+  });
+  await new Promise<void>((resolve) => redirector.listen(0, "127.0.0.1", resolve));
+  redirectorUrl = `http://127.0.0.1:${(redirector.address() as AddressInfo).port}`;
+
+  daemon = await startTestDaemon();
+  const serviceToken = await daemon.identity("svc-service", ["wallet.spend.verify"]);
+  agentToken = await daemon.identity("agent-1", ["wallet.spend.authorize", "wallet.spend.settle"]);
+  server = await createTestServer({
+    devnet,
+    env: {
+      ...testnetEnv(devnet),
+      SVC_OUTBOUND_ALLOW: "127.0.0.0/8",
+      SVC_AUTHZD_URL: daemon.url,
+      SVC_AUTHZD_TOKEN: serviceToken,
+      SVC_X402_FACILITATOR_URL: facilitator.url,
+    },
+  });
+  owner = await seedAccount(server.api);
+  const resolved = await resolveChains(server.config.network);
+  chains = {
+    evm: resolved.find((c) => c.name === "base-sepolia") as ChainConfig,
+    solana: resolved.find((c) => c.name === "solana-devnet") as ChainConfig,
+  };
+});
+
+afterAll(async () => {
+  await server?.close();
+  await daemon?.stop();
+  await new Promise((resolve) => redirector?.close(resolve));
+  await v1?.stop();
+  await v2?.stop();
+  await facilitator?.stop();
+  await devnet?.stop();
+});
+
+interface Wallet {
+  id: string;
+  evm: { address: string };
+  solana: { address: string };
+}
+
+/** A wallet of the owner on both chains, holding `usdc` atomic units on each (and no gas: x402 needs none). */
+async function fundedWallet(policy?: Record<string, unknown>, usdc = 1n * USDC): Promise<Wallet> {
+  const created = await server.api.post(
+    "/v1/wallets",
+    { name: "payer", chains: ["base-sepolia", "solana-devnet"], ...(policy ? { policy } : {}) },
+    owner.apiKey,
+  );
+  if (created.status !== 201) throw new Error(created.text);
+  const wallet = created.body as Wallet;
+  if (usdc > 0n) {
+    await fundEvm(devnet, wallet.evm.address as `0x${string}`, { usdc });
+    await fundSolana(devnet, wallet.solana.address as Address, { usdc });
+  }
+  return wallet;
+}
+
+async function usdcBalance(chain: ChainConfig, address: string): Promise<bigint> {
+  const client = createChainClient(chain);
+  try {
+    return await client.getBalance(address, chain.tokens[0] as ChainConfig["tokens"][number]);
+  } finally {
+    await client.close?.();
+  }
+}
+
+function paidFetch(body: Record<string, unknown>, token = owner.apiKey, headers?: Record<string, string>) {
+  return server.api.post("/v1/x402/fetch", body, token, headers);
+}
+
+async function history(walletId: string) {
+  const response = await server.api.get(
+    `/v1/wallets/${walletId}/transactions?type=x402&limit=100`,
+    owner.apiKey,
+  );
+  expect(response.status, response.text).toBe(200);
+  return response.body.data as Record<string, unknown>[];
+}
+
+describe("paying through POST /v1/x402/fetch", () => {
+  it("pays a v2 resource on EVM: 200 with the resource, settled on chain, history shows the confirmed x402 payment", async () => {
+    const wallet = await fundedWallet();
+    const before = {
+      payer: await usdcBalance(chains.evm, wallet.evm.address),
+      payee: await usdcBalance(chains.evm, evmPayTo),
+    };
+    const url = `${v2.url}/weather/evm`;
+
+    const response = await paidFetch({ walletId: wallet.id, url });
+
+    expect(response.status, response.text).toBe(200);
+    expect(response.body).toMatchObject({
+      status: 200,
+      body: WEATHER,
+      amountCharged: "0.01",
+      paymentReceipt: { success: true, network: "eip155:84532", payer: wallet.evm.address },
+    });
+    expect(response.body.headers["content-type"]).toMatch(/^application\/json/);
+    const txHash = response.body.paymentReceipt.txHash as `0x${string}`;
+    const onChain = await createPublicClient({ transport: http(devnet.evm.rpcUrl) }).getTransactionReceipt({
+      hash: txHash,
+    });
+    expect(onChain.status).toBe("success");
+    expect(response.body.transaction).toMatchObject({
+      id: response.body.transactionId,
+      type: "x402",
+      status: "confirmed",
+      txHash,
+      resource: url,
+      amount: "0.01",
+      token: "USDC",
+      chain: "base-sepolia",
+      to: evmPayTo,
+      from: wallet.evm.address,
+    });
+    expect(await history(wallet.id)).toEqual([
+      expect.objectContaining({
+        id: response.body.transactionId,
+        type: "x402",
+        status: "confirmed",
+        txHash,
+        resource: url,
+      }),
+    ]);
+    expect(await usdcBalance(chains.evm, wallet.evm.address)).toBe(before.payer - PRICE);
+    expect(await usdcBalance(chains.evm, evmPayTo)).toBe(before.payee + PRICE);
+  });
+
+  it("pays a v2 resource on Solana: the facilitator pays the fee, the wallet holds no SOL", async () => {
+    const wallet = await fundedWallet();
+    const before = {
+      payer: await usdcBalance(chains.solana, wallet.solana.address),
+      payee: await usdcBalance(chains.solana, solanaPayTo),
+    };
+    const url = `${v2.url}/weather/solana`;
+
+    const response = await paidFetch({ walletId: wallet.id, url });
+
+    expect(response.status, response.text).toBe(200);
+    expect(response.body).toMatchObject({
+      status: 200,
+      body: WEATHER,
+      paymentReceipt: { success: true, network: SOLANA_DEVNET_NETWORK, payer: wallet.solana.address },
+    });
+    const signature = response.body.paymentReceipt.txHash as string;
+    expect(signature).toMatch(/^[1-9A-HJ-NP-Za-km-z]{64,88}$/);
+    expect(response.body.transaction).toMatchObject({
+      type: "x402",
+      status: "confirmed",
+      txHash: signature,
+      resource: url,
+      chain: "solana-devnet",
+      to: solanaPayTo,
+    });
+    expect(await history(wallet.id)).toEqual([
+      expect.objectContaining({ type: "x402", status: "confirmed", txHash: signature }),
+    ]);
+    expect(await usdcBalance(chains.solana, wallet.solana.address)).toBe(before.payer - PRICE);
+    expect(await usdcBalance(chains.solana, solanaPayTo)).toBe(before.payee + PRICE);
+    const sol = chains.solana.nativeToken;
+    expect(await createChainClient(chains.solana).getBalance(wallet.solana.address, sol)).toBe(0n);
+  });
+
+  it("pays a v1 resource (x402-express 1.2) on base-sepolia, chain 84532, with X-PAYMENT", async () => {
+    const wallet = await fundedWallet();
+    const payee = await usdcBalance(chains.evm, evmPayTo);
+
+    const response = await paidFetch({ walletId: wallet.id, url: `${v1.url}/weather/evm` });
+
+    expect(response.status, response.text).toBe(200);
+    expect(response.body).toMatchObject({
+      status: 200,
+      body: WEATHER,
+      paymentReceipt: { success: true, network: "base-sepolia" },
+      transaction: { type: "x402", status: "confirmed", chain: "base-sepolia" },
+    });
+    expect(response.body.transaction.txHash).toBe(response.body.paymentReceipt.txHash);
+    expect(await usdcBalance(chains.evm, evmPayTo)).toBe(payee + PRICE);
+  });
+
+  it("returns a resource that asks no payment untouched, and records nothing", async () => {
+    const wallet = await fundedWallet(undefined, 0n);
+    const response = await paidFetch({ walletId: wallet.id, url: `${v2.url}/free` });
+    expect(response.status, response.text).toBe(200);
+    expect(response.body).toMatchObject({ status: 200, body: { free: true } });
+    expect(response.body.transactionId).toBeUndefined();
+    expect(response.body.paymentReceipt).toBeUndefined();
+    expect(await history(wallet.id)).toEqual([]);
+  });
+
+  it("passes the resource's status, and text and binary bodies, through", async () => {
+    const wallet = await fundedWallet(undefined, 0n);
+    const plain = createServer((req, res) => {
+      if (req.url === "/bytes")
+        res.writeHead(200, { "content-type": "application/octet-stream" }).end(Buffer.from([0, 1, 254, 255]));
+      else res.writeHead(404, { "content-type": "text/plain" }).end("no such thing");
+    });
+    await new Promise<void>((resolve) => plain.listen(0, "127.0.0.1", resolve));
+    const base = `http://127.0.0.1:${(plain.address() as AddressInfo).port}`;
+    try {
+      const missing = await paidFetch({ walletId: wallet.id, url: `${base}/nothing` });
+      expect(missing.status, missing.text).toBe(200);
+      expect(missing.body).toMatchObject({ status: 404, body: "no such thing" });
+      expect(missing.body.bodyEncoding).toBeUndefined();
+      const bytes = await paidFetch({ walletId: wallet.id, url: `${base}/bytes` });
+      expect(bytes.body).toMatchObject({ status: 200, body: "AAH+/w==", bodyEncoding: "base64" });
+    } finally {
+      await new Promise((resolve) => plain.close(resolve));
+    }
+  });
+});
+
+describe("the policy decides before anything is signed", () => {
+  /** Asserts a refusal moved and recorded nothing: same balances, no settlement, no history, not served. */
+  async function expectNothingPaid(wallet: Wallet, run: () => Promise<void>) {
+    const before = await usdcBalance(chains.evm, wallet.evm.address);
+    const settled = facilitator.settlements.length;
+    const served = v2.served.get("/weather/evm") ?? 0;
+    await run();
+    expect(await usdcBalance(chains.evm, wallet.evm.address)).toBe(before);
+    expect(facilitator.settlements.length).toBe(settled);
+    expect(v2.served.get("/weather/evm") ?? 0).toBe(served);
+    expect(await history(wallet.id)).toEqual([]);
+  }
+
+  it.each([
+    ["max_per_tx", { maxPerTx: "0.005" }],
+    ["policy_paused", { status: "paused" }],
+    [
+      "recipient_not_allowed",
+      { whitelist: ["0x1111111111111111111111111111111111111111", "api.example.com"] },
+    ],
+  ])("%s: 403 PolicyViolation, nothing signed or recorded", async (reason, policy) => {
+    const { status, ...rest } = policy as Record<string, unknown>;
+    const wallet = await fundedWallet(rest);
+    if (status === "paused") {
+      const paused = await server.api.post(`/v1/wallets/${wallet.id}/policy/pause`, {}, owner.apiKey);
+      expect(paused.status, paused.text).toBe(200);
+    }
+    await expectNothingPaid(wallet, async () => {
+      const response = await paidFetch({ walletId: wallet.id, url: `${v2.url}/weather/evm` });
+      expect(response.status, response.text).toBe(403);
+      expect(expectErrorShape(response)).toMatchObject({ code: "PolicyViolation", reason });
+    });
+  });
+
+  it.each([
+    ["the payee's address", () => evmPayTo.toLowerCase()],
+    ["the resource's hostname", () => "127.0.0.1"],
+  ])("a whitelist naming %s admits the payment", async (_what, entry) => {
+    const wallet = await fundedWallet({ whitelist: [entry()] });
+    const response = await paidFetch({ walletId: wallet.id, url: `${v2.url}/weather/evm` });
+    expect(response.status, response.text).toBe(200);
+    expect(response.body.transaction).toMatchObject({ type: "x402", status: "confirmed" });
+  });
+
+  it("maxAmount below the price: 400 max_amount_exceeded, nothing signed", async () => {
+    const wallet = await fundedWallet();
+    await expectNothingPaid(wallet, async () => {
+      const response = await paidFetch({
+        walletId: wallet.id,
+        url: `${v2.url}/weather/evm`,
+        maxAmount: "0.009",
+      });
+      expect(response.status, response.text).toBe(400);
+      expect(expectErrorShape(response)).toMatchObject({ reason: "max_amount_exceeded" });
+    });
+  });
+
+  it("a wallet without the USDC: 422 insufficient_token, nothing signed", async () => {
+    const wallet = await fundedWallet(undefined, 0n);
+    await expectNothingPaid(wallet, async () => {
+      const response = await paidFetch({ walletId: wallet.id, url: `${v2.url}/weather/evm` });
+      expect(response.status, response.text).toBe(422);
+      expect(expectErrorShape(response)).toMatchObject({
+        code: "InsufficientFunds",
+        reason: "insufficient_token",
+      });
+    });
+  });
+
+  it("dailyLimit with 20 concurrent paid fetches: exactly the 5 the limit allows are paid and recorded", async () => {
+    const wallet = await fundedWallet({ dailyLimit: "0.05" });
+    const before = await usdcBalance(chains.evm, wallet.evm.address);
+    const settled = facilitator.settlements.length;
+    const responses = await Promise.all(
+      Array.from({ length: 20 }, () => paidFetch({ walletId: wallet.id, url: `${v2.url}/weather/evm` })),
+    );
+    const paid = responses.filter((r) => r.status === 200 && r.body.status === 200);
+    const refused = responses.filter((r) => r.status === 403);
+    expect(paid.length, responses.map((r) => r.text.slice(0, 200)).join("\n")).toBe(5);
+    expect(refused).toHaveLength(15);
+    for (const response of refused) expect(expectErrorShape(response).reason).toBe("daily_limit");
+    expect(facilitator.settlements.slice(settled).map((s) => s.success)).toEqual(Array(5).fill(true));
+    expect(await usdcBalance(chains.evm, wallet.evm.address)).toBe(before - 5n * PRICE);
+    const rows = await history(wallet.id);
+    expect(rows).toHaveLength(5);
+    expect(rows.every((row) => row.type === "x402" && row.status === "confirmed")).toBe(true);
+  });
+});
+
+describe("a payment the resource rejects", () => {
+  it("is recorded failed with the server's reason and its amount released from the daily window", async () => {
+    // Asks for payment every time and never settles what it is paid with.
+    const challenge = Buffer.from(
+      JSON.stringify({
+        x402Version: 2,
+        error: "payment_required",
+        resource: { url: "http://127.0.0.1/greedy" },
+        accepts: [
+          {
+            scheme: "exact",
+            network: "eip155:84532",
+            amount: String(PRICE),
+            asset: devnet.evm.usdc,
+            payTo: evmPayTo,
+            maxTimeoutSeconds: 60,
+            extra: devnet.evm.usdcEip712,
+          },
+        ],
+      }),
+    ).toString("base64");
+    let paidAttempts = 0;
+    const greedy = createServer((req, res) => {
+      if (req.headers["payment-signature"]) paidAttempts += 1;
+      const error = req.headers["payment-signature"]
+        ? "insufficient_funds_in_our_opinion"
+        : "payment_required";
+      res
+        .writeHead(402, { "payment-required": challenge, "content-type": "application/json" })
+        .end(JSON.stringify({ error }));
+    });
+    await new Promise<void>((resolve) => greedy.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(greedy.address() as AddressInfo).port}/greedy`;
+    try {
+      const wallet = await fundedWallet({ dailyLimit: "0.01" });
+      const before = await usdcBalance(chains.evm, wallet.evm.address);
+      const rejected = await paidFetch({ walletId: wallet.id, url });
+      expect(rejected.status, rejected.text).toBe(200);
+      expect(rejected.body).toMatchObject({
+        status: 402,
+        transaction: { type: "x402", status: "failed", resource: url },
+      });
+      expect(rejected.body.transaction.failureReason).toContain("payment_required");
+      expect(paidAttempts).toBe(1);
+      expect(await usdcBalance(chains.evm, wallet.evm.address)).toBe(before);
+      // The whole daily limit is free again: a payment of the same price goes through.
+      const paid = await paidFetch({ walletId: wallet.id, url: `${v2.url}/weather/evm` });
+      expect(paid.status, paid.text).toBe(200);
+      expect(paid.body.transaction).toMatchObject({ status: "confirmed" });
+    } finally {
+      await new Promise((resolve) => greedy.close(resolve));
+    }
+  });
+});
+
+describe("a payment carrying spendAuthorization.decisionId (the SDK's gate)", () => {
+  /** Asks the daemon, as the agent, to approve this payment's facts (overridden where given). */
+  async function authorize(overrides: Record<string, unknown> = {}) {
+    const reply = await daemon.call<{ approved: boolean; decision_id: string }>("POST", "/spend/authorize", {
+      token: agentToken,
+      body: {
+        provider: "svc",
+        network: "eip155:84532",
+        asset: devnet.evm.usdc,
+        amount: String(PRICE),
+        per_call_cap: "5000000",
+        credits: 1,
+        destination: evmPayTo,
+        ...overrides,
+      },
+    });
+    expect(reply.status).toBe(200);
+    expect(reply.body.approved).toBe(true);
+    return reply.body.decision_id;
+  }
+
+  it("is paid when the decision approved exactly this payment, and the transaction shows it", async () => {
+    const wallet = await fundedWallet({ requireSpendAuthorization: true });
+    const decisionId = await authorize();
+    const response = await paidFetch({
+      walletId: wallet.id,
+      url: `${v2.url}/weather/evm`,
+      maxAmount: "0.01",
+      spendAuthorization: { decisionId },
+    });
+    expect(response.status, response.text).toBe(200);
+    expect(response.body).toMatchObject({
+      status: 200,
+      spendDecisionId: decisionId,
+      transaction: { status: "confirmed", spendDecisionId: decisionId },
+    });
+  });
+
+  it("is refused, nothing signed, when the decision differs from the payment or is missing where required", async () => {
+    const wallet = await fundedWallet({ requireSpendAuthorization: true });
+    const settled = facilitator.settlements.length;
+    const url = `${v2.url}/weather/evm`;
+    const cheaper = await authorize({ amount: "5000" });
+    const mismatch = await paidFetch({
+      walletId: wallet.id,
+      url,
+      spendAuthorization: { decisionId: cheaper },
+    });
+    expect(mismatch.status, mismatch.text).toBe(403);
+    expect(expectErrorShape(mismatch)).toMatchObject({
+      reason: "spend_authorization_mismatch",
+      details: { field: "amount", authorized: "5000", requested: String(PRICE) },
+    });
+    const missing = await paidFetch({ walletId: wallet.id, url });
+    expect(missing.status, missing.text).toBe(403);
+    expect(expectErrorShape(missing).reason).toBe("spend_authorization_required");
+    expect(facilitator.settlements.length).toBe(settled);
+    expect(await history(wallet.id)).toEqual([]);
+  });
+});
+
+describe("never paying twice", () => {
+  it("a retry with the same Idempotency-Key answers the first response and pays nothing more", async () => {
+    const wallet = await fundedWallet();
+    const settled = facilitator.settlements.length;
+    const served = v2.served.get("/weather/evm") ?? 0;
+    const headers = { "idempotency-key": `x402-${randomBytes(6).toString("hex")}` };
+    const body = { walletId: wallet.id, url: `${v2.url}/weather/evm` };
+    const first = await paidFetch(body, owner.apiKey, headers);
+    const again = await paidFetch(body, owner.apiKey, headers);
+    expect(first.status, first.text).toBe(200);
+    expect(again.status).toBe(200);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(again.body).toEqual(first.body);
+    expect(facilitator.settlements.length - settled).toBe(1);
+    expect((v2.served.get("/weather/evm") ?? 0) - served).toBe(1);
+    expect(await history(wallet.id)).toHaveLength(1);
+  });
+
+  it("a facilitator that settles but never answers: 502 payment_outcome_unknown, no second payment, the transaction completes from the chain", async () => {
+    const wallet = await fundedWallet();
+    const before = await usdcBalance(chains.evm, wallet.evm.address);
+    const settled = facilitator.settlements.length;
+    let release = () => {};
+    holdSettleAnswer = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const headers = { "idempotency-key": `x402-${randomBytes(6).toString("hex")}` };
+    const body = { walletId: wallet.id, url: `${v2.url}/weather/evm` };
+    try {
+      const response = await paidFetch(body, owner.apiKey, headers);
+      expect(response.status, response.text).toBe(502);
+      const error = expectErrorShape(response);
+      expect(error.reason).toBe("payment_outcome_unknown");
+      const transactionId = error.details?.transactionId as string;
+      const settledTx = await waitForSettled(server.api, owner.apiKey, transactionId);
+      const settlement = facilitator.settlements.slice(settled);
+      expect(settlement).toEqual([expect.objectContaining({ success: true })]);
+      expect(settledTx).toMatchObject({
+        type: "x402",
+        status: "confirmed",
+        txHash: settlement[0]?.transaction,
+        resource: body.url,
+      });
+      // The retry is answered from the first attempt: the same refusal, nothing paid again.
+      const retry = await paidFetch(body, owner.apiKey, headers);
+      expect(retry.status).toBe(502);
+      expect(expectErrorShape(retry).details).toEqual({ transactionId });
+      expect(facilitator.settlements.length - settled).toBe(1);
+      expect(await usdcBalance(chains.evm, wallet.evm.address)).toBe(before - PRICE);
+      expect(await history(wallet.id)).toHaveLength(1);
+    } finally {
+      holdSettleAnswer = undefined;
+      release();
+    }
+  });
+});
+
+describe("who may fetch, and what", () => {
+  it("an agent key bound to another wallet gets 404; a read key 403", async () => {
+    const mine = await fundedWallet(undefined, 0n);
+    const other = await fundedWallet(undefined, 0n);
+    const bound = await server.api.post(
+      "/v1/api-keys",
+      { name: "bound agent", role: "agent", walletIds: [mine.id] },
+      owner.accessToken,
+    );
+    const reader = await server.api.post("/v1/api-keys", { name: "reader", role: "read" }, owner.accessToken);
+    const url = `${v2.url}/free`;
+    const refused = await paidFetch({ walletId: other.id, url }, bound.body.key);
+    expect(refused.status, refused.text).toBe(404);
+    expect(expectErrorShape(refused).code).toBe("NotFound");
+    const allowed = await paidFetch({ walletId: mine.id, url }, bound.body.key);
+    expect(allowed.status, allowed.text).toBe(200);
+    const read = await paidFetch({ walletId: mine.id, url }, reader.body.key);
+    expect(read.status).toBe(403);
+    expect(expectErrorShape(read).reason).toBe("insufficient_role");
+  });
+
+  it.each([
+    ["no url", {}],
+    ["a URL that is not http", { url: "ftp://127.0.0.1/x" }],
+    ["a bad maxAmount", { url: "http://127.0.0.1/x", maxAmount: "1e3" }],
+    ["an unknown field", { url: "http://127.0.0.1/x", price: "1" }],
+    ["a bad header name", { url: "http://127.0.0.1/x", headers: { "bad name": "x" } }],
+    ["a bad method", { url: "http://127.0.0.1/x", method: "CONNECT" }],
+    ["a body on a GET", { url: "http://127.0.0.1/x", body: "x" }],
+  ])("400 for %s", async (_what, body) => {
+    const wallet = await fundedWallet(undefined, 0n);
+    const response = await paidFetch({ walletId: wallet.id, ...body });
+    expect(response.status, response.text).toBe(400);
+    expect(expectErrorShape(response).code).toBe("ValidationError");
+  });
+
+  it("refuses a redirect to the metadata endpoint and a private address: 400 destination_not_allowed", async () => {
+    const wallet = await fundedWallet(undefined, 0n);
+    for (const url of [
+      `${redirectorUrl}/start`,
+      "http://10.0.0.1/x",
+      "http://169.254.169.254/latest/meta-data/",
+    ]) {
+      const response = await paidFetch({ walletId: wallet.id, url });
+      expect(response.status, response.text).toBe(400);
+      expect(expectErrorShape(response)).toMatchObject({
+        code: "ValidationError",
+        reason: "destination_not_allowed",
+      });
+    }
+  });
+
+  it("refuses loopback, by address or by name, where SVC_OUTBOUND_ALLOW does not exempt it", async () => {
+    const strict = await createTestServer({ devnet, env: testnetEnv(devnet) });
+    try {
+      const account = await seedAccount(strict.api);
+      const created = await strict.api.post(
+        "/v1/wallets",
+        { name: "strict", chains: ["base-sepolia"] },
+        account.apiKey,
+      );
+      // By address, and by a name that resolves to loopback.
+      for (const url of [
+        `${v2.url}/weather/evm`,
+        `${v2.url.replace("127.0.0.1", "localhost")}/weather/evm`,
+      ]) {
+        const response = await strict.api.post(
+          "/v1/x402/fetch",
+          { walletId: created.body.id, url },
+          account.apiKey,
+        );
+        expect(response.status, response.text).toBe(400);
+        expect(expectErrorShape(response).reason).toBe("destination_not_allowed");
+      }
+      const history = await strict.api.get(`/v1/wallets/${created.body.id}/transactions`, account.apiKey);
+      expect(history.body.data).toEqual([]);
+    } finally {
+      await strict.close();
+    }
+  });
+});
+
+describe("GET /v1/x402/services: discovery from the facilitator", () => {
+  it("lists what the facilitator's Bazaar lists, filtered by category and query, at most limit", async () => {
+    const weather = {
+      resource: `${v2.url}/weather/evm`,
+      x402Version: 2 as const,
+      description: "Weather in Lisbon",
+      tags: ["weather"],
+      accepts: [{ scheme: "exact", network: "eip155:84532", amount: String(PRICE), payTo: evmPayTo }],
+    };
+    facilitator.listResource(weather);
+    facilitator.listResource({
+      resource: `${v2.url}/quotes`,
+      x402Version: 2,
+      description: "Stock quotes",
+      tags: ["finance"],
+      accepts: [],
+    });
+    const all = await server.api.get("/v1/x402/services", owner.apiKey);
+    expect(all.status, all.text).toBe(200);
+    expect(all.body.data.map((s: { resource: string }) => s.resource)).toEqual([
+      weather.resource,
+      `${v2.url}/quotes`,
+    ]);
+    expect(all.body.data[0]).toMatchObject({ ...weather, type: "http" });
+    const byCategory = await server.api.get("/v1/x402/services?category=Weather", owner.apiKey);
+    expect(byCategory.body.data.map((s: { resource: string }) => s.resource)).toEqual([weather.resource]);
+    const byQuery = await server.api.get("/v1/x402/services?query=stock", owner.apiKey);
+    expect(byQuery.body.data.map((s: { resource: string }) => s.resource)).toEqual([`${v2.url}/quotes`]);
+    const limited = await server.api.get("/v1/x402/services?limit=1", owner.apiKey);
+    expect(limited.body.data).toHaveLength(1);
+    const none = await server.api.get("/v1/x402/services?category=sports", owner.apiKey);
+    expect(none.body.data).toEqual([]);
+    const bad = await server.api.get("/v1/x402/services?limit=0", owner.apiKey);
+    expect(bad.status).toBe(400);
+  });
+
+  it("answers 502 discovery_unavailable for a facilitator without discovery, and without a facilitator", async () => {
+    const plain = await startLocalFacilitator(devnet, { discovery: false });
+    const configured = await createTestServer({
+      devnet,
+      env: { ...testnetEnv(devnet), SVC_X402_FACILITATOR_URL: plain.url },
+    });
+    const unconfigured = await createTestServer({ devnet, env: testnetEnv(devnet) });
+    try {
+      for (const target of [configured, unconfigured]) {
+        const account = await seedAccount(target.api);
+        const response = await target.api.get("/v1/x402/services", account.apiKey);
+        expect(response.status, response.text).toBe(502);
+        expect(expectErrorShape(response)).toMatchObject({
+          code: "InternalError",
+          reason: "discovery_unavailable",
+        });
+      }
+    } finally {
+      await configured.close();
+      await unconfigured.close();
+      await plain.stop();
+    }
+  });
+});
