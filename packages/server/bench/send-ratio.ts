@@ -75,7 +75,7 @@ async function rawRate(client: PublicClient, usdc: Hex, keys: Hex[], to: Hex): P
   const nonces = await Promise.all(
     accounts.map((a) => client.getTransactionCount({ address: a.address, blockTag: "pending" })),
   );
-  const fees = await client.estimateFeesPerGas({ type: "eip1559" });
+  const fees = await client.estimateFeesPerGas({ type: "eip1559", chain: null });
   const chainId = await client.getChainId();
   const data = encodeFunctionData({ abi: erc20Abi, functionName: "transfer", args: [to, USDC / 100n] });
   return rate(accounts.length, SENDS_PER_SENDER, async (sender) => {
@@ -112,7 +112,11 @@ export async function benchSendRatio(label: string, store: StoreLocation): Promi
       SVC_RATE_LIMIT_PER_ADDRESS_PER_MINUTE: "100000000",
     }),
     // The service reaches the node through the counting proxy; the raw senders too, so both pay its hop.
-    { store, devnet: { ...devnet, evm: { ...devnet.evm, rpcUrl: proxy.url } }, logDestination: new LogCapture() },
+    {
+      store,
+      devnet: { ...devnet, evm: { ...devnet.evm, rpcUrl: proxy.url } },
+      logDestination: new LogCapture(),
+    },
   );
   const client = createPublicClient({ transport: http(proxy.url) }) as PublicClient;
   try {

@@ -51,6 +51,8 @@ import type {
   IncomingTransfer,
   SignedTransfer,
   TokenInfo,
+  TransferInput,
+  TransferPlan,
   TransferStatus,
 } from "./types.ts";
 
@@ -127,7 +129,20 @@ export class SolanaChain implements ChainClient {
     return BigInt(amount);
   }
 
-  async estimateTransferFee(_from: string, to: string, token: TokenInfo, _amount: bigint): Promise<bigint> {
+  async planTransfer(input: TransferInput): Promise<TransferPlan> {
+    const [fee, { value: blockhash }] = await Promise.all([
+      this.#transferFee(input.to, input.token),
+      this.#rpc.getLatestBlockhash({ commitment: "confirmed" }).send(),
+    ]);
+    return {
+      ...input,
+      fee,
+      solana: { blockhash: blockhash.blockhash, lastValidBlockHeight: blockhash.lastValidBlockHeight },
+    };
+  }
+
+  /** The base fee, and the rent of the recipient's token account when the transfer creates it. */
+  async #transferFee(to: string, token: TokenInfo): Promise<bigint> {
     if (token.address === null) return LAMPORTS_PER_SIGNATURE;
     const ata = await associatedTokenAccount(to, token.address);
     const { value } = await this.#rpc
@@ -138,26 +153,21 @@ export class SolanaChain implements ChainClient {
       })
       .send();
     if (value !== null) return LAMPORTS_PER_SIGNATURE;
-    // The sender also pays the rent of the recipient's token account it creates.
     const rent = await this.#rpc.getMinimumBalanceForRentExemption(TOKEN_ACCOUNT_SIZE).send();
     return LAMPORTS_PER_SIGNATURE + rent;
   }
 
-  async signTransfer(input: {
-    privateKey: Uint8Array;
-    to: string;
-    token: TokenInfo;
-    amount: bigint;
-    nonce?: number;
-  }): Promise<SignedTransfer> {
-    if (input.privateKey.length !== 32) throw new Error("Solana private key must be a 32-byte seed");
-    const signer = await createKeyPairSignerFromPrivateKeyBytes(input.privateKey);
-    const to = toAddress(input.to);
+  async signTransfer(plan: TransferPlan, privateKey: Uint8Array): Promise<SignedTransfer> {
+    if (!plan.solana) throw new Error("signTransfer given a plan made by another kind of chain");
+    if (privateKey.length !== 32) throw new Error("Solana private key must be a 32-byte seed");
+    const signer = await createKeyPairSignerFromPrivateKeyBytes(privateKey);
+    if (signer.address !== plan.from) throw new Error("signTransfer given another account's key");
+    const to = toAddress(plan.to);
     const instructions: Instruction[] = [this.#uniqueComputeLimit()];
-    if (input.token.address === null) {
-      instructions.push(getTransferSolInstruction({ source: signer, destination: to, amount: input.amount }));
+    if (plan.token.address === null) {
+      instructions.push(getTransferSolInstruction({ source: signer, destination: to, amount: plan.amount }));
     } else {
-      const mint = toAddress(input.token.address);
+      const mint = toAddress(plan.token.address);
       const [source, destination] = await Promise.all([
         associatedTokenAccount(signer.address, mint),
         associatedTokenAccount(to, mint),
@@ -169,21 +179,18 @@ export class SolanaChain implements ChainClient {
           mint,
           destination,
           authority: signer,
-          amount: input.amount,
-          decimals: input.token.decimals,
+          amount: plan.amount,
+          decimals: plan.token.decimals,
         }),
       );
     }
-    const { value: blockhash } = await this.#rpc.getLatestBlockhash({ commitment: "confirmed" }).send();
+    const { blockhash, lastValidBlockHeight } = plan.solana;
     const message = pipe(
       createTransactionMessage({ version: 0 }),
       (m) => setTransactionMessageFeePayerSigner(signer, m),
       (m) =>
         setTransactionMessageLifetimeUsingBlockhash(
-          {
-            blockhash: blockhash.blockhash as Blockhash,
-            lastValidBlockHeight: blockhash.lastValidBlockHeight,
-          },
+          { blockhash: blockhash as Blockhash, lastValidBlockHeight },
           m,
         ),
       (m) => appendTransactionMessageInstructions(instructions, m),
@@ -192,7 +199,7 @@ export class SolanaChain implements ChainClient {
     return {
       txHash: getSignatureFromTransaction(signed),
       raw: getBase64EncodedWireTransaction(signed),
-      lastValidBlockHeight: blockhash.lastValidBlockHeight,
+      lastValidBlockHeight,
     };
   }
 

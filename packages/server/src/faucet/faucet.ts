@@ -11,6 +11,7 @@ import { type Db, selectRows } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 import { formatUnits, parseUnitsStrict } from "../internal/money.ts";
 import { recordIncoming } from "../receives/watcher.ts";
+import { findToken, parseTransferAmount } from "../spends/transfer.ts";
 import { findTransfer, type TransactionRow } from "../transactions/transactions.ts";
 import { findWalletForAccount } from "../wallets/wallets.ts";
 
@@ -92,24 +93,13 @@ export class Faucet {
     const account = this.#deps.accounts[config.kind];
     const client = chains.client(request.chain);
     if (!account || !client) throw errors.faucetUnavailable(request.chain, "no faucet account is configured");
-    const all = [config.nativeToken, ...config.tokens];
-    const token = all.find((t) => t.symbol.toUpperCase() === request.token.toUpperCase());
-    if (!token)
-      throw errors.unknownToken(
-        request.token,
-        request.chain,
-        all.map((t) => t.symbol),
-      );
+    const token = findToken(client, request.token);
     const isNative = token.address === null;
-    const amount = parseUnitsStrict(
+    const amount = parseTransferAmount(
+      client,
+      token,
       request.amount ?? (isNative ? DEFAULT_AMOUNTS.native : DEFAULT_AMOUNTS.usdc),
-      token.decimals,
     );
-    if (amount === undefined || amount === 0n) {
-      throw errors.invalidAmount(
-        `Amount must be a positive decimal number with at most ${token.decimals} decimals for ${token.symbol}`,
-      );
-    }
     const to = config.kind === "evm" ? wallet.evmAddress : wallet.solanaAddress;
     if (!to) throw errors.chainNotInWallet(request.chain, wallet.chains);
 
@@ -234,8 +224,11 @@ export class Faucet {
     const chain = client.config.name;
     return this.#serialised(chain, async () => {
       await this.#prepare(chain, account);
+      const from = await faucetAddress(client, account);
       for (let attempt = 1; ; attempt++) {
-        const signed = await client.signTransfer({ privateKey: account.privateKey, to, token, amount });
+        // Planned (the network part) outside any database transaction, like every transfer.
+        const plan = await client.planTransfer({ from, to, token, amount });
+        const signed = await client.signTransfer(plan, account.privateKey);
         try {
           await client.broadcast(signed);
           return signed;

@@ -184,7 +184,9 @@ export async function checkDailyLimit(
  * transaction. However many spends race, each sees the ones admitted before it, so the sum admitted never
  * passes the daily limit (on PGlite, on PostgreSQL, and across instances sharing one PostgreSQL).
  *
- * `sign` runs inside the transaction; it receives the nonce (EVM) and must not broadcast.
+ * Nothing here waits on the network: the caller plans the transfer (fees, blockhash, the chain's pending
+ * nonce) before, and `sign` signs locally with what was planned. It runs inside the transaction, receives the
+ * nonce handed out (EVM), and must not broadcast.
  */
 export async function admitSpend(
   db: Db,

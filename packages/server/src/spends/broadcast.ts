@@ -5,7 +5,7 @@ import {
   NonceTakenError,
   TransactionRejectedError,
 } from "../chains/errors.ts";
-import type { ChainClient } from "../chains/types.ts";
+import type { ChainClient, SignedTransfer } from "../chains/types.ts";
 import { transactions, wallets } from "../internal/db/schema.ts";
 import type { Db } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
@@ -58,16 +58,16 @@ export async function fillNonceGap(
   const [wallet] = await deps.db.select().from(wallets).where(eq(wallets.id, rejected.walletId));
   if (!wallet) return;
   const native = client.config.nativeToken;
+  const plan = await client.planTransfer({
+    from: rejected.fromAddress,
+    to: rejected.fromAddress,
+    token: native,
+    amount: 0n,
+  });
   const privateKey = await openSigningKey(deps.db, deps.keyring, wallet, "evm");
-  let signed: Awaited<ReturnType<ChainClient["signTransfer"]>>;
+  let signed: SignedTransfer;
   try {
-    signed = await client.signTransfer({
-      privateKey,
-      to: rejected.fromAddress,
-      token: native,
-      amount: 0n,
-      nonce,
-    });
+    signed = await client.signTransfer(plan, privateKey, nonce);
   } finally {
     privateKey.fill(0);
   }
