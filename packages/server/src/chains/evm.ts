@@ -26,6 +26,7 @@ import {
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { getNodeError } from "viem/utils";
+import { mapLimited } from "../internal/concurrency.ts";
 import {
   ChainRequestError,
   ChainTimeoutError,
@@ -539,24 +540,6 @@ function evmChainId(network: string): number {
 /** Watched addresses by their lowercase form, each mapped to the form the caller gave. */
 function watchSet(addresses: readonly string[]): Map<string, string> {
   return new Map(addresses.map((a) => [a.toLowerCase(), a]));
-}
-
-/** `work` over `items` with at most `limit` in flight; results in the order of `items`. */
-async function mapLimited<T, R>(
-  items: readonly T[],
-  limit: number,
-  work: (item: T) => Promise<R>,
-): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  const lane = async () => {
-    while (next < items.length) {
-      const at = next++;
-      results[at] = await work(items[at] as T);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
-  return results;
 }
 
 function range(from: bigint, to: bigint): bigint[] {

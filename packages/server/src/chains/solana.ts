@@ -34,6 +34,7 @@ import {
   getTransferCheckedInstruction,
   TOKEN_PROGRAM_ADDRESS,
 } from "@solana-program/token";
+import { mapLimited } from "../internal/concurrency.ts";
 import {
   BlockhashNotFoundError,
   type ChainError,
@@ -280,11 +281,11 @@ export class SolanaChain implements ChainClient {
 
     const watch = await this.#watchMap(await addresses());
     const signatures = new Set<Signature>();
-    await forEachLimited([...watch.keys()], SCAN_CONCURRENCY, async (account) => {
+    await mapLimited([...watch.keys()], SCAN_CONCURRENCY, async (account) => {
       for (const signature of await this.#signaturesBetween(account, after, head)) signatures.add(signature);
     });
     const transfers: IncomingTransfer[] = [];
-    await forEachLimited([...signatures], SCAN_CONCURRENCY, async (signature) => {
+    await mapLimited([...signatures], SCAN_CONCURRENCY, async (signature) => {
       transfers.push(...(await this.#transfersIn(signature, watch)));
     });
     return { transfers, cursor: head.toString() };
@@ -322,7 +323,7 @@ export class SolanaChain implements ChainClient {
   async #watchMap(owners: readonly string[]): Promise<Map<Address, { owner: string; token: TokenInfo }>> {
     const map = new Map<Address, { owner: string; token: TokenInfo }>();
     const tokens = this.config.tokens.filter((t) => t.address !== null);
-    await forEachLimited([...owners], SCAN_CONCURRENCY, async (owner) => {
+    await mapLimited([...owners], SCAN_CONCURRENCY, async (owner) => {
       if (!isAddress(owner)) return;
       map.set(owner, { owner, token: this.config.nativeToken });
       for (const token of tokens) {
@@ -512,19 +513,4 @@ function describeTransactionError(err: unknown): string {
   return JSON.stringify(err, (_key, value: unknown) =>
     typeof value === "bigint" ? value.toString() : value,
   );
-}
-
-async function forEachLimited<T>(
-  items: readonly T[],
-  limit: number,
-  work: (item: T) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) {
-      const item = items[next++] as T;
-      await work(item);
-    }
-  });
-  await Promise.all(lanes);
 }

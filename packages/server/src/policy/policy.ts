@@ -188,8 +188,8 @@ export function loosenings(current: PolicyRow, input: PolicyInput): string[] {
   const changes: string[] = [];
   const bound = (name: string, was: bigint | null, next: bigint | null | undefined) => {
     if (next === undefined || was === null) return;
-    if (next === null) changes.push(`removing ${name} (${formatUsd(was)})`);
-    else if (next > was) changes.push(`raising ${name} from ${formatUsd(was)} to ${formatUsd(next)}`);
+    if (next === null) changes.push(`removing ${name} ($${formatUsd(was)})`);
+    else if (next > was) changes.push(`raising ${name} from $${formatUsd(was)} to $${formatUsd(next)}`);
   };
   bound("maxPerTx", current.maxPerTxMicros, input.maxPerTx);
   bound("dailyLimit", current.dailyLimitMicros, input.dailyLimit);

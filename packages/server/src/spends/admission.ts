@@ -74,13 +74,11 @@ export function checkStaticRules(policy: PolicyRow, spend: SpendFacts): void {
   ) {
     throw errors.policyViolation(
       "max_per_tx",
-      `Per-transaction limit of ${formatUsd(policy.maxPerTxMicros)} exceeded: this spend is ${formatUsd(spend.usdMicros)}`,
-      { rule: "maxPerTx", limit: usdString(policy.maxPerTxMicros), requested: usdString(spend.usdMicros) },
+      `Per-transaction limit of $${formatUsd(policy.maxPerTxMicros)} exceeded: this spend is $${formatUsd(spend.usdMicros)}`,
+      { rule: "maxPerTx", limit: formatUsd(policy.maxPerTxMicros), requested: formatUsd(spend.usdMicros) },
     );
   }
 }
-
-const usdString = (micros: bigint) => formatUsd(micros).slice(1);
 
 const HOUR_MS = 60 * 60 * 1000;
 
@@ -164,13 +162,13 @@ export async function checkDailyLimit(
       const remaining = policy.dailyLimitMicros > used ? policy.dailyLimitMicros - used : 0n;
       throw errors.policyViolation(
         "daily_limit",
-        `Daily limit of ${formatUsd(policy.dailyLimitMicros)} exceeded: ${formatUsd(used)} used in the last 24h, this spend is ${formatUsd(spend.usdMicros)}`,
+        `Daily limit of $${formatUsd(policy.dailyLimitMicros)} exceeded: $${formatUsd(used)} used in the last 24h, this spend is $${formatUsd(spend.usdMicros)}`,
         {
           rule: "dailyLimit",
-          limit: usdString(policy.dailyLimitMicros),
-          used: usdString(used),
-          requested: usdString(spend.usdMicros),
-          remaining: usdString(remaining),
+          limit: formatUsd(policy.dailyLimitMicros),
+          used: formatUsd(used),
+          requested: formatUsd(spend.usdMicros),
+          remaining: formatUsd(remaining),
           resetsAt: (await windowResetsAt(db, spend.walletId, now)).toISOString(),
         },
       );
