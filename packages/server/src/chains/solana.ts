@@ -338,13 +338,14 @@ export class SolanaChain implements ChainClient {
     signature: Signature,
     watch: Map<Address, { owner: string; token: TokenInfo }>,
   ): Promise<IncomingTransfer[]> {
-    const tx = (await this.#rpc
+    const answer: unknown = await this.#rpc
       .getTransaction(signature, {
         commitment: "confirmed",
         encoding: "jsonParsed",
         maxSupportedTransactionVersion: 0,
       })
-      .send()) as unknown as ParsedTransaction | null;
+      .send();
+    const tx = parsedTransaction(answer);
     if (!tx || tx.meta?.err) return [];
     const blockTime =
       tx.blockTime === null || tx.blockTime === undefined
@@ -457,6 +458,12 @@ interface ParsedTransaction {
     innerInstructions?: { index: number | bigint; instructions: ParsedInstruction[] }[] | null;
   } | null;
   transaction: { message: { instructions: ParsedInstruction[] } };
+}
+
+/** The node's answer read as the parts of a `jsonParsed` transaction this module uses; null when none. */
+function parsedTransaction(answer: unknown): ParsedTransaction | null {
+  if (typeof answer !== "object" || answer === null || !("transaction" in answer)) return null;
+  return answer as ParsedTransaction;
 }
 
 /** Top-level instructions in order, each followed by the inner instructions it invoked. */

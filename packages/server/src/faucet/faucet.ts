@@ -1,13 +1,13 @@
 import { randomUUID } from "node:crypto";
 import { createKeyPairSignerFromPrivateKeyBytes } from "@solana/kit";
-import { and, eq, gt, inArray, sql } from "drizzle-orm";
+import { and, asc, eq, gt, inArray, sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import { privateKeyToAddress } from "viem/accounts";
 import { ChainError, chainCall, NonceTakenError, TransactionRejectedError } from "../chains/errors.ts";
 import type { ChainRegistry } from "../chains/registry.ts";
 import type { ChainClient, SignedTransfer, TokenInfo } from "../chains/types.ts";
 import { faucetGrants, wallets } from "../internal/db/schema.ts";
-import { type Db, selectRows } from "../internal/db/store.ts";
+import type { Db } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 import { formatUnits, parseUnitsStrict } from "../internal/money.ts";
 import { recordIncoming } from "../receives/watcher.ts";
@@ -156,10 +156,12 @@ export class Faucet {
     await this.#deps.db.transaction(async (tx) => {
       // The account's wallet rows are the lock (always taken in id order, so two grants cannot deadlock):
       // grants to one account's wallets are admitted one at a time, for both caps.
-      const locked = await selectRows<{ id: string; status: string }>(
-        tx as unknown as Db,
-        sql`SELECT id, status FROM ${wallets} WHERE ${wallets.accountId} = ${accountId} ORDER BY ${wallets.id} FOR UPDATE`,
-      );
+      const locked = await tx
+        .select({ id: wallets.id, status: wallets.status })
+        .from(wallets)
+        .where(eq(wallets.accountId, accountId))
+        .orderBy(asc(wallets.id))
+        .for("update");
       // Checked again under the lock: an archive that raced the first check wins.
       if (locked.find((row) => row.id === walletId)?.status !== "active")
         throw errors.walletArchived(walletId);

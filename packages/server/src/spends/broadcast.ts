@@ -11,7 +11,8 @@ import type { Db } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 import { recordTransaction, type TransactionRow } from "../transactions/transactions.ts";
 import { openSigningKey } from "../wallets/wallets.ts";
-import { failSpend, releaseNonce } from "./admission.ts";
+import { failSpend } from "./admission.ts";
+import { releaseNonce } from "./nonces.ts";
 import type { SpendDeps } from "./send.ts";
 
 /**

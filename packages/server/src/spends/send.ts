@@ -1,21 +1,22 @@
 import type { AuthzdClient } from "../authzd/client.ts";
 import type { ChainClient } from "../chains/types.ts";
 import type { IdempotencyClaim } from "../idempotency/idempotency.ts";
-import { type Db, isUniqueViolation } from "../internal/db/store.ts";
+import type { Db } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 import { getPolicyRow } from "../policy/policy.ts";
+import { usdMicros } from "../policy/pricing.ts";
+import { checkStaticRules, type SpendFacts } from "../policy/rules.ts";
+import { checkDailyLimit } from "../policy/spend-window.ts";
 import type { TransactionRow } from "../transactions/transactions.ts";
 import type { Keyring } from "../wallets/keyring.ts";
 import { findWalletForAccount, openSigningKey } from "../wallets/wallets.ts";
-import { admitSpend, checkDailyLimit, checkStaticRules, type SpendFacts } from "./admission.ts";
+import { admitSpend } from "./admission.ts";
 import {
-  alreadyUsed,
   consumeSpendAuthorization,
   NATIVE_ASSET,
   releaseRefusedSpendAuthorization,
 } from "./authorization.ts";
 import { broadcastRecorded } from "./broadcast.ts";
-import { usdMicros } from "./pricing.ts";
 import { findToken, isZeroAddress, parseTransferAmount, planFundedTransfer } from "./transfer.ts";
 
 /** What a spend needs from the rest of the service. */
@@ -104,13 +105,9 @@ export async function send(
       privateKey.fill(0);
     }
   } catch (error) {
-    if (request.spendDecisionId !== undefined) {
-      // Two spends raced with one decision: the unique index let the first in, and that spend holds it.
-      if (isUniqueViolation(error, "transactions_spend_decision_key"))
-        throw alreadyUsed(request.spendDecisionId);
-      // Refused before anything was recorded: the agent's credits come back.
+    // Refused before anything was recorded: the agent's credits come back.
+    if (request.spendDecisionId !== undefined)
       await releaseRefusedSpendAuthorization(deps.authzd, request.spendDecisionId, error);
-    }
     throw error;
   }
   await broadcastRecorded(deps, client, row);
