@@ -6,7 +6,7 @@ import { type Db, withDomainErrors } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 import { checkStaticRules, type SpendFacts } from "../policy/rules.ts";
 import { addToHour, checkDailyLimit } from "../policy/spend-window.ts";
-import { recordTransaction, type TransactionRow } from "../transactions/transactions.ts";
+import { insertTransaction, type TransactionRow } from "../transactions/transactions.ts";
 import { alreadyUsed } from "./authorization.ts";
 import { allocateNonce } from "./nonces.ts";
 
@@ -62,7 +62,7 @@ async function admitLocked(
       nonce = await allocateNonce(tx, spend.chain, spend.from, options.evmNonce.chainPendingNonce);
     }
     const signed = await options.sign(nonce);
-    const row = await recordTransaction(tx, {
+    const row = await insertTransaction(tx, {
       walletId: spend.walletId,
       type: spend.type,
       chain: spend.chain,

@@ -50,18 +50,21 @@ export type NewTransaction = Omit<typeof transactions.$inferInsert, "id"> & { id
 
 /**
  * Records a transaction and counts it, in one database transaction, so `total` is always exact.
- * Pass a transaction handle as `db` to make the record part of a larger atomic step.
+ * @example await recordTransaction(db, { walletId, type: "send", chain: "base", … });
  */
-export async function recordTransaction(db: Db | Tx, input: NewTransaction): Promise<TransactionRow> {
-  return db.transaction(async (tx) => {
-    const [row] = await tx
-      .insert(transactions)
-      .values({ ...input, id: input.id ?? newId("tx") })
-      .returning();
-    if (!row) throw new Error("insert returned no row");
-    await countRecorded(tx, row);
-    return row;
-  });
+export async function recordTransaction(db: Db, input: NewTransaction): Promise<TransactionRow> {
+  return db.transaction((tx) => insertTransaction(tx, input));
+}
+
+/** {@link recordTransaction} as one step of a larger database transaction (a spend's admission). */
+export async function insertTransaction(tx: Tx, input: NewTransaction): Promise<TransactionRow> {
+  const [row] = await tx
+    .insert(transactions)
+    .values({ ...input, id: input.id ?? newId("tx") })
+    .returning();
+  if (!row) throw new Error("insert returned no row");
+  await countRecorded(tx, row);
+  return row;
 }
 
 /** Adds a recorded row to the exact counts behind `total`; call it in the row's own database transaction. */
