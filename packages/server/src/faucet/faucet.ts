@@ -3,7 +3,7 @@ import { createKeyPairSignerFromPrivateKeyBytes } from "@solana/kit";
 import { and, asc, eq, gt, inArray, sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import { privateKeyToAddress } from "viem/accounts";
-import { ChainError, chainCall, NonceTakenError, TransactionRejectedError } from "../chains/errors.ts";
+import { ChainError, chainCall, NonceTakenError } from "../chains/errors.ts";
 import type { ChainRegistry } from "../chains/registry.ts";
 import type { ChainClient, SignedTransfer, TokenInfo } from "../chains/types.ts";
 import { faucetGrants, wallets } from "../internal/db/schema.ts";
@@ -11,7 +11,7 @@ import type { Db } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 import { formatUnits, parseUnitsStrict } from "../internal/money.ts";
 import { recordIncoming } from "../receives/watcher.ts";
-import { findToken, parseTransferAmount } from "../spends/transfer.ts";
+import { broadcastTransfer, findToken, parseTransferAmount } from "../spends/transfer.ts";
 import { findTransfer, type TransactionRow } from "../transactions/transactions.ts";
 import { findWalletForAccount } from "../wallets/wallets.ts";
 
@@ -116,8 +116,6 @@ export class Faucet {
       signed = await chainCall(request.chain, () => this.#send(client, account, to, token, amount));
     } catch (error) {
       await db.delete(faucetGrants).where(eq(faucetGrants.id, grantId));
-      if (error instanceof TransactionRejectedError)
-        throw errors.broadcastRejected(request.chain, error.details.reason, error);
       // Still taken after every attempt, or the node refused a read: nothing was paid.
       if (error instanceof ChainError)
         throw errors.broadcastRejected(request.chain, error.shortMessage, error);
@@ -232,7 +230,7 @@ export class Faucet {
         const plan = await client.planTransfer({ from, to, token, amount });
         const signed = await client.signTransfer(plan, account.privateKey);
         try {
-          await client.broadcast(signed);
+          await broadcastTransfer(client, signed);
           return signed;
         } catch (error) {
           if (!(error instanceof NonceTakenError) || attempt >= NONCE_ATTEMPTS) throw error;

@@ -2,8 +2,8 @@
  * The parts of a transfer every payer shares (a wallet's send, the faucet): which token, how much, and what
  * the chain says signing it needs. All the network work of a transfer happens here, before any database lock.
  */
-import { chainCall } from "../chains/errors.ts";
-import type { ChainClient, TokenInfo, TransferInput, TransferPlan } from "../chains/types.ts";
+import { chainCall, TransactionRejectedError } from "../chains/errors.ts";
+import type { ChainClient, SignedTransfer, TokenInfo, TransferInput, TransferPlan } from "../chains/types.ts";
 import { errors } from "../internal/errors.ts";
 import { formatUnits, parseUnitsStrict } from "../internal/money.ts";
 
@@ -83,4 +83,24 @@ export async function planFundedTransfer(client: ChainClient, input: TransferInp
 /** Plans a transfer (see {@link ChainClient.planTransfer}), a chain's failure leaving as the API's error. */
 export function planTransfer(client: ChainClient, input: TransferInput): Promise<TransferPlan> {
   return chainCall(client.config.name, () => client.planTransfer(input));
+}
+
+/**
+ * Hands a signed transfer to its chain: the one place a broadcast's outcome is read. A definite rejection
+ * runs `onRejected` with the node's reason (a recorded spend is failed there) and leaves as the API's
+ * `broadcast_rejected`; a failure that does not prove the transfer can never land (no answer, a nonce taken,
+ * an unknown blockhash) leaves as the chain error it is, for the caller to decide.
+ */
+export async function broadcastTransfer(
+  client: ChainClient,
+  signed: SignedTransfer,
+  onRejected?: (reason: string) => Promise<void>,
+): Promise<void> {
+  try {
+    await client.broadcast(signed);
+  } catch (error) {
+    if (!(error instanceof TransactionRejectedError)) throw error;
+    await onRejected?.(error.details.reason);
+    throw errors.broadcastRejected(client.config.name, error.details.reason, error);
+  }
 }
