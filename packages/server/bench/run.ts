@@ -16,12 +16,15 @@ import type { StoreLocation } from "../src/internal/db/store.ts";
 import { startService } from "../src/service.ts";
 import { ApiClient, LogCapture, seedAccount } from "../test/support/api-client.ts";
 import { createFreshDatabase } from "../test/support/databases.ts";
+import { benchSendRatio } from "./send-ratio.ts";
 import { benchSends } from "./sends.ts";
 
 const MAIN = fileURLToPath(new URL("../src/main.ts", import.meta.url));
 const DEFAULT_PG = "postgres://postgres@127.0.0.1:5432/test";
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
 const CONNECTIONS = 50;
+/** Rows of the deep-history benchmark; 0 skips it. */
+const HISTORY_ROWS = Number(process.env.BENCH_HISTORY_ROWS ?? 1_000_000);
 
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -179,32 +182,31 @@ async function main() {
         SVC_MASTER_KEY: masterKey,
         SVC_JWT_SECRET: randomBytes(32).toString("hex"),
       });
-      await deepHistory("postgres", { databaseUrl: pgDb.url }, 1_000_000, masterKey);
+      if (HISTORY_ROWS > 0) await deepHistory("postgres", { databaseUrl: pgDb.url }, HISTORY_ROWS, masterKey);
     } finally {
       await pgDb.drop();
     }
   } else {
     console.log("[postgres] skipped: no PostgreSQL at DATABASE_URL or 127.0.0.1:5432");
   }
-  await deepHistory(
-    "pglite",
-    { pgliteMemory: true },
-    Number(process.env.BENCH_PGLITE_HISTORY_ROWS ?? 1_000_000),
-    randomBytes(32).toString("base64"),
-  );
+  const pgliteRows = Number(process.env.BENCH_PGLITE_HISTORY_ROWS ?? HISTORY_ROWS);
+  if (pgliteRows > 0)
+    await deepHistory("pglite", { pgliteMemory: true }, pgliteRows, randomBytes(32).toString("base64"));
 }
 
-async function sends() {
-  await benchSends("pglite", { pgliteMemory: true });
+async function sends(bench: (label: string, store: StoreLocation) => Promise<void>) {
+  await bench("pglite", { pgliteMemory: true });
   const pgDb = await freshPostgres();
   if (!pgDb) return;
   try {
-    await benchSends("postgres", { databaseUrl: pgDb.url });
+    await bench("postgres", { databaseUrl: pgDb.url });
   } finally {
     await pgDb.drop();
   }
 }
 
-// BENCH_ONLY=http or BENCH_ONLY=sends runs one half.
-if (process.env.BENCH_ONLY !== "sends") await main();
-if (process.env.BENCH_ONLY !== "http") await sends();
+// BENCH_ONLY=http, BENCH_ONLY=ratio or BENCH_ONLY=sends runs one part.
+const only = process.env.BENCH_ONLY;
+if (only === undefined || only === "http") await main();
+if (only === undefined || only === "ratio") await sends(benchSendRatio);
+if (only === undefined || only === "sends") await sends(benchSends);

@@ -1,7 +1,7 @@
 import { fundEvm } from "@svc/devnet";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { admitSpend, failSpend } from "../src/spends/admission.ts";
-import { findToken } from "../src/spends/send.ts";
+import { findToken } from "../src/spends/transfer.ts";
 import { devnetClients } from "./support/chains.ts";
 import { openStoredKey } from "./support/keys.ts";
 import {
@@ -40,6 +40,12 @@ describe("the rolling 24 h window", () => {
     const db = server.service.store.db;
     const privateKey = await openStoredKey(server.service, created.id, "evm");
     let nonce = 0;
+    const plan = await base.planTransfer({
+      from: created.evm.address,
+      to: "0x000000000000000000000000000000000000dEaD",
+      token: usdc,
+      amount: 1n,
+    });
     const spend = (dollars: number, at: Date) =>
       admitSpend(
         db,
@@ -55,14 +61,7 @@ describe("the rolling 24 h window", () => {
         },
         {
           now: at,
-          sign: () =>
-            base.signTransfer({
-              privateKey,
-              to: "0x000000000000000000000000000000000000dEaD",
-              token: usdc,
-              amount: 1n,
-              nonce: nonce++,
-            }),
+          sign: () => base.signTransfer(plan, privateKey, nonce++),
         },
       );
     // A moment 20 minutes into an hour, so the window starts inside an hour bucket.

@@ -3,7 +3,7 @@ import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { transactions } from "../src/internal/db/schema.ts";
 import { admitSpend, failSpend } from "../src/spends/admission.ts";
-import { findToken } from "../src/spends/send.ts";
+import { findToken } from "../src/spends/transfer.ts";
 import { devnetClients, evmKey } from "./support/chains.ts";
 import { openStoredKey } from "./support/keys.ts";
 import { createTestServer, seedAccount, sharedDevnet, type TestServer } from "./support/test-server.ts";
@@ -30,6 +30,12 @@ describe("an EVM nonce that will never be mined", () => {
 
     // Nonce 0 is handed out and its spend fails before the process gives the nonce back: a crash there.
     const privateKey = await openStoredKey(server.service, created.id, "evm");
+    const plan = await base.planTransfer({
+      from: created.evm.address,
+      to: recipient,
+      token: usdc,
+      amount: 1n,
+    });
     const lost = await admitSpend(
       db,
       {
@@ -43,15 +49,8 @@ describe("an EVM nonce that will never be mined", () => {
         usdMicros: 1n,
       },
       {
-        evmNonce: { chainPendingNonce: (await base.getPendingNonce?.(created.evm.address)) ?? 0 },
-        sign: (nonce) =>
-          base.signTransfer({
-            privateKey,
-            to: recipient,
-            token: usdc,
-            amount: 1n,
-            ...(nonce === undefined ? {} : { nonce }),
-          }),
+        evmNonce: { chainPendingNonce: plan.evm?.pendingNonce ?? 0 },
+        sign: (nonce) => base.signTransfer(plan, privateKey, nonce),
       },
     );
     privateKey.fill(0);

@@ -3,7 +3,7 @@ import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { transactions } from "../src/internal/db/schema.ts";
 import { admitSpend } from "../src/spends/admission.ts";
-import { findToken } from "../src/spends/send.ts";
+import { findToken } from "../src/spends/transfer.ts";
 import { devnetClients, solanaKey } from "./support/chains.ts";
 import { openStoredKey } from "./support/keys.ts";
 import { createTestServer, seedAccount, sharedDevnet, type TestServer } from "./support/test-server.ts";
@@ -31,6 +31,12 @@ describe("a Solana spend whose blockhash expired before it landed", () => {
 
     // Recorded and signed, as a send is before its broadcast, and then the process "lost" the broadcast.
     const privateKey = await openStoredKey(server.service, created.id, "solana");
+    const rowPlan = await solana.planTransfer({
+      from: created.solana.address,
+      to: recipient,
+      token: usdc,
+      amount: 2_000_000n,
+    });
     const row = await admitSpend(
       db,
       {
@@ -43,7 +49,7 @@ describe("a Solana spend whose blockhash expired before it landed", () => {
         to: recipient,
         usdMicros: 2_000_000n,
       },
-      { sign: () => solana.signTransfer({ privateKey, to: recipient, token: usdc, amount: 2_000_000n }) },
+      { sign: () => solana.signTransfer(rowPlan, privateKey) },
     );
     const firstSignature = row.txHash ?? "";
 
@@ -58,6 +64,12 @@ describe("a Solana spend whose blockhash expired before it landed", () => {
     expect(await solana.getBalance(recipient, usdc)).toBe(2_000_000n);
 
     // Now one that never reached the chain, and whose blockhash is past its last valid height.
+    const secondPlan = await solana.planTransfer({
+      from: created.solana.address,
+      to: recipient,
+      token: usdc,
+      amount: 3_000_000n,
+    });
     const second = await admitSpend(
       db,
       {
@@ -70,7 +82,7 @@ describe("a Solana spend whose blockhash expired before it landed", () => {
         to: recipient,
         usdMicros: 3_000_000n,
       },
-      { sign: () => solana.signTransfer({ privateKey, to: recipient, token: usdc, amount: 3_000_000n }) },
+      { sign: () => solana.signTransfer(secondPlan, privateKey) },
     );
     privateKey.fill(0);
     devnet.advanceSolanaSlots(400);
@@ -109,6 +121,12 @@ describe("a Solana spend whose blockhash expired before it landed", () => {
 
     // Recorded (reserving $8 of the $10) and signed, but more than the wallet holds: it can never land.
     const privateKey = await openStoredKey(server.service, created.id, "solana");
+    const doomedPlan = await solana.planTransfer({
+      from: created.solana.address,
+      to: recipient,
+      token: usdc,
+      amount: 8_000_000n,
+    });
     const doomed = await admitSpend(
       db,
       {
@@ -121,7 +139,7 @@ describe("a Solana spend whose blockhash expired before it landed", () => {
         to: recipient,
         usdMicros: 8_000_000n,
       },
-      { sign: () => solana.signTransfer({ privateKey, to: recipient, token: usdc, amount: 8_000_000n }) },
+      { sign: () => solana.signTransfer(doomedPlan, privateKey) },
     );
     privateKey.fill(0);
     const blocked = await server.api.post(

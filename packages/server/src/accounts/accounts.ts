@@ -2,7 +2,7 @@ import { hash, verify } from "@node-rs/argon2";
 import { eq, sql } from "drizzle-orm";
 import { newId } from "../internal/crypto.ts";
 import { accounts } from "../internal/db/schema.ts";
-import { type Db, isUniqueViolation, preparedPerDb } from "../internal/db/store.ts";
+import { type Db, preparedPerDb, withDomainErrors } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 
 /** argon2id, 64 MiB, 3 passes: OWASP's first recommended setting. */
@@ -36,18 +36,17 @@ export async function registerAccount(
   if (/^\s*$/u.test(input.password)) throw errors.weakPassword("The password must not be only whitespace");
   const email = normaliseEmail(input.email);
   const passwordHash = await hash(input.password, ARGON2_OPTIONS);
-  try {
-    const [row] = await db
-      .insert(accounts)
-      .values({ id: newId("usr"), email, name: input.name ?? null, passwordHash })
-      .returning();
-    if (!row) throw errors.internal(new Error("insert returned no row"));
-    return { id: row.id, email: row.email, name: row.name, createdAt: row.createdAt };
-  } catch (error) {
-    // The unique index decides the race between simultaneous registrations.
-    if (isUniqueViolation(error)) throw errors.emailTaken();
-    throw error;
-  }
+  // The unique index decides the race between simultaneous registrations.
+  const [row] = await withDomainErrors(
+    () =>
+      db
+        .insert(accounts)
+        .values({ id: newId("usr"), email, name: input.name ?? null, passwordHash })
+        .returning(),
+    { accounts_email_key: () => errors.emailTaken() },
+  );
+  if (!row) throw errors.internal(new Error("insert returned no row"));
+  return { id: row.id, email: row.email, name: row.name, createdAt: row.createdAt };
 }
 
 /** Returns the account id for a correct email and password; otherwise one indistinguishable failure. */

@@ -3,7 +3,7 @@ import { inspect } from "node:util";
 import { type Devnet, fundEvm, fundSolana, startDevnet } from "@svc/devnet";
 import { createTestClient, http } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { devnetClients, evmKey, solanaKey } from "../../test/support/chains.ts";
+import { devnetClients, evmKey, signedTransfer, solanaKey } from "../../test/support/chains.ts";
 import { type ProxyAction, startRpcProxy } from "../../test/support/rpc-proxy.ts";
 import { AppError } from "../internal/errors.ts";
 import {
@@ -166,7 +166,7 @@ describe.concurrent.each(["evm", "solana"] as const)("%s: a connection dropped w
     try {
       const client = clientAt(kind, proxy.url);
       const native = client.config.nativeToken;
-      const signed = await client.signTransfer({
+      const signed = await signedTransfer(client, {
         privateKey: sender.privateKey,
         to: recipient,
         token: native,
@@ -187,7 +187,7 @@ describe.concurrent.each(["evm", "solana"] as const)("%s: a connection dropped w
 describe("refusals from the devnet", () => {
   it("evm: a transfer its sender cannot pay for is TransactionRejectedError with the node's reason", async () => {
     const sender = evmKey();
-    const signed = await local.base.signTransfer({
+    const signed = await signedTransfer(local.base, {
       privateKey: sender.privateKey,
       to: evmKey().address,
       token: local.base.config.nativeToken,
@@ -208,7 +208,7 @@ describe("refusals from the devnet", () => {
     const anvil = createTestClient({ mode: "anvil", transport: http(devnet.evm.rpcUrl) });
     const eth = local.base.config.nativeToken;
     const sign = (amount: bigint) =>
-      local.base.signTransfer({
+      signedTransfer(local.base, {
         privateKey: sender.privateKey,
         to: evmKey().address,
         token: eth,
@@ -236,7 +236,7 @@ describe("refusals from the devnet", () => {
 
   it("solana: a transfer from an account that does not exist is TransactionRejectedError with the node's reason", async () => {
     const sender = await solanaKey();
-    const signed = await local.solana.signTransfer({
+    const signed = await signedTransfer(local.solana, {
       privateKey: sender.privateKey,
       to: (await solanaKey()).address,
       token: local.solana.config.nativeToken,

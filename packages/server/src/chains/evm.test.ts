@@ -1,6 +1,6 @@
 import { type Devnet, fundEvm, startDevnet } from "@svc/devnet";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { devnetClients, evmKey } from "../../test/support/chains.ts";
+import { devnetClients, evmKey, signedTransfer } from "../../test/support/chains.ts";
 import { eventually } from "../../test/support/eventually.ts";
 import { NonceTakenError } from "./errors.ts";
 import type { ChainClient, SignedTransfer, TokenInfo, TransferStatus } from "./types.ts";
@@ -55,9 +55,14 @@ describe("EvmChain on the local chain", () => {
   it("signs a USDC transfer that is pending until broadcast, then confirmed, moving exactly the amount", async () => {
     const sender = await fundedSender();
     const recipient = evmKey().address;
-    const fee = await base.estimateTransferFee(sender.address, recipient, usdc, 12_345_678n);
+    const { fee } = await base.planTransfer({
+      from: sender.address,
+      to: recipient,
+      token: usdc,
+      amount: 12_345_678n,
+    });
     expect(fee).toBeGreaterThan(0n);
-    const signed = await base.signTransfer({
+    const signed = await signedTransfer(base, {
       privateKey: sender.privateKey,
       to: recipient,
       token: usdc,
@@ -80,7 +85,7 @@ describe("EvmChain on the local chain", () => {
   it("signs a native transfer with the pending nonce and confirms it", async () => {
     const sender = await fundedSender();
     const recipient = evmKey().address;
-    const first = await base.signTransfer({
+    const first = await signedTransfer(base, {
       privateKey: sender.privateKey,
       to: recipient,
       token: eth,
@@ -88,7 +93,7 @@ describe("EvmChain on the local chain", () => {
     });
     await base.broadcast(first);
     expect(await base.getPendingNonce?.(sender.address)).toBe(1);
-    const second = await base.signTransfer({
+    const second = await signedTransfer(base, {
       privateKey: sender.privateKey,
       to: recipient,
       token: eth,
@@ -98,21 +103,21 @@ describe("EvmChain on the local chain", () => {
     await base.broadcast(second);
     expect((await settled(second, sender.address)).state).toBe("confirmed");
     expect(await base.getBalance(recipient, eth)).toBe(3n * 10n ** 15n);
-    expect(await base.estimateTransferFee(sender.address, recipient, eth, 1n)).toBeGreaterThanOrEqual(
-      21_000n,
-    );
+    const plan = await base.planTransfer({ from: sender.address, to: recipient, token: eth, amount: 1n });
+    expect(plan.fee).toBeGreaterThanOrEqual(21_000n);
+    expect(plan.evm?.pendingNonce).toBe(2);
   });
 
   it("reports dropped when the transfer's nonce was used by another transaction", async () => {
     const sender = await fundedSender();
-    const a = await base.signTransfer({
+    const a = await signedTransfer(base, {
       privateKey: sender.privateKey,
       to: evmKey().address,
       token: usdc,
       amount: 1n,
       nonce: 0,
     });
-    const b = await base.signTransfer({
+    const b = await signedTransfer(base, {
       privateKey: sender.privateKey,
       to: evmKey().address,
       token: usdc,
@@ -131,7 +136,7 @@ describe("EvmChain on the local chain", () => {
   it("reports failed for a transfer that reverts on chain", async () => {
     const sender = await fundedSender();
     // More USDC than the sender holds: estimation reverts, so the fallback gas limit is used and it lands.
-    const signed = await base.signTransfer({
+    const signed = await signedTransfer(base, {
       privateKey: sender.privateKey,
       to: evmKey().address,
       token: usdc,

@@ -26,6 +26,7 @@ import {
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { getNodeError } from "viem/utils";
+import { mapLimited } from "../internal/concurrency.ts";
 import {
   ChainRequestError,
   ChainTimeoutError,
@@ -44,6 +45,8 @@ import type {
   IncomingTransfer,
   SignedTransfer,
   TokenInfo,
+  TransferInput,
+  TransferPlan,
   TransferStatus,
 } from "./types.ts";
 
@@ -58,6 +61,8 @@ const MAX_BLOCKS_PER_SCAN = 50n;
 const SCAN_CONCURRENCY = 8;
 /** How far back a scan restarts when the block it stopped at was replaced (a reorganisation). */
 const REORG_RESCAN_BLOCKS = 128n;
+/** How long a read of the fee caps is reused by later transfer plans, in ms. */
+const FEE_CACHE_MS = 1_000;
 /** How long one RPC call may take before it fails with {@link ChainTimeoutError}. */
 const DEFAULT_TIMEOUT_MS = 15_000;
 /** The idempotent reads this layer makes: retried after a transient transport failure. */
@@ -106,6 +111,7 @@ export class EvmChain implements ChainClient {
   readonly #client: PublicClient<Transport, Chain>;
   readonly #chain: Chain;
   readonly #depth: bigint;
+  #fees: { at: number; value: Promise<{ maxFeePerGas: bigint; maxPriorityFeePerGas: bigint }> } | undefined;
 
   constructor(config: ChainConfig, options: EvmChainOptions = {}) {
     if (config.kind !== "evm") throw new Error(`EvmChain given a ${config.kind} chain`);
@@ -147,36 +153,66 @@ export class EvmChain implements ChainClient {
       });
   }
 
-  async estimateTransferFee(from: string, to: string, token: TokenInfo, amount: bigint): Promise<bigint> {
-    const plan = await this.#plan(getAddress(from), getAddress(to), token, amount);
-    return plan.gas * plan.maxFeePerGas;
+  async planTransfer(input: TransferInput): Promise<TransferPlan> {
+    const from = getAddress(input.from);
+    const to = getAddress(input.to);
+    const call =
+      input.token.address === null
+        ? { to, value: input.amount, data: undefined }
+        : {
+            to: getAddress(input.token.address),
+            value: 0n,
+            data: encodeFunctionData({ abi: erc20Abi, functionName: "transfer", args: [to, input.amount] }),
+          };
+    const [fees, gas, pendingNonce] = await Promise.all([
+      this.#feesPerGas(),
+      this.#estimateGas(from, call, input.token.address === null),
+      this.getPendingNonce(from),
+    ]);
+    return {
+      ...input,
+      fee: gas * fees.maxFeePerGas,
+      evm: { ...call, gas, ...fees, pendingNonce },
+    };
   }
 
-  async signTransfer(input: {
-    privateKey: Uint8Array;
-    to: string;
-    token: TokenInfo;
-    amount: bigint;
-    nonce?: number;
-  }): Promise<SignedTransfer> {
-    if (input.privateKey.length !== 32) throw new Error("EVM private key must be 32 bytes");
-    const account = privateKeyToAccount(`0x${Buffer.from(input.privateKey).toString("hex")}`);
-    const [plan, nonce] = await Promise.all([
-      this.#plan(account.address, getAddress(input.to), input.token, input.amount),
-      input.nonce ?? this.getPendingNonce(account.address),
-    ]);
+  async signTransfer(plan: TransferPlan, privateKey: Uint8Array, nonce?: number): Promise<SignedTransfer> {
+    if (!plan.evm) throw new Error("signTransfer given a plan made by another kind of chain");
+    if (privateKey.length !== 32) throw new Error("EVM private key must be 32 bytes");
+    const account = privateKeyToAccount(`0x${Buffer.from(privateKey).toString("hex")}`);
+    if (account.address !== getAddress(plan.from))
+      throw new Error("signTransfer given another account's key");
+    const used = nonce ?? plan.evm.pendingNonce;
     const raw = await account.signTransaction({
       type: "eip1559",
       chainId: this.#chain.id,
-      nonce,
-      to: plan.to,
-      value: plan.value,
-      ...(plan.data ? { data: plan.data } : {}),
-      gas: plan.gas,
-      maxFeePerGas: plan.maxFeePerGas,
-      maxPriorityFeePerGas: plan.maxPriorityFeePerGas,
+      nonce: used,
+      to: plan.evm.to,
+      value: plan.evm.value,
+      ...(plan.evm.data ? { data: plan.evm.data } : {}),
+      gas: plan.evm.gas,
+      maxFeePerGas: plan.evm.maxFeePerGas,
+      maxPriorityFeePerGas: plan.evm.maxPriorityFeePerGas,
     });
-    return { txHash: keccak256(raw), raw, nonce };
+    return { txHash: keccak256(raw), raw, nonce: used };
+  }
+
+  /**
+   * The EIP-1559 fee caps, read at most once per {@link FEE_CACHE_MS} (concurrent planners share one read):
+   * viem's caps leave a margin over the base fee, which moves at most 12.5% per block.
+   */
+  #feesPerGas(): Promise<{ maxFeePerGas: bigint; maxPriorityFeePerGas: bigint }> {
+    const now = Date.now();
+    if (this.#fees && now - this.#fees.at < FEE_CACHE_MS) return this.#fees.value;
+    const value = this.#client
+      .estimateFeesPerGas({ type: "eip1559" })
+      .then(({ maxFeePerGas, maxPriorityFeePerGas }) => ({ maxFeePerGas, maxPriorityFeePerGas }));
+    const entry = { at: now, value };
+    this.#fees = entry;
+    value.catch(() => {
+      if (this.#fees === entry) this.#fees = undefined;
+    });
+    return value;
   }
 
   async broadcast(signed: SignedTransfer): Promise<void> {
@@ -394,40 +430,6 @@ export class EvmChain implements ChainClient {
     return `${blockNumber}:${block.hash}`;
   }
 
-  /** The transaction a transfer sends, its gas limit and fees: shared by the estimate and the signature. */
-  async #plan(
-    from: Address,
-    to: Address,
-    token: TokenInfo,
-    amount: bigint,
-  ): Promise<{
-    to: Address;
-    value: bigint;
-    data: Hex | undefined;
-    gas: bigint;
-    maxFeePerGas: bigint;
-    maxPriorityFeePerGas: bigint;
-  }> {
-    const call =
-      token.address === null
-        ? { to, value: amount, data: undefined }
-        : {
-            to: getAddress(token.address),
-            value: 0n,
-            data: encodeFunctionData({ abi: erc20Abi, functionName: "transfer", args: [to, amount] }),
-          };
-    const [fees, gas] = await Promise.all([
-      this.#client.estimateFeesPerGas({ type: "eip1559" }),
-      this.#estimateGas(from, call, token.address === null),
-    ]);
-    return {
-      ...call,
-      gas,
-      maxFeePerGas: fees.maxFeePerGas,
-      maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
-    };
-  }
-
   async #estimateGas(
     from: Address,
     call: { to: Address; value: bigint; data: Hex | undefined },
@@ -538,24 +540,6 @@ function evmChainId(network: string): number {
 /** Watched addresses by their lowercase form, each mapped to the form the caller gave. */
 function watchSet(addresses: readonly string[]): Map<string, string> {
   return new Map(addresses.map((a) => [a.toLowerCase(), a]));
-}
-
-/** `work` over `items` with at most `limit` in flight; results in the order of `items`. */
-async function mapLimited<T, R>(
-  items: readonly T[],
-  limit: number,
-  work: (item: T) => Promise<R>,
-): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  const lane = async () => {
-    while (next < items.length) {
-      const at = next++;
-      results[at] = await work(items[at] as T);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
-  return results;
 }
 
 function range(from: bigint, to: bigint): bigint[] {

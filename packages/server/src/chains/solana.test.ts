@@ -1,7 +1,7 @@
 import { createSolanaRpc } from "@solana/kit";
 import { type Devnet, fundSolana, startDevnet } from "@svc/devnet";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { devnetClients, solanaKey } from "../../test/support/chains.ts";
+import { devnetClients, signedTransfer, solanaKey } from "../../test/support/chains.ts";
 import { eventually } from "../../test/support/eventually.ts";
 import { BlockhashNotFoundError, TransactionRejectedError } from "./errors.ts";
 import type { ChainClient, SignedTransfer, TokenInfo, TransferStatus } from "./types.ts";
@@ -60,10 +60,15 @@ describe("SolanaChain on the local cluster", () => {
   it("sends USDC with TransferChecked, creating the recipient's token account, pending until it lands", async () => {
     const sender = await fundedSender();
     const recipient = (await solanaKey()).address;
-    const fee = await solana.estimateTransferFee(sender.address, recipient, usdc, 1_500_000n);
+    const { fee } = await solana.planTransfer({
+      from: sender.address,
+      to: recipient,
+      token: usdc,
+      amount: 1_500_000n,
+    });
     // The base fee plus the rent of the recipient's new token account.
     expect(fee).toBeGreaterThan(5_000n);
-    const signed = await solana.signTransfer({
+    const signed = await signedTransfer(solana, {
       privateKey: sender.privateKey,
       to: recipient,
       token: usdc,
@@ -80,13 +85,14 @@ describe("SolanaChain on the local cluster", () => {
     expect(await solana.getBalance(sender.address, usdc)).toBe(48_500_000n);
     expect(solBefore - (await solana.getBalance(sender.address, sol))).toBe(fee);
     // The account exists now: the next transfer costs only the base fee.
-    expect(await solana.estimateTransferFee(sender.address, recipient, usdc, 1n)).toBe(5_000n);
+    const next = await solana.planTransfer({ from: sender.address, to: recipient, token: usdc, amount: 1n });
+    expect(next.fee).toBe(5_000n);
   });
 
   it("sends SOL and confirms it", async () => {
     const sender = await fundedSender();
     const recipient = (await solanaKey()).address;
-    const signed = await solana.signTransfer({
+    const signed = await signedTransfer(solana, {
       privateKey: sender.privateKey,
       to: recipient,
       token: sol,
@@ -101,13 +107,13 @@ describe("SolanaChain on the local cluster", () => {
     const sender = await fundedSender();
     const recipient = (await solanaKey()).address;
     const input = { privateKey: sender.privateKey, to: recipient, token: usdc, amount: 1n };
-    const [a, b] = await Promise.all([solana.signTransfer(input), solana.signTransfer(input)]);
+    const [a, b] = await Promise.all([signedTransfer(solana, input), signedTransfer(solana, input)]);
     expect(a?.txHash).not.toBe(b?.txHash);
   });
 
   it("reports dropped when the blockhash expired before the transfer landed, and refuses to broadcast it", async () => {
     const sender = await fundedSender();
-    const signed = await solana.signTransfer({
+    const signed = await signedTransfer(solana, {
       privateKey: sender.privateKey,
       to: (await solanaKey()).address,
       token: sol,
@@ -123,7 +129,7 @@ describe("SolanaChain on the local cluster", () => {
 
   it("reports failed for a transfer that fails in execution", async () => {
     const sender = await fundedSender();
-    const signed = await solana.signTransfer({
+    const signed = await signedTransfer(solana, {
       privateKey: sender.privateKey,
       to: (await solanaKey()).address,
       token: usdc,

@@ -34,6 +34,7 @@ import {
   getTransferCheckedInstruction,
   TOKEN_PROGRAM_ADDRESS,
 } from "@solana-program/token";
+import { mapLimited } from "../internal/concurrency.ts";
 import {
   BlockhashNotFoundError,
   type ChainError,
@@ -51,6 +52,8 @@ import type {
   IncomingTransfer,
   SignedTransfer,
   TokenInfo,
+  TransferInput,
+  TransferPlan,
   TransferStatus,
 } from "./types.ts";
 
@@ -127,7 +130,20 @@ export class SolanaChain implements ChainClient {
     return BigInt(amount);
   }
 
-  async estimateTransferFee(_from: string, to: string, token: TokenInfo, _amount: bigint): Promise<bigint> {
+  async planTransfer(input: TransferInput): Promise<TransferPlan> {
+    const [fee, { value: blockhash }] = await Promise.all([
+      this.#transferFee(input.to, input.token),
+      this.#rpc.getLatestBlockhash({ commitment: "confirmed" }).send(),
+    ]);
+    return {
+      ...input,
+      fee,
+      solana: { blockhash: blockhash.blockhash, lastValidBlockHeight: blockhash.lastValidBlockHeight },
+    };
+  }
+
+  /** The base fee, and the rent of the recipient's token account when the transfer creates it. */
+  async #transferFee(to: string, token: TokenInfo): Promise<bigint> {
     if (token.address === null) return LAMPORTS_PER_SIGNATURE;
     const ata = await associatedTokenAccount(to, token.address);
     const { value } = await this.#rpc
@@ -138,26 +154,21 @@ export class SolanaChain implements ChainClient {
       })
       .send();
     if (value !== null) return LAMPORTS_PER_SIGNATURE;
-    // The sender also pays the rent of the recipient's token account it creates.
     const rent = await this.#rpc.getMinimumBalanceForRentExemption(TOKEN_ACCOUNT_SIZE).send();
     return LAMPORTS_PER_SIGNATURE + rent;
   }
 
-  async signTransfer(input: {
-    privateKey: Uint8Array;
-    to: string;
-    token: TokenInfo;
-    amount: bigint;
-    nonce?: number;
-  }): Promise<SignedTransfer> {
-    if (input.privateKey.length !== 32) throw new Error("Solana private key must be a 32-byte seed");
-    const signer = await createKeyPairSignerFromPrivateKeyBytes(input.privateKey);
-    const to = toAddress(input.to);
+  async signTransfer(plan: TransferPlan, privateKey: Uint8Array): Promise<SignedTransfer> {
+    if (!plan.solana) throw new Error("signTransfer given a plan made by another kind of chain");
+    if (privateKey.length !== 32) throw new Error("Solana private key must be a 32-byte seed");
+    const signer = await createKeyPairSignerFromPrivateKeyBytes(privateKey);
+    if (signer.address !== plan.from) throw new Error("signTransfer given another account's key");
+    const to = toAddress(plan.to);
     const instructions: Instruction[] = [this.#uniqueComputeLimit()];
-    if (input.token.address === null) {
-      instructions.push(getTransferSolInstruction({ source: signer, destination: to, amount: input.amount }));
+    if (plan.token.address === null) {
+      instructions.push(getTransferSolInstruction({ source: signer, destination: to, amount: plan.amount }));
     } else {
-      const mint = toAddress(input.token.address);
+      const mint = toAddress(plan.token.address);
       const [source, destination] = await Promise.all([
         associatedTokenAccount(signer.address, mint),
         associatedTokenAccount(to, mint),
@@ -169,21 +180,18 @@ export class SolanaChain implements ChainClient {
           mint,
           destination,
           authority: signer,
-          amount: input.amount,
-          decimals: input.token.decimals,
+          amount: plan.amount,
+          decimals: plan.token.decimals,
         }),
       );
     }
-    const { value: blockhash } = await this.#rpc.getLatestBlockhash({ commitment: "confirmed" }).send();
+    const { blockhash, lastValidBlockHeight } = plan.solana;
     const message = pipe(
       createTransactionMessage({ version: 0 }),
       (m) => setTransactionMessageFeePayerSigner(signer, m),
       (m) =>
         setTransactionMessageLifetimeUsingBlockhash(
-          {
-            blockhash: blockhash.blockhash as Blockhash,
-            lastValidBlockHeight: blockhash.lastValidBlockHeight,
-          },
+          { blockhash: blockhash as Blockhash, lastValidBlockHeight },
           m,
         ),
       (m) => appendTransactionMessageInstructions(instructions, m),
@@ -192,7 +200,7 @@ export class SolanaChain implements ChainClient {
     return {
       txHash: getSignatureFromTransaction(signed),
       raw: getBase64EncodedWireTransaction(signed),
-      lastValidBlockHeight: blockhash.lastValidBlockHeight,
+      lastValidBlockHeight,
     };
   }
 
@@ -273,11 +281,11 @@ export class SolanaChain implements ChainClient {
 
     const watch = await this.#watchMap(await addresses());
     const signatures = new Set<Signature>();
-    await forEachLimited([...watch.keys()], SCAN_CONCURRENCY, async (account) => {
+    await mapLimited([...watch.keys()], SCAN_CONCURRENCY, async (account) => {
       for (const signature of await this.#signaturesBetween(account, after, head)) signatures.add(signature);
     });
     const transfers: IncomingTransfer[] = [];
-    await forEachLimited([...signatures], SCAN_CONCURRENCY, async (signature) => {
+    await mapLimited([...signatures], SCAN_CONCURRENCY, async (signature) => {
       transfers.push(...(await this.#transfersIn(signature, watch)));
     });
     return { transfers, cursor: head.toString() };
@@ -315,7 +323,7 @@ export class SolanaChain implements ChainClient {
   async #watchMap(owners: readonly string[]): Promise<Map<Address, { owner: string; token: TokenInfo }>> {
     const map = new Map<Address, { owner: string; token: TokenInfo }>();
     const tokens = this.config.tokens.filter((t) => t.address !== null);
-    await forEachLimited([...owners], SCAN_CONCURRENCY, async (owner) => {
+    await mapLimited([...owners], SCAN_CONCURRENCY, async (owner) => {
       if (!isAddress(owner)) return;
       map.set(owner, { owner, token: this.config.nativeToken });
       for (const token of tokens) {
@@ -330,13 +338,14 @@ export class SolanaChain implements ChainClient {
     signature: Signature,
     watch: Map<Address, { owner: string; token: TokenInfo }>,
   ): Promise<IncomingTransfer[]> {
-    const tx = (await this.#rpc
+    const answer: unknown = await this.#rpc
       .getTransaction(signature, {
         commitment: "confirmed",
         encoding: "jsonParsed",
         maxSupportedTransactionVersion: 0,
       })
-      .send()) as unknown as ParsedTransaction | null;
+      .send();
+    const tx = parsedTransaction(answer);
     if (!tx || tx.meta?.err) return [];
     const blockTime =
       tx.blockTime === null || tx.blockTime === undefined
@@ -451,6 +460,12 @@ interface ParsedTransaction {
   transaction: { message: { instructions: ParsedInstruction[] } };
 }
 
+/** The node's answer read as the parts of a `jsonParsed` transaction this module uses; null when none. */
+function parsedTransaction(answer: unknown): ParsedTransaction | null {
+  if (typeof answer !== "object" || answer === null || !("transaction" in answer)) return null;
+  return answer as ParsedTransaction;
+}
+
 /** Top-level instructions in order, each followed by the inner instructions it invoked. */
 function flattenInstructions(tx: ParsedTransaction): ParsedInstruction[] {
   const inner = new Map<number, ParsedInstruction[]>();
@@ -505,19 +520,4 @@ function describeTransactionError(err: unknown): string {
   return JSON.stringify(err, (_key, value: unknown) =>
     typeof value === "bigint" ? value.toString() : value,
   );
-}
-
-async function forEachLimited<T>(
-  items: readonly T[],
-  limit: number,
-  work: (item: T) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) {
-      const item = items[next++] as T;
-      await work(item);
-    }
-  });
-  await Promise.all(lanes);
 }

@@ -38,6 +38,32 @@ export interface ChainConfig {
   scanDepth?: number;
 }
 
+/** A transfer of `amount` of `token` from `from` to `to`, as a caller asks for it. */
+export interface TransferInput {
+  from: string;
+  to: string;
+  token: TokenInfo;
+  amount: bigint;
+}
+
+/** A transfer with what the chain said signing it needs; see {@link ChainClient.planTransfer}. */
+export interface TransferPlan extends TransferInput {
+  /** Upper bound of the native-coin fee, in atomic units of the native coin. */
+  fee: bigint;
+  /** EVM: the transaction's fields, and the account's pending nonce when planned. */
+  evm?: {
+    to: `0x${string}`;
+    value: bigint;
+    data: `0x${string}` | undefined;
+    gas: bigint;
+    maxFeePerGas: bigint;
+    maxPriorityFeePerGas: bigint;
+    pendingNonce: number;
+  };
+  /** Solana: the blockhash the transaction lives by. */
+  solana?: { blockhash: string; lastValidBlockHeight: bigint };
+}
+
 /** A transfer signed but not yet broadcast: recorded first, so a crash can never lose a broadcast. */
 export interface SignedTransfer {
   /** Transaction hash (EVM) or signature (Solana), known before broadcast. */
@@ -81,19 +107,18 @@ export interface ChainClient {
   isValidAddress(address: string): boolean;
   /** Balance of `token` held by `address`, in atomic units. */
   getBalance(address: string, token: TokenInfo): Promise<bigint>;
-  /** Upper bound of the native-coin fee a transfer of `token` costs now, in atomic units of the native coin. */
-  estimateTransferFee(from: string, to: string, token: TokenInfo, amount: bigint): Promise<bigint>;
   /**
-   * Builds and signs a transfer of `amount` of `token` from the key's address to `to`. Does not broadcast.
-   * `privateKey`: EVM 32-byte secp256k1 secret; Solana 32-byte ed25519 seed. EVM: `nonce` is the caller's.
+   * Everything signing a transfer needs from the chain, read now (fees, gas limit and the pending nonce on
+   * EVM; a recent blockhash on Solana): the network part of a transfer, done before any database lock is
+   * taken. `plan.fee` is the upper bound of the native-coin fee it costs.
    */
-  signTransfer(input: {
-    privateKey: Uint8Array;
-    to: string;
-    token: TokenInfo;
-    amount: bigint;
-    nonce?: number;
-  }): Promise<SignedTransfer>;
+  planTransfer(input: TransferInput): Promise<TransferPlan>;
+  /**
+   * Signs a planned transfer with the key of `plan.from`. Local: no network call, so it may run under a
+   * database lock. Does not broadcast. `privateKey`: EVM 32-byte secp256k1 secret; Solana 32-byte ed25519
+   * seed. EVM: `nonce` is the caller's, default the pending nonce read by the plan.
+   */
+  signTransfer(plan: TransferPlan, privateKey: Uint8Array, nonce?: number): Promise<SignedTransfer>;
   /** Sends a signed transfer. Broadcasting the same one twice is harmless (the chain dedupes by hash). */
   broadcast(signed: SignedTransfer): Promise<void>;
   /** Where a broadcast transfer stands. */

@@ -1,16 +1,17 @@
 import { randomUUID } from "node:crypto";
 import { createKeyPairSignerFromPrivateKeyBytes } from "@solana/kit";
-import { and, eq, gt, inArray, sql } from "drizzle-orm";
+import { and, asc, eq, gt, inArray, sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import { privateKeyToAddress } from "viem/accounts";
-import { ChainError, chainCall, NonceTakenError, TransactionRejectedError } from "../chains/errors.ts";
+import { ChainError, chainCall, NonceTakenError } from "../chains/errors.ts";
 import type { ChainRegistry } from "../chains/registry.ts";
 import type { ChainClient, SignedTransfer, TokenInfo } from "../chains/types.ts";
 import { faucetGrants, wallets } from "../internal/db/schema.ts";
-import { type Db, selectRows } from "../internal/db/store.ts";
+import type { Db } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 import { formatUnits, parseUnitsStrict } from "../internal/money.ts";
 import { recordIncoming } from "../receives/watcher.ts";
+import { broadcastTransfer, findToken, parseTransferAmount } from "../spends/transfer.ts";
 import { findTransfer, type TransactionRow } from "../transactions/transactions.ts";
 import { findWalletForAccount } from "../wallets/wallets.ts";
 
@@ -92,24 +93,13 @@ export class Faucet {
     const account = this.#deps.accounts[config.kind];
     const client = chains.client(request.chain);
     if (!account || !client) throw errors.faucetUnavailable(request.chain, "no faucet account is configured");
-    const all = [config.nativeToken, ...config.tokens];
-    const token = all.find((t) => t.symbol.toUpperCase() === request.token.toUpperCase());
-    if (!token)
-      throw errors.unknownToken(
-        request.token,
-        request.chain,
-        all.map((t) => t.symbol),
-      );
+    const token = findToken(client, request.token);
     const isNative = token.address === null;
-    const amount = parseUnitsStrict(
+    const amount = parseTransferAmount(
+      client,
+      token,
       request.amount ?? (isNative ? DEFAULT_AMOUNTS.native : DEFAULT_AMOUNTS.usdc),
-      token.decimals,
     );
-    if (amount === undefined || amount === 0n) {
-      throw errors.invalidAmount(
-        `Amount must be a positive decimal number with at most ${token.decimals} decimals for ${token.symbol}`,
-      );
-    }
     const to = config.kind === "evm" ? wallet.evmAddress : wallet.solanaAddress;
     if (!to) throw errors.chainNotInWallet(request.chain, wallet.chains);
 
@@ -126,8 +116,6 @@ export class Faucet {
       signed = await chainCall(request.chain, () => this.#send(client, account, to, token, amount));
     } catch (error) {
       await db.delete(faucetGrants).where(eq(faucetGrants.id, grantId));
-      if (error instanceof TransactionRejectedError)
-        throw errors.broadcastRejected(request.chain, error.details.reason, error);
       // Still taken after every attempt, or the node refused a read: nothing was paid.
       if (error instanceof ChainError)
         throw errors.broadcastRejected(request.chain, error.shortMessage, error);
@@ -166,10 +154,12 @@ export class Faucet {
     await this.#deps.db.transaction(async (tx) => {
       // The account's wallet rows are the lock (always taken in id order, so two grants cannot deadlock):
       // grants to one account's wallets are admitted one at a time, for both caps.
-      const locked = await selectRows<{ id: string; status: string }>(
-        tx as unknown as Db,
-        sql`SELECT id, status FROM ${wallets} WHERE ${wallets.accountId} = ${accountId} ORDER BY ${wallets.id} FOR UPDATE`,
-      );
+      const locked = await tx
+        .select({ id: wallets.id, status: wallets.status })
+        .from(wallets)
+        .where(eq(wallets.accountId, accountId))
+        .orderBy(asc(wallets.id))
+        .for("update");
       // Checked again under the lock: an archive that raced the first check wins.
       if (locked.find((row) => row.id === walletId)?.status !== "active")
         throw errors.walletArchived(walletId);
@@ -234,10 +224,13 @@ export class Faucet {
     const chain = client.config.name;
     return this.#serialised(chain, async () => {
       await this.#prepare(chain, account);
+      const from = await faucetAddress(client, account);
       for (let attempt = 1; ; attempt++) {
-        const signed = await client.signTransfer({ privateKey: account.privateKey, to, token, amount });
+        // Planned (the network part) outside any database transaction, like every transfer.
+        const plan = await client.planTransfer({ from, to, token, amount });
+        const signed = await client.signTransfer(plan, account.privateKey);
         try {
-          await client.broadcast(signed);
+          await broadcastTransfer(client, signed);
           return signed;
         } catch (error) {
           if (!(error instanceof NonceTakenError) || attempt >= NONCE_ATTEMPTS) throw error;

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { and, eq, sql } from "drizzle-orm";
 import { idempotencyKeys } from "../internal/db/schema.ts";
-import type { Db } from "../internal/db/store.ts";
+import type { Db, Tx } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 
 /** A response to remember and replay: the status and the JSON body. */
@@ -144,11 +144,11 @@ async function complete(db: Db, claim: IdempotencyClaim, response: StoredRespons
  * one spend.
  */
 export async function attachTransaction(
-  db: Db,
+  tx: Tx,
   claim: IdempotencyClaim,
   transactionId: string,
 ): Promise<void> {
-  const linked = await db
+  const linked = await tx
     .update(idempotencyKeys)
     .set({ transactionId })
     .where(and(owned(claim), sql`${idempotencyKeys.transactionId} IS NULL`))

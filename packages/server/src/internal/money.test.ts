@@ -39,7 +39,11 @@ describe("formatUnits", () => {
     expect(formatUnits(10n ** 18n, 18)).toBe("1");
   });
   it("shows dollars with at least two decimals", () => {
-    expect(formatUsd(45_000_000n)).toBe("$45.00");
-    expect(formatUsd(1_234_567n)).toBe("$1.234567");
+    expect(formatUsd(45_000_000n)).toBe("45.00");
+    expect(formatUsd(1_234_567n)).toBe("1.234567");
+    expect(formatUsd(299_817_040n)).toBe("299.81704");
+    expect(formatUsd(20_000_000n)).toBe("20.00");
+    expect(formatUsd(1n)).toBe("0.000001");
+    expect(formatUsd(0n)).toBe("0.00");
   });
 });

@@ -32,10 +32,14 @@ export function formatUnits(atomic: bigint, decimals: number): string {
 export const USD_DECIMALS = 6;
 
 /**
- * Formats micro-dollars for a message: two decimals at least, more when the amount has them.
- * @example formatUsd(45_000_000n) // "$45.00"
+ * The one dollar format of the API, for every USD amount it shows (balances' `usdValue` and
+ * `totalUsdValue`, policy messages and their `details`): the exact decimal of the micro-dollars, never
+ * rounded, with at least two decimals and no trailing zero beyond the second. Messages put a `$` before it.
+ * @example formatUsd(45_000_000n) // "45.00"
+ * @example formatUsd(299_817_040n) // "299.81704"
+ * @example formatUsd(1n) // "0.000001"
  */
 export function formatUsd(micros: bigint): string {
   const [whole, fraction = ""] = formatUnits(micros, USD_DECIMALS).split(".");
-  return `$${whole}.${fraction.padEnd(2, "0")}`;
+  return `${whole}.${fraction.padEnd(2, "0")}`;
 }

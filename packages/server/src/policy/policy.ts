@@ -1,7 +1,7 @@
 import { eq } from "drizzle-orm";
 import { z } from "zod";
 import { walletPolicies, wallets } from "../internal/db/schema.ts";
-import type { Db } from "../internal/db/store.ts";
+import type { Db, Tx } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 import { InexactNumber } from "../internal/exact-json.ts";
 import { formatUnits, formatUsd, parseUnitsStrict, USD_DECIMALS } from "../internal/money.ts";
@@ -103,8 +103,7 @@ export async function updatePolicy(
   input: PolicyInput,
   changer: PolicyChanger,
 ): Promise<PolicyView> {
-  return db.transaction(async (txDb) => {
-    const tx = txDb as unknown as Db;
+  return db.transaction(async (tx) => {
     const current = await lockPolicyRow(tx, walletId);
     await refuseLoosening(tx, walletId, loosenings(current, input), changer);
     const set: Partial<typeof walletPolicies.$inferInsert> = { updatedAt: new Date() };
@@ -131,8 +130,7 @@ export async function setPolicyStatus(
   status: "active" | "paused",
   changer: PolicyChanger,
 ): Promise<PolicyView> {
-  return db.transaction(async (txDb) => {
-    const tx = txDb as unknown as Db;
+  return db.transaction(async (tx) => {
     const current = await lockPolicyRow(tx, walletId);
     if (current.status === "paused" && status === "active")
       await refuseLoosening(tx, walletId, ["Resuming spending"], changer);
@@ -146,7 +144,7 @@ export async function setPolicyStatus(
   });
 }
 
-async function lockPolicyRow(tx: Db, walletId: string): Promise<PolicyRow> {
+async function lockPolicyRow(tx: Tx, walletId: string): Promise<PolicyRow> {
   const [row] = await tx
     .select()
     .from(walletPolicies)
@@ -162,7 +160,7 @@ async function lockPolicyRow(tx: Db, walletId: string): Promise<PolicyRow> {
  * status read here is the one that holds when the change commits.
  */
 async function refuseLoosening(
-  tx: Db,
+  tx: Tx,
   walletId: string,
   changes: string[],
   changer: PolicyChanger,
@@ -188,8 +186,8 @@ export function loosenings(current: PolicyRow, input: PolicyInput): string[] {
   const changes: string[] = [];
   const bound = (name: string, was: bigint | null, next: bigint | null | undefined) => {
     if (next === undefined || was === null) return;
-    if (next === null) changes.push(`removing ${name} (${formatUsd(was)})`);
-    else if (next > was) changes.push(`raising ${name} from ${formatUsd(was)} to ${formatUsd(next)}`);
+    if (next === null) changes.push(`removing ${name} ($${formatUsd(was)})`);
+    else if (next > was) changes.push(`raising ${name} from $${formatUsd(was)} to $${formatUsd(next)}`);
   };
   bound("maxPerTx", current.maxPerTxMicros, input.maxPerTx);
   bound("dailyLimit", current.dailyLimitMicros, input.dailyLimit);

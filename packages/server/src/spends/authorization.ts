@@ -63,6 +63,8 @@ export async function releaseRefusedSpendAuthorization(
   refusal: unknown,
 ): Promise<void> {
   if (!daemon || !(refusal instanceof AppError)) return;
+  // Another recorded spend holds the decision: its credits are that spend's.
+  if (refusal.reason === "spend_authorization_used") return;
   await daemon.releaseDecision(decisionId);
 }
 

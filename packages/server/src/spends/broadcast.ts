@@ -1,18 +1,14 @@
 import { eq } from "drizzle-orm";
-import {
-  BlockhashNotFoundError,
-  ChainUnavailableError,
-  NonceTakenError,
-  TransactionRejectedError,
-} from "../chains/errors.ts";
-import type { ChainClient } from "../chains/types.ts";
+import { BlockhashNotFoundError, ChainUnavailableError, NonceTakenError } from "../chains/errors.ts";
+import type { ChainClient, SignedTransfer } from "../chains/types.ts";
 import { transactions, wallets } from "../internal/db/schema.ts";
 import type { Db } from "../internal/db/store.ts";
-import { errors } from "../internal/errors.ts";
 import { recordTransaction, type TransactionRow } from "../transactions/transactions.ts";
 import { openSigningKey } from "../wallets/wallets.ts";
-import { failSpend, releaseNonce } from "./admission.ts";
+import { failSpend } from "./admission.ts";
+import { releaseNonce } from "./nonces.ts";
 import type { SpendDeps } from "./send.ts";
+import { broadcastTransfer } from "./transfer.ts";
 
 /**
  * Broadcasts a recorded spend. A definite rejection fails the spend (releasing its reservation and its
@@ -26,22 +22,21 @@ export async function broadcastRecorded(
 ): Promise<void> {
   if (!row.rawTx || !row.txHash) return;
   try {
-    await client.broadcast({ txHash: row.txHash, raw: row.rawTx });
+    await broadcastTransfer(client, { txHash: row.txHash, raw: row.rawTx }, async (reason) => {
+      // Only the caller that moved the row to failed gives its nonce back (or fills it): never two.
+      const failedHere = await failSpend(deps.db, row.id, `broadcast rejected: ${reason}`);
+      if (
+        failedHere &&
+        row.nonce !== null &&
+        !(await releaseNonce(deps.db, row.chain, row.fromAddress, row.nonce))
+      ) {
+        await fillNonceGap(deps, client, { ...row, nonce: row.nonce });
+      }
+    });
     await markBroadcast(deps.db, row.id);
   } catch (error) {
     if (isInconclusive(error)) return;
-    if (!(error instanceof TransactionRejectedError)) throw error;
-    const reason = error.details.reason;
-    // Only the caller that moved the row to failed gives its nonce back (or fills it): never two.
-    const failedHere = await failSpend(deps.db, row.id, `broadcast rejected: ${reason}`);
-    if (
-      failedHere &&
-      row.nonce !== null &&
-      !(await releaseNonce(deps.db, row.chain, row.fromAddress, row.nonce))
-    ) {
-      await fillNonceGap(deps, client, { ...row, nonce: row.nonce });
-    }
-    throw errors.broadcastRejected(row.chain, reason, error);
+    throw error;
   }
 }
 
@@ -58,16 +53,16 @@ export async function fillNonceGap(
   const [wallet] = await deps.db.select().from(wallets).where(eq(wallets.id, rejected.walletId));
   if (!wallet) return;
   const native = client.config.nativeToken;
+  const plan = await client.planTransfer({
+    from: rejected.fromAddress,
+    to: rejected.fromAddress,
+    token: native,
+    amount: 0n,
+  });
   const privateKey = await openSigningKey(deps.db, deps.keyring, wallet, "evm");
-  let signed: Awaited<ReturnType<ChainClient["signTransfer"]>>;
+  let signed: SignedTransfer;
   try {
-    signed = await client.signTransfer({
-      privateKey,
-      to: rejected.fromAddress,
-      token: native,
-      amount: 0n,
-      nonce,
-    });
+    signed = await client.signTransfer(plan, privateKey, nonce);
   } finally {
     privateKey.fill(0);
   }
@@ -87,7 +82,7 @@ export async function fillNonceGap(
     nonce,
   });
   // If this broadcast is lost too, the confirmer re-sends the recorded filler.
-  await client.broadcast(signed).then(
+  await broadcastTransfer(client, signed).then(
     () => markBroadcast(deps.db, filler.id),
     () => {},
   );

@@ -9,7 +9,7 @@ import { openSigningKey } from "../wallets/wallets.ts";
 import { settleRecordedPayment } from "../x402/pay.ts";
 import { failSpend } from "./admission.ts";
 import { broadcastRecorded, fillNonceGap } from "./broadcast.ts";
-import { findToken } from "./send.ts";
+import { findToken } from "./transfer.ts";
 
 /** A pending spend not seen on chain after this long is broadcast again (harmless: same hash). */
 const REBROADCAST_AFTER_MS = 3_000;
@@ -190,10 +190,16 @@ export class Confirmer {
     const [wallet] = await db.select().from(wallets).where(eq(wallets.id, row.walletId));
     if (!wallet) return;
     const token = findToken(client, row.token);
+    const plan = await client.planTransfer({
+      from: row.fromAddress,
+      to: row.toAddress,
+      token,
+      amount: row.amountAtomic,
+    });
     const privateKey = await openSigningKey(db, keyring, wallet, "solana");
     let signed: Awaited<ReturnType<ChainClient["signTransfer"]>>;
     try {
-      signed = await client.signTransfer({ privateKey, to: row.toAddress, token, amount: row.amountAtomic });
+      signed = await client.signTransfer(plan, privateKey);
     } finally {
       privateKey.fill(0);
     }

@@ -1,23 +1,23 @@
 import type { AuthzdClient } from "../authzd/client.ts";
-import { chainCall } from "../chains/errors.ts";
-import type { ChainClient, TokenInfo } from "../chains/types.ts";
+import type { ChainClient } from "../chains/types.ts";
 import type { IdempotencyClaim } from "../idempotency/idempotency.ts";
-import { type Db, isUniqueViolation } from "../internal/db/store.ts";
+import type { Db } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
-import { formatUnits, parseUnitsStrict } from "../internal/money.ts";
 import { getPolicyRow } from "../policy/policy.ts";
+import { usdMicros } from "../policy/pricing.ts";
+import { checkStaticRules, type SpendFacts } from "../policy/rules.ts";
+import { checkDailyLimit } from "../policy/spend-window.ts";
 import type { TransactionRow } from "../transactions/transactions.ts";
 import type { Keyring } from "../wallets/keyring.ts";
 import { findWalletForAccount, openSigningKey } from "../wallets/wallets.ts";
-import { admitSpend, checkDailyLimit, checkStaticRules, type SpendFacts } from "./admission.ts";
+import { admitSpend } from "./admission.ts";
 import {
-  alreadyUsed,
   consumeSpendAuthorization,
   NATIVE_ASSET,
   releaseRefusedSpendAuthorization,
 } from "./authorization.ts";
 import { broadcastRecorded } from "./broadcast.ts";
-import { usdMicros } from "./pricing.ts";
+import { findToken, isZeroAddress, parseTransferAmount, planFundedTransfer } from "./transfer.ts";
 
 /** What a spend needs from the rest of the service. */
 export interface SpendDeps {
@@ -40,27 +40,6 @@ export interface SendRequest {
   spendDecisionId?: string | undefined;
 }
 
-/** Amounts a chain can carry at all: uint256 on EVM, u64 on Solana. */
-const MAX_ATOMIC = { evm: 2n ** 256n, solana: 2n ** 64n } as const;
-
-/** EVM's 0x000…0 and Solana's all-zero key (the System Program, which cannot spend what it receives). */
-export function isZeroAddress(address: string): boolean {
-  return /^0x0{40}$/i.test(address) || address === "11111111111111111111111111111111";
-}
-
-/** Finds a token on a chain by symbol, the native coin included. */
-export function findToken(client: ChainClient, symbol: string): TokenInfo {
-  const all = [client.config.nativeToken, ...client.config.tokens];
-  const token = all.find((t) => t.symbol.toUpperCase() === symbol.toUpperCase());
-  if (!token)
-    throw errors.unknownToken(
-      symbol,
-      client.config.name,
-      all.map((t) => t.symbol),
-    );
-  return token;
-}
-
 /**
  * Sends `amount` of a token from one of the account's wallets. Checks, in order: the request itself,
  * the wallet is active, the policy, funds including fees. Records the spend `pending` before broadcasting,
@@ -78,12 +57,7 @@ export async function send(
   const client = deps.chainClient(request.chain);
   if (!client) throw errors.chainNotInWallet(request.chain, wallet.chains);
   const token = findToken(client, request.token);
-  const amount = parseUnitsStrict(request.amount, token.decimals);
-  if (amount === undefined || amount === 0n || amount >= MAX_ATOMIC[client.config.kind]) {
-    throw errors.invalidAmount(
-      `Amount must be a positive decimal number with at most ${token.decimals} decimals for ${token.symbol}`,
-    );
-  }
+  const amount = parseTransferAmount(client, token, request.amount);
   if (!client.isValidAddress(request.to)) throw errors.invalidAddress(request.chain);
   if (isZeroAddress(request.to)) throw errors.zeroAddress(request.chain, request.to);
   if (wallet.status !== "active") throw errors.walletArchived(wallet.id);
@@ -117,88 +91,25 @@ export async function send(
     const policy = await getPolicyRow(deps.db, wallet.id);
     checkStaticRules(policy, spend);
     await checkDailyLimit(deps.db, policy, spend, deps.now?.());
-    await checkFunds(client, from, request.to, token, amount);
-
-    const evmNonce =
-      kind === "evm" && client.getPendingNonce
-        ? {
-            chainPendingNonce: await chainCall(
-              client.config.name,
-              () => client.getPendingNonce?.(from) ?? Promise.resolve(0),
-            ),
-          }
-        : undefined;
+    // Everything from the chain before the lock: under it, only the decision, the nonce and local signing.
+    const plan = await planFundedTransfer(client, { from, to: request.to, token, amount });
     const privateKey = await openSigningKey(deps.db, deps.keyring, wallet, kind);
     try {
       row = await admitSpend(deps.db, spend, {
-        ...(evmNonce ? { evmNonce } : {}),
+        ...(plan.evm ? { evmNonce: { chainPendingNonce: plan.evm.pendingNonce } } : {}),
         idempotency,
         ...(deps.now ? { now: deps.now() } : {}),
-        sign: (nonce) =>
-          chainCall(client.config.name, () =>
-            client.signTransfer({
-              privateKey,
-              to: request.to,
-              token,
-              amount,
-              ...(nonce !== undefined ? { nonce } : {}),
-            }),
-          ),
+        sign: (nonce) => client.signTransfer(plan, privateKey, nonce),
       });
     } finally {
       privateKey.fill(0);
     }
   } catch (error) {
-    if (request.spendDecisionId !== undefined) {
-      // Two spends raced with one decision: the unique index let the first in, and that spend holds it.
-      if (isUniqueViolation(error, "transactions_spend_decision_key"))
-        throw alreadyUsed(request.spendDecisionId);
-      // Refused before anything was recorded: the agent's credits come back.
+    // Refused before anything was recorded: the agent's credits come back.
+    if (request.spendDecisionId !== undefined)
       await releaseRefusedSpendAuthorization(deps.authzd, request.spendDecisionId, error);
-    }
     throw error;
   }
   await broadcastRecorded(deps, client, row);
   return row;
-}
-
-async function checkFunds(
-  client: ChainClient,
-  from: string,
-  to: string,
-  token: TokenInfo,
-  amount: bigint,
-): Promise<void> {
-  const native = client.config.nativeToken;
-  const isNative = token.address === null;
-  const [tokenBalance, nativeBalance, fee] = await chainCall(client.config.name, () =>
-    Promise.all([
-      client.getBalance(from, token),
-      isNative ? Promise.resolve(0n) : client.getBalance(from, native),
-      client.estimateTransferFee(from, to, token, amount),
-    ]),
-  );
-  if (tokenBalance < amount) {
-    throw errors.insufficientFunds(
-      "insufficient_token",
-      `Insufficient ${token.symbol}: balance ${formatUnits(tokenBalance, token.decimals)}, this send needs ${formatUnits(amount, token.decimals)}`,
-      {
-        token: token.symbol,
-        balance: formatUnits(tokenBalance, token.decimals),
-        required: formatUnits(amount, token.decimals),
-      },
-    );
-  }
-  const gasAvailable = isNative ? tokenBalance - amount : nativeBalance;
-  if (gasAvailable < fee) {
-    throw errors.insufficientFunds(
-      "insufficient_gas",
-      `Insufficient ${native.symbol} for fees: ${formatUnits(gasAvailable, native.decimals)} available, about ${formatUnits(fee, native.decimals)} needed`,
-      {
-        token: native.symbol,
-        available: formatUnits(gasAvailable, native.decimals),
-        required: formatUnits(fee, native.decimals),
-      },
-    );
-  }
 }

@@ -1,7 +1,7 @@
 import { and, desc, eq, type SQL, sql } from "drizzle-orm";
 import { newId } from "../internal/crypto.ts";
 import { transactionCounts, transactions, wallets } from "../internal/db/schema.ts";
-import type { Db } from "../internal/db/store.ts";
+import type { Db, Tx } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 import { formatUnits } from "../internal/money.ts";
 
@@ -53,23 +53,25 @@ export type NewTransaction = Omit<typeof transactions.$inferInsert, "id"> & { id
 
 /**
  * Records a transaction and counts it, in one database transaction, so `total` is always exact.
- * Pass a transaction handle as `db` to make the record part of a larger atomic step.
+ * @example await recordTransaction(db, { walletId, type: "send", chain: "base", … });
  */
 export async function recordTransaction(db: Db, input: NewTransaction): Promise<TransactionRow> {
-  return db.transaction(async (handle) => {
-    const tx = handle as unknown as Db;
-    const [row] = await tx
-      .insert(transactions)
-      .values({ ...input, id: input.id ?? newId("tx") })
-      .returning();
-    if (!row) throw new Error("insert returned no row");
-    await countRecorded(tx, row);
-    return row;
-  });
+  return db.transaction((tx) => insertTransaction(tx, input));
+}
+
+/** {@link recordTransaction} as one step of a larger database transaction (a spend's admission). */
+export async function insertTransaction(tx: Tx, input: NewTransaction): Promise<TransactionRow> {
+  const [row] = await tx
+    .insert(transactions)
+    .values({ ...input, id: input.id ?? newId("tx") })
+    .returning();
+  if (!row) throw new Error("insert returned no row");
+  await countRecorded(tx, row);
+  return row;
 }
 
 /** Adds a recorded row to the exact counts behind `total`; call it in the row's own database transaction. */
-async function countRecorded(tx: Db, row: TransactionRow): Promise<void> {
+async function countRecorded(tx: Tx, row: TransactionRow): Promise<void> {
   await tx
     .insert(transactionCounts)
     .values({ walletId: row.walletId, chain: row.chain, type: row.type, count: 1 })
@@ -89,9 +91,11 @@ export type NewTransfer = NewTransaction & { txHash: string; transferIndex: numb
  * Returns the row inserted, or undefined when it was already there.
  * @example await recordTransferOnce(db, { walletId, type: "receive", chain: "base", txHash, transferIndex: -1, … });
  */
-export async function recordTransferOnce(db: Db, input: NewTransfer): Promise<TransactionRow | undefined> {
-  return db.transaction(async (handle) => {
-    const tx = handle as unknown as Db;
+export async function recordTransferOnce(
+  db: Db | Tx,
+  input: NewTransfer,
+): Promise<TransactionRow | undefined> {
+  return db.transaction(async (tx) => {
     const [row] = await tx
       .insert(transactions)
       .values({ ...input, id: input.id ?? newId("tx") })

@@ -2,7 +2,7 @@ import { chainCall } from "../chains/errors.ts";
 import type { ChainRegistry } from "../chains/registry.ts";
 import type { TokenInfo } from "../chains/types.ts";
 import type { Db } from "../internal/db/store.ts";
-import { formatUnits, parseUnitsStrict, USD_DECIMALS } from "../internal/money.ts";
+import { formatUnits, formatUsd, parseUnitsStrict, USD_DECIMALS } from "../internal/money.ts";
 import { findWalletForAccount } from "./wallets.ts";
 
 /** One token balance of a wallet on one chain. */
@@ -11,7 +11,7 @@ export interface BalanceLine {
   token: string;
   /** Decimal string in whole tokens. */
   amount: string;
-  /** Decimal dollars (rounded down to the micro-dollar), or null when the token has no known price. */
+  /** Dollars in the API's one format ({@link formatUsd}), rounded down to the micro-dollar; null without a price. */
   usdValue: string | null;
 }
 
@@ -57,13 +57,13 @@ export async function getWalletBalances(
       chain,
       token: token.symbol,
       amount: formatUnits(atomic, token.decimals),
-      usdValue: micros === undefined ? null : formatDollars(micros),
+      usdValue: micros === undefined ? null : formatUsd(micros),
     };
   });
   return {
     walletId: wallet.id,
     balances,
-    totalUsdValue: formatDollars(total),
+    totalUsdValue: formatUsd(total),
     updatedAt: new Date().toISOString(),
   };
 }
@@ -74,10 +74,4 @@ function usdMicrosFloor(token: TokenInfo, atomic: bigint): bigint | undefined {
   const price = parseUnitsStrict(token.usdPrice, USD_DECIMALS);
   if (price === undefined) return undefined;
   return (atomic * price) / 10n ** BigInt(token.decimals);
-}
-
-/** Micro-dollars as decimal dollars with at least two decimals: `"12.50"`, `"0.000001"`. */
-function formatDollars(micros: bigint): string {
-  const [whole, fraction = ""] = formatUnits(micros, USD_DECIMALS).split(".");
-  return `${whole}.${fraction.padEnd(2, "0")}`;
 }

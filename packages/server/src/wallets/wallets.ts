@@ -117,8 +117,7 @@ const walletForAccountQuery = preparedPerDb((db) =>
 export async function archiveWallet(db: Db, accountId: string, walletId: string): Promise<void> {
   const wallet = await findWalletForAccount(db, accountId, walletId);
   if (wallet.status === "archived") return;
-  await db.transaction(async (txDb) => {
-    const tx = txDb as unknown as Db;
+  await db.transaction(async (tx) => {
     // The policy row's lock is the one every spend's admission takes: no spend is half-way through.
     await tx.select().from(walletPolicies).where(eq(walletPolicies.walletId, walletId)).for("update");
     await tx

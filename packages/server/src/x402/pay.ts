@@ -16,23 +16,14 @@ import type { ChainClient, ChainConfig } from "../chains/types.ts";
 import type { IdempotencyClaim } from "../idempotency/idempotency.ts";
 import { transactions } from "../internal/db/schema.ts";
 import type { Db } from "../internal/db/store.ts";
-import { isUniqueViolation } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 import { formatUnits } from "../internal/money.ts";
 import { getPolicyRow } from "../policy/policy.ts";
-import {
-  admitSpend,
-  checkDailyLimit,
-  checkStaticRules,
-  failSpend,
-  type SpendFacts,
-} from "../spends/admission.ts";
-import {
-  alreadyUsed,
-  consumeSpendAuthorization,
-  releaseRefusedSpendAuthorization,
-} from "../spends/authorization.ts";
-import { usdMicros } from "../spends/pricing.ts";
+import { usdMicros } from "../policy/pricing.ts";
+import { checkStaticRules, type SpendFacts } from "../policy/rules.ts";
+import { checkDailyLimit } from "../policy/spend-window.ts";
+import { admitSpend, failSpend } from "../spends/admission.ts";
+import { consumeSpendAuthorization, releaseRefusedSpendAuthorization } from "../spends/authorization.ts";
 import type { SpendDeps } from "../spends/send.ts";
 import type { TransactionRow } from "../transactions/transactions.ts";
 import { findWalletForAccount, openSigningKey } from "../wallets/wallets.ts";
@@ -171,11 +162,9 @@ export async function fetchAndPay(
       if (!payment) throw new Error("admitted an x402 payment without signing it");
       return payment;
     } catch (error) {
-      if (request.spendDecisionId !== undefined) {
-        if (isUniqueViolation(error, "transactions_spend_decision_key"))
-          throw alreadyUsed(request.spendDecisionId);
+      // Refused before anything was recorded: the agent's credits come back.
+      if (request.spendDecisionId !== undefined)
         await releaseRefusedSpendAuthorization(deps.authzd, request.spendDecisionId, error);
-      }
       throw error;
     }
   };

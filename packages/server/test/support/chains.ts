@@ -3,7 +3,7 @@ import { type Address, createKeyPairSignerFromPrivateKeyBytes } from "@solana/ki
 import type { DevnetInfo } from "@svc/devnet";
 import { privateKeyToAddress } from "viem/accounts";
 import { createChainClient, resolveChains } from "../../src/chains/registry.ts";
-import type { ChainClient } from "../../src/chains/types.ts";
+import type { ChainClient, SignedTransfer, TokenInfo } from "../../src/chains/types.ts";
 import { loadConfig } from "../../src/internal/config.ts";
 
 /** The chain-layer clients of a running devnet, built as the service builds them. */
@@ -45,4 +45,17 @@ export function mainnetProfileOnLocalChains(devnet: DevnetInfo): Record<string, 
     SVC_RPC_ARBITRUM: devnet.evm.rpcUrl,
     SVC_RPC_SOLANA: devnet.solana.rpcUrl,
   };
+}
+
+/** A transfer from `privateKey`'s address planned by the chain, then signed locally (EVM: at `nonce` when given). */
+export async function signedTransfer(
+  client: ChainClient,
+  input: { privateKey: Uint8Array; to: string; token: TokenInfo; amount: bigint; nonce?: number },
+): Promise<SignedTransfer> {
+  const from =
+    client.config.kind === "evm"
+      ? privateKeyToAddress(`0x${Buffer.from(input.privateKey).toString("hex")}`)
+      : (await createKeyPairSignerFromPrivateKeyBytes(input.privateKey)).address;
+  const plan = await client.planTransfer({ from, to: input.to, token: input.token, amount: input.amount });
+  return client.signTransfer(plan, input.privateKey, input.nonce);
 }

@@ -14,6 +14,8 @@ export type RpcVerdict = "forward" | "hold" | "drop";
 export interface HeldCall extends RpcCall {
   release(): void;
   drop(): void;
+  /** True once the client gave up waiting (closed the connection before an answer), e.g. its time limit. */
+  readonly abandoned: boolean;
 }
 
 /**
@@ -42,7 +44,13 @@ export class RpcGate {
         const verdict = this.decide(call);
         if (verdict === "forward") forward();
         else if (verdict === "drop") drop();
-        else this.held.push({ ...call, release: forward, drop });
+        else {
+          const held = { ...call, release: forward, drop, abandoned: false };
+          response.on("close", () => {
+            if (!response.writableFinished) held.abandoned = true;
+          });
+          this.held.push(held);
+        }
       });
     });
   }

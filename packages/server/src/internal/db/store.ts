@@ -13,6 +13,9 @@ import * as schema from "./schema.ts";
 /** The drizzle database, whichever driver is underneath. */
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
 
+/** An open database transaction; every named query takes `Db | Tx`, so it runs alone or inside one. */
+export type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
+
 /** An open store: the database, which engine it is, and how to close it. */
 export interface Store {
   db: Db;
@@ -51,7 +54,7 @@ export async function openStore(location: StoreLocation): Promise<Store> {
       appliedVersions: async () =>
         (await pool.query<{ version: number }>("SELECT version FROM schema_migrations")).rows,
     });
-    const db = drizzleNodePg(pool, { schema }) as unknown as Db;
+    const db: Db = drizzleNodePg(pool, { schema });
     return {
       db,
       kind: "postgres",
@@ -77,7 +80,7 @@ export async function openStore(location: StoreLocation): Promise<Store> {
     appliedVersions: async () =>
       (await client.query<{ version: number }>("SELECT version FROM schema_migrations")).rows,
   });
-  const db = drizzlePglite(client, { schema }) as unknown as Db;
+  const db: Db = drizzlePglite(client, { schema });
   return {
     db,
     kind: "pglite",
@@ -115,19 +118,41 @@ async function migrate(driver: MigrationDriver): Promise<void> {
   });
 }
 
-/** True when the error (or one it wraps) is PostgreSQL's unique_violation, of `constraint` when one is named. */
-export function isUniqueViolation(error: unknown, constraint?: string): boolean {
+/** PostgreSQL's unique_violation constraint name, when the error (or one it wraps) is one. */
+function uniqueViolationOf(error: unknown): string | undefined {
   for (let e: unknown = error, depth = 0; e && depth < 5; depth++) {
-    if (typeof e === "object" && "code" in e && (e as { code: unknown }).code === "23505")
-      return constraint === undefined || (e as { constraint?: unknown }).constraint === constraint;
-    e = (e as { cause?: unknown }).cause;
+    if (typeof e === "object" && "code" in e && e.code === "23505") {
+      return "constraint" in e && typeof e.constraint === "string" ? e.constraint : "";
+    }
+    e = typeof e === "object" && "cause" in e ? e.cause : undefined;
   }
-  return false;
+  return undefined;
+}
+
+/**
+ * Runs a storage step, turning the driver's unique violation of a named constraint (the index that decided a
+ * race) into the domain error it means: the one place driver errors become domain errors.
+ * @example await withDomainErrors(() => db.insert(accounts).values(row), { accounts_email_key: () => errors.emailTaken() });
+ */
+export async function withDomainErrors<T>(
+  work: () => Promise<T>,
+  onUniqueViolation: Record<string, () => Error>,
+): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    const constraint = uniqueViolationOf(error);
+    const domain = constraint === undefined ? undefined : onUniqueViolation[constraint];
+    throw domain ? domain() : error;
+  }
 }
 
 /** Rows of a raw SQL query, whichever driver is underneath (both answer `{ rows }`). */
-export async function selectRows<T>(db: Db, query: SQL): Promise<T[]> {
-  return ((await db.execute(query)) as unknown as { rows: T[] }).rows;
+export async function selectRows<T>(db: Db | Tx, query: SQL): Promise<T[]> {
+  const result: unknown = await db.execute(query);
+  if (typeof result !== "object" || result === null || !("rows" in result) || !Array.isArray(result.rows))
+    throw new Error("the database driver answered without rows");
+  return result.rows as T[];
 }
 
 /**

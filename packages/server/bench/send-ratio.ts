@@ -1,0 +1,185 @@
+/**
+ * The service's overhead on a send, as a ratio measured side by side in one run: USDC transfers admitted
+ * through the service (HTTP on a real socket, 201 after the broadcast) per second, against the same USDC
+ * transfers signed locally and handed straight to the same local EVM node per second, with the same number
+ * of concurrent senders, each on its own wallet (service) or account (raw). Prints figures; asserts nothing.
+ */
+import { randomBytes } from "node:crypto";
+import { connect, createServer, type Socket } from "node:net";
+import { fundEvm, startDevnet } from "@svc/devnet";
+import {
+  createPublicClient,
+  encodeFunctionData,
+  erc20Abi,
+  type Hex,
+  http,
+  keccak256,
+  type PublicClient,
+} from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { loadConfig } from "../src/internal/config.ts";
+import type { StoreLocation } from "../src/internal/db/store.ts";
+import { startService } from "../src/service.ts";
+import { ApiClient, LogCapture, seedAccount } from "../test/support/api-client.ts";
+
+const USDC = 1_000_000n;
+const SENDERS = Number(process.env.BENCH_SENDERS ?? 8);
+const SENDS_PER_SENDER = Number(process.env.BENCH_SENDS_PER_SENDER ?? 40);
+/** Raw transfers are several times faster: more of them keep the two phases of a round about as long. */
+const RAW_SENDS_PER_SENDER = 4 * SENDS_PER_SENDER;
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+
+/**
+ * Counts the JSON-RPC requests that pass, as a plain TCP pipe in front of the node (no HTTP parsing, so the
+ * hop costs both sides next to nothing): each request body carries one `"jsonrpc"` member.
+ */
+async function countingPipe(upstream: string) {
+  const target = new URL(upstream);
+  const sockets = new Set<Socket>();
+  let requests = 0;
+  const server = createServer((client) => {
+    const node = connect(Number(target.port), target.hostname);
+    sockets.add(client).add(node);
+    client.on("data", (chunk: Buffer) => {
+      for (let at = chunk.indexOf(JSONRPC); at !== -1; at = chunk.indexOf(JSONRPC, at + 1)) requests++;
+      node.write(chunk);
+    });
+    node.pipe(client);
+    for (const [a, b] of [
+      [client, node],
+      [node, client],
+    ] as const) {
+      a.on("close", () => b.destroy());
+      a.on("error", () => b.destroy());
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  const port = typeof address === "object" && address ? address.port : 0;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    get requests() {
+      return requests;
+    },
+    close: async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+const JSONRPC = Buffer.from('"jsonrpc"');
+
+/** `senders` loops of `each` sends, all at once; returns sends per second. */
+async function rate(senders: number, each: number, send: (sender: number) => Promise<void>): Promise<number> {
+  const start = performance.now();
+  await Promise.all(
+    Array.from({ length: senders }, async (_, sender) => {
+      for (let i = 0; i < each; i++) await send(sender);
+    }),
+  );
+  return (senders * each) / ((performance.now() - start) / 1000);
+}
+
+/** Raw: each account signs USDC transfers locally (known nonce, fixed gas and fees) and sends them to the node. */
+async function rawRate(client: PublicClient, usdc: Hex, keys: Hex[], to: Hex): Promise<number> {
+  const accounts = keys.map((key) => privateKeyToAccount(key));
+  const nonces = await Promise.all(
+    accounts.map((a) => client.getTransactionCount({ address: a.address, blockTag: "pending" })),
+  );
+  const fees = await client.estimateFeesPerGas({ type: "eip1559", chain: null });
+  const chainId = await client.getChainId();
+  const data = encodeFunctionData({ abi: erc20Abi, functionName: "transfer", args: [to, USDC / 100n] });
+  return rate(accounts.length, RAW_SENDS_PER_SENDER, async (sender) => {
+    const account = accounts[sender];
+    if (!account) throw new Error("no account");
+    const nonce = nonces[sender] ?? 0;
+    nonces[sender] = nonce + 1;
+    const raw = await account.signTransaction({
+      type: "eip1559",
+      chainId,
+      nonce,
+      to: usdc,
+      value: 0n,
+      data,
+      gas: 100_000n,
+      maxFeePerGas: fees.maxFeePerGas,
+      maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+    });
+    const hash = await client.request({ method: "eth_sendRawTransaction", params: [raw] });
+    if (hash !== keccak256(raw)) throw new Error("node answered another hash");
+  });
+}
+
+export async function benchSendRatio(label: string, store: StoreLocation): Promise<void> {
+  const devnet = await startDevnet();
+  const proxy = await countingPipe(devnet.evm.rpcUrl);
+  const service = await startService(
+    loadConfig({
+      PORT: "0",
+      LOG_LEVEL: "warn",
+      SVC_MASTER_KEY: randomBytes(32).toString("base64"),
+      SVC_JWT_SECRET: randomBytes(32).toString("hex"),
+      SVC_RATE_LIMIT_PER_MINUTE: "100000000",
+      SVC_RATE_LIMIT_PER_ADDRESS_PER_MINUTE: "100000000",
+    }),
+    // The service reaches the node through the counting pipe; the raw senders too, so both pay its hop.
+    {
+      store,
+      devnet: { ...devnet, evm: { ...devnet.evm, rpcUrl: proxy.url } },
+      logDestination: new LogCapture(),
+    },
+  );
+  const client = createPublicClient({ transport: http(proxy.url) }) as PublicClient;
+  try {
+    const api = new ApiClient(service.url);
+    const { apiKey } = await seedAccount(api);
+    const to = `0x${randomBytes(20).toString("hex")}` as Hex;
+    const wallets = await Promise.all(
+      Array.from({ length: SENDERS }, async () => {
+        const wallet = (await api.post("/v1/wallets", { name: "bench", chains: ["base"] }, apiKey)).body as {
+          id: string;
+          evm: { address: Hex };
+        };
+        return wallet;
+      }),
+    );
+    const rawKeys = Array.from({ length: SENDERS }, () => generatePrivateKey());
+    for (const address of [
+      ...wallets.map((w) => w.evm.address),
+      ...rawKeys.map((k) => privateKeyToAccount(k).address),
+    ]) {
+      await fundEvm(devnet, address, { eth: 10n ** 19n, usdc: 1_000_000n * USDC });
+    }
+    const service_ = async () => {
+      const before = proxy.requests;
+      const sends = await rate(SENDERS, SENDS_PER_SENDER, async (sender) => {
+        const wallet = wallets[sender];
+        if (!wallet) throw new Error("no wallet");
+        const response = await api.post(
+          `/v1/wallets/${wallet.id}/send`,
+          { to, amount: "0.01", token: "USDC", chain: "base" },
+          apiKey,
+        );
+        if (response.status !== 201) throw new Error(`send refused: ${response.text}`);
+      });
+      return { sends, rpcPerSend: (proxy.requests - before) / (SENDERS * SENDS_PER_SENDER) };
+    };
+    // Alternated, so a drift of the machine's load weighs on both sides alike.
+    const raws: number[] = [];
+    const services: { sends: number; rpcPerSend: number }[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      raws.push(await rawRate(client, devnet.evm.usdc, rawKeys, to));
+      services.push(await service_());
+    }
+    const raw = raws.reduce((a, b) => a + b, 0) / raws.length;
+    const through = services.reduce((a, b) => a + b.sends, 0) / services.length;
+    const rpc = services.reduce((a, b) => a + b.rpcPerSend, 0) / services.length;
+    console.log(
+      `[${label}] USDC sends, ${SENDERS} concurrent senders each on its own wallet/account: service ${through.toFixed(1)} admitted sends/s, raw ${raw.toFixed(1)} signed transfers/s, ratio ${(through / raw).toFixed(2)} (${rpc.toFixed(1)} RPC requests per send)`,
+    );
+  } finally {
+    await service.close();
+    await proxy.close();
+    await devnet.stop();
+  }
+}

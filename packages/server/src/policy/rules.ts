@@ -1,0 +1,76 @@
+import type { TokenInfo } from "../chains/types.ts";
+import { errors } from "../internal/errors.ts";
+import { formatUsd } from "../internal/money.ts";
+import { type PolicyRow, sameRecipient } from "./policy.ts";
+
+/** A spend as the policy sees it. */
+export interface SpendFacts {
+  walletId: string;
+  type: "send" | "x402";
+  chain: string;
+  token: TokenInfo;
+  amount: bigint;
+  from: string;
+  /** Recipient address (and, for x402, also checked as a hostname). */
+  to: string;
+  /** Whitelist entries that also admit this spend (x402: the hostname). */
+  alsoAllowedAs?: string[];
+  /** USD value in micro-dollars; undefined when the token has no price. */
+  usdMicros: bigint | undefined;
+  /** Set only once the decision has been verified with the authorization daemon. */
+  spendDecisionId?: string | undefined;
+  /** x402: the URL of the resource paid for. */
+  resource?: string;
+}
+
+/**
+ * The rules that do not depend on other spends: paused, verified authorization when required, whitelist,
+ * price known, per-transaction bound. Throws PolicyViolation with api.md's reasons.
+ */
+export function checkStaticRules(policy: PolicyRow, spend: SpendFacts): void {
+  if (policy.status === "paused") {
+    throw errors.policyViolation("policy_paused", "Spending is paused for this wallet", { rule: "status" });
+  }
+  if (policy.requireSpendAuthorization && spend.spendDecisionId === undefined) {
+    throw errors.policyViolation(
+      "spend_authorization_required",
+      "This wallet's policy requires a spend authorization: send spendAuthorization.decisionId with a decision approved by the authorization daemon",
+      { rule: "requireSpendAuthorization" },
+    );
+  }
+  if (policy.whitelist.length > 0) {
+    const candidates = [spend.to, ...(spend.alsoAllowedAs ?? [])];
+    const allowed = candidates.some((candidate) =>
+      policy.whitelist.some((entry) => sameRecipient(entry, candidate)),
+    );
+    if (!allowed) {
+      throw errors.policyViolation(
+        "recipient_not_allowed",
+        `Recipient ${spend.to} is not on this wallet's whitelist`,
+        {
+          rule: "whitelist",
+          recipient: spend.to,
+        },
+      );
+    }
+  }
+  const bounded = policy.maxPerTxMicros !== null || policy.dailyLimitMicros !== null;
+  if (bounded && spend.usdMicros === undefined) {
+    throw errors.policyViolation(
+      "price_unavailable",
+      `No USD price is known for ${spend.token.symbol} on ${spend.chain}, so this spend cannot be checked against the policy's USD limits`,
+      { rule: "price", token: spend.token.symbol, chain: spend.chain },
+    );
+  }
+  if (
+    policy.maxPerTxMicros !== null &&
+    spend.usdMicros !== undefined &&
+    spend.usdMicros > policy.maxPerTxMicros
+  ) {
+    throw errors.policyViolation(
+      "max_per_tx",
+      `Per-transaction limit of $${formatUsd(policy.maxPerTxMicros)} exceeded: this spend is $${formatUsd(spend.usdMicros)}`,
+      { rule: "maxPerTx", limit: formatUsd(policy.maxPerTxMicros), requested: formatUsd(spend.usdMicros) },
+    );
+  }
+}

@@ -1,0 +1,108 @@
+/**
+ * The rolling 24 h window of a wallet's daily limit: what its spends hold (pending or confirmed), summed
+ * from hour buckets kept beside each spend and the rows of the one hour the window starts inside.
+ */
+import { and, asc, eq, gt, gte, inArray, lt, sql } from "drizzle-orm";
+import { spendHours, transactions } from "../internal/db/schema.ts";
+import type { Db, Tx } from "../internal/db/store.ts";
+import { errors } from "../internal/errors.ts";
+import { formatUsd } from "../internal/money.ts";
+import type { PolicyRow } from "./policy.ts";
+import type { SpendFacts } from "./rules.ts";
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+const HOUR_MS = 60 * 60 * 1000;
+
+/** The start of the hour bucket a moment falls in (UTC hours, as the migration's backfill counts them). */
+const hourOf = (at: Date) => new Date(Math.floor(at.getTime() / HOUR_MS) * HOUR_MS);
+
+/** Spends that hold a reservation: pending or confirmed sends and x402 payments. */
+const holdsReservation = and(
+  inArray(transactions.type, ["send", "x402"]),
+  inArray(transactions.status, ["pending", "confirmed"]),
+);
+
+/**
+ * USD spent in the rolling 24 h before `now`: whole hours from `spend_hours`, and the rows of the one
+ * hour the window starts inside.
+ */
+async function windowUsage(db: Db | Tx, walletId: string, now: Date): Promise<bigint> {
+  const windowStart = new Date(now.getTime() - DAY_MS);
+  const firstWholeHour = new Date(Math.ceil(windowStart.getTime() / HOUR_MS) * HOUR_MS);
+  const [[hours], [edge]] = await Promise.all([
+    db
+      .select({ used: sql<string>`coalesce(sum(${spendHours.usdMicros}), 0)` })
+      .from(spendHours)
+      .where(and(eq(spendHours.walletId, walletId), gte(spendHours.hour, firstWholeHour))),
+    db
+      .select({ used: sql<string>`coalesce(sum(${transactions.usdMicros}), 0)` })
+      .from(transactions)
+      .where(
+        and(
+          eq(transactions.walletId, walletId),
+          holdsReservation,
+          gt(transactions.createdAt, windowStart),
+          lt(transactions.createdAt, firstWholeHour),
+        ),
+      ),
+  ]);
+  return BigInt(hours?.used ?? 0) + BigInt(edge?.used ?? 0);
+}
+
+/** When the oldest spend in the window leaves it: the earliest moment the limit has room again. */
+async function windowResetsAt(db: Db | Tx, walletId: string, now: Date): Promise<Date> {
+  const [oldest] = await db
+    .select({ createdAt: transactions.createdAt })
+    .from(transactions)
+    .where(
+      and(
+        eq(transactions.walletId, walletId),
+        holdsReservation,
+        gt(transactions.createdAt, new Date(now.getTime() - DAY_MS)),
+      ),
+    )
+    .orderBy(asc(transactions.createdAt))
+    .limit(1);
+  return new Date((oldest?.createdAt ?? now).getTime() + DAY_MS);
+}
+
+/** Adds (or, negative, gives back) a spend's USD to its hour bucket. */
+export async function addToHour(db: Db | Tx, walletId: string, at: Date, usdMicros: bigint): Promise<void> {
+  await db
+    .insert(spendHours)
+    .values({ walletId, hour: hourOf(at), usdMicros })
+    .onConflictDoUpdate({
+      target: [spendHours.walletId, spendHours.hour],
+      set: { usdMicros: sql`${spendHours.usdMicros} + ${usdMicros.toString()}::numeric` },
+    });
+}
+
+/**
+ * Refuses a spend that would take the rolling 24 h sum past `dailyLimit`. Inside {@link admitSpend} it runs
+ * under the policy row's lock, which makes it exact; before that, without the lock, it only answers early.
+ */
+export async function checkDailyLimit(
+  db: Db | Tx,
+  policy: PolicyRow,
+  spend: SpendFacts,
+  now = new Date(),
+): Promise<void> {
+  if (policy.dailyLimitMicros !== null && spend.usdMicros !== undefined) {
+    const used = await windowUsage(db, spend.walletId, now);
+    if (used + spend.usdMicros > policy.dailyLimitMicros) {
+      const remaining = policy.dailyLimitMicros > used ? policy.dailyLimitMicros - used : 0n;
+      throw errors.policyViolation(
+        "daily_limit",
+        `Daily limit of $${formatUsd(policy.dailyLimitMicros)} exceeded: $${formatUsd(used)} used in the last 24h, this spend is $${formatUsd(spend.usdMicros)}`,
+        {
+          rule: "dailyLimit",
+          limit: formatUsd(policy.dailyLimitMicros),
+          used: formatUsd(used),
+          requested: formatUsd(spend.usdMicros),
+          remaining: formatUsd(remaining),
+          resetsAt: (await windowResetsAt(db, spend.walletId, now)).toISOString(),
+        },
+      );
+    }
+  }
+}

@@ -1,0 +1,106 @@
+/**
+ * The parts of a transfer every payer shares (a wallet's send, the faucet): which token, how much, and what
+ * the chain says signing it needs. All the network work of a transfer happens here, before any database lock.
+ */
+import { chainCall, TransactionRejectedError } from "../chains/errors.ts";
+import type { ChainClient, SignedTransfer, TokenInfo, TransferInput, TransferPlan } from "../chains/types.ts";
+import { errors } from "../internal/errors.ts";
+import { formatUnits, parseUnitsStrict } from "../internal/money.ts";
+
+/** Amounts a chain can carry at all: uint256 on EVM, u64 on Solana. */
+const MAX_ATOMIC = { evm: 2n ** 256n, solana: 2n ** 64n } as const;
+
+/** EVM's 0x000…0 and Solana's all-zero key (the System Program, which cannot spend what it receives). */
+export function isZeroAddress(address: string): boolean {
+  return /^0x0{40}$/i.test(address) || address === "11111111111111111111111111111111";
+}
+
+/** Finds a token on a chain by symbol, the native coin included. */
+export function findToken(client: ChainClient, symbol: string): TokenInfo {
+  const all = [client.config.nativeToken, ...client.config.tokens];
+  const token = all.find((t) => t.symbol.toUpperCase() === symbol.toUpperCase());
+  if (!token)
+    throw errors.unknownToken(
+      symbol,
+      client.config.name,
+      all.map((t) => t.symbol),
+    );
+  return token;
+}
+
+/** A decimal amount of `token` in atomic units: positive, within its decimals, and one the chain can carry. */
+export function parseTransferAmount(client: ChainClient, token: TokenInfo, amount: string): bigint {
+  const atomic = parseUnitsStrict(amount, token.decimals);
+  if (atomic === undefined || atomic === 0n || atomic >= MAX_ATOMIC[client.config.kind]) {
+    throw errors.invalidAmount(
+      `Amount must be a positive decimal number with at most ${token.decimals} decimals for ${token.symbol}`,
+    );
+  }
+  return atomic;
+}
+
+/**
+ * Plans a transfer and checks, from the same moment's balances, that the sender holds the amount and the
+ * fee: the network part of a transfer, made before any lock is taken. Every read runs at once.
+ */
+export async function planFundedTransfer(client: ChainClient, input: TransferInput): Promise<TransferPlan> {
+  const { token, amount } = input;
+  const native = client.config.nativeToken;
+  const isNative = token.address === null;
+  const [plan, tokenBalance, nativeBalance] = await chainCall(client.config.name, () =>
+    Promise.all([
+      client.planTransfer(input),
+      client.getBalance(input.from, token),
+      isNative ? Promise.resolve(0n) : client.getBalance(input.from, native),
+    ]),
+  );
+  if (tokenBalance < amount) {
+    throw errors.insufficientFunds(
+      "insufficient_token",
+      `Insufficient ${token.symbol}: balance ${formatUnits(tokenBalance, token.decimals)}, this send needs ${formatUnits(amount, token.decimals)}`,
+      {
+        token: token.symbol,
+        balance: formatUnits(tokenBalance, token.decimals),
+        required: formatUnits(amount, token.decimals),
+      },
+    );
+  }
+  const gasAvailable = isNative ? tokenBalance - amount : nativeBalance;
+  if (gasAvailable < plan.fee) {
+    throw errors.insufficientFunds(
+      "insufficient_gas",
+      `Insufficient ${native.symbol} for fees: ${formatUnits(gasAvailable, native.decimals)} available, about ${formatUnits(plan.fee, native.decimals)} needed`,
+      {
+        token: native.symbol,
+        available: formatUnits(gasAvailable, native.decimals),
+        required: formatUnits(plan.fee, native.decimals),
+      },
+    );
+  }
+  return plan;
+}
+
+/** Plans a transfer (see {@link ChainClient.planTransfer}), a chain's failure leaving as the API's error. */
+export function planTransfer(client: ChainClient, input: TransferInput): Promise<TransferPlan> {
+  return chainCall(client.config.name, () => client.planTransfer(input));
+}
+
+/**
+ * Hands a signed transfer to its chain: the one place a broadcast's outcome is read. A definite rejection
+ * runs `onRejected` with the node's reason (a recorded spend is failed there) and leaves as the API's
+ * `broadcast_rejected`; a failure that does not prove the transfer can never land (no answer, a nonce taken,
+ * an unknown blockhash) leaves as the chain error it is, for the caller to decide.
+ */
+export async function broadcastTransfer(
+  client: ChainClient,
+  signed: SignedTransfer,
+  onRejected?: (reason: string) => Promise<void>,
+): Promise<void> {
+  try {
+    await client.broadcast(signed);
+  } catch (error) {
+    if (!(error instanceof TransactionRejectedError)) throw error;
+    await onRejected?.(error.details.reason);
+    throw errors.broadcastRejected(client.config.name, error.details.reason, error);
+  }
+}
