@@ -2,6 +2,7 @@ import { z } from "zod";
 import { send } from "../../../spends/send.ts";
 import { findTransactionForAccount, toTransactionView } from "../../../transactions/transactions.ts";
 import { onWallet } from "../../guards.ts";
+import { spendDeps } from "../../spend-deps.ts";
 import { errorResponses, tokenAmount, transactionResponse, walletPathParams } from "../../schemas.ts";
 import { type App, principalOf, type Services } from "../../types.ts";
 
@@ -60,13 +61,7 @@ export function registerSend(app: App, services: Services): void {
     handler: async (request, reply) => {
       const { spendAuthorization, ...rest } = request.body;
       const row = await send(
-        {
-          db: services.store.db,
-          keyring: services.keyring,
-          chainClient: (name: string) => services.chains.client(name),
-          authzd: services.authzd,
-          now: services.now,
-        },
+        spendDeps(services),
         principalOf(request).accountId,
         request.params.id,
         { ...rest, spendDecisionId: spendAuthorization?.decisionId },

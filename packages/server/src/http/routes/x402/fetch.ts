@@ -6,6 +6,7 @@ import { fetchAndPay } from "../../../x402/pay.ts";
 import type { PaymentReceipt } from "../../../x402/receipt.ts";
 import { mayActOnWallet } from "../../access.ts";
 import { errorResponses, idParam, jsonResponse, transactionView } from "../../schemas.ts";
+import { spendDeps } from "../../spend-deps.ts";
 import { type App, principalOf, type Services } from "../../types.ts";
 
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$/;
@@ -174,14 +175,7 @@ export function registerX402Fetch(app: App, services: Services): void {
         }
       }
       const paid = await fetchAndPay(
-        {
-          db: services.store.db,
-          keyring: services.keyring,
-          chainClient: (name: string) => services.chains.client(name),
-          authzd: services.authzd,
-          now: services.now,
-          outbound: services.outbound,
-        },
+        { ...spendDeps(services), outbound: services.outbound },
         principal.accountId,
         {
           walletId,
