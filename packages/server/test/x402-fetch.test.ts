@@ -402,35 +402,32 @@ describe("the policy decides before anything is signed", () => {
 });
 
 describe("a payment the resource rejects", () => {
-  it("is recorded failed with the server's reason and its amount released from the daily window", async () => {
-    // Asks for payment every time and never settles what it is paid with.
+  it("keeps its place in the daily window until the chain decides: a rejected payment settled later is confirmed", async () => {
+    const requirement = {
+      scheme: "exact",
+      network: "eip155:84532",
+      amount: String(PRICE),
+      asset: devnet.evm.usdc,
+      payTo: evmPayTo,
+      maxTimeoutSeconds: 60,
+      extra: devnet.evm.usdcEip712,
+    };
     const challenge = Buffer.from(
       JSON.stringify({
         x402Version: 2,
         error: "payment_required",
         resource: { url: "http://127.0.0.1/greedy" },
-        accepts: [
-          {
-            scheme: "exact",
-            network: "eip155:84532",
-            amount: String(PRICE),
-            asset: devnet.evm.usdc,
-            payTo: evmPayTo,
-            maxTimeoutSeconds: 60,
-            extra: devnet.evm.usdcEip712,
-          },
-        ],
+        accepts: [requirement],
       }),
     ).toString("base64");
-    let paidAttempts = 0;
+    // Refuses every payment, but keeps the signed one it was sent, to settle it later.
+    const kept: string[] = [];
     const greedy = createServer((req, res) => {
-      if (req.headers["payment-signature"]) paidAttempts += 1;
-      const error = req.headers["payment-signature"]
-        ? "insufficient_funds_in_our_opinion"
-        : "payment_required";
+      const signature = req.headers["payment-signature"];
+      if (typeof signature === "string") kept.push(signature);
       res
         .writeHead(402, { "payment-required": challenge, "content-type": "application/json" })
-        .end(JSON.stringify({ error }));
+        .end(JSON.stringify({ error: signature ? "insufficient_funds_in_our_opinion" : "payment_required" }));
     });
     await new Promise<void>((resolve) => greedy.listen(0, "127.0.0.1", resolve));
     const url = `http://127.0.0.1:${(greedy.address() as AddressInfo).port}/greedy`;
@@ -439,17 +436,36 @@ describe("a payment the resource rejects", () => {
       const before = await usdcBalance(chains.evm, wallet.evm.address);
       const rejected = await paidFetch({ walletId: wallet.id, url });
       expect(rejected.status, rejected.text).toBe(200);
+      // Not failed: the signed payment can still land until it expires, so it still holds its reservation.
       expect(rejected.body).toMatchObject({
         status: 402,
-        transaction: { type: "x402", status: "failed", resource: url },
+        transaction: { type: "x402", status: "pending", resource: url },
       });
-      expect(rejected.body.transaction.failureReason).toContain("payment_required");
-      expect(paidAttempts).toBe(1);
-      expect(await usdcBalance(chains.evm, wallet.evm.address)).toBe(before);
-      // The whole daily limit is free again: a payment of the same price goes through.
-      const paid = await paidFetch({ walletId: wallet.id, url: `${v2.url}/weather/evm` });
-      expect(paid.status, paid.text).toBe(200);
-      expect(paid.body.transaction).toMatchObject({ status: "confirmed" });
+      expect(rejected.body.transaction.failureReason).toContain("payment rejected by the resource");
+      expect(kept).toHaveLength(1);
+      const overLimit = await paidFetch({ walletId: wallet.id, url: `${v2.url}/weather/evm` });
+      expect(expectErrorShape(overLimit).reason).toBe("daily_limit");
+
+      // The server settles what it refused.
+      const settled = (await (
+        await fetch(`${facilitator.url}/settle`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({
+            x402Version: 2,
+            paymentPayload: JSON.parse(Buffer.from(kept[0] as string, "base64").toString("utf8")),
+            paymentRequirements: requirement,
+          }),
+        })
+      ).json()) as { success: boolean; transaction: string };
+      expect(settled.success).toBe(true);
+      expect(await usdcBalance(chains.evm, wallet.evm.address)).toBe(before - PRICE);
+      // The money moved, and the record says so once the confirmer has read the chain.
+      await server.service.confirmer.runOnce();
+      const recorded = (await server.api.get(`/v1/transactions/${rejected.body.transactionId}`, owner.apiKey))
+        .body;
+      expect(recorded).toMatchObject({ status: "confirmed", txHash: settled.transaction });
+      expect(recorded.failureReason).toBeUndefined();
     } finally {
       await new Promise((resolve) => greedy.close(resolve));
     }

@@ -226,9 +226,10 @@ async function checkBalance(client: ChainClient, from: string, selected: Selecte
 /**
  * Completes a recorded payment after the paid request was answered. The chain decides, checked against
  * the receipt's hash: settled → `confirmed` with the settlement's hash; landed and failed, or expired →
- * `failed`, its amount released. Not on chain yet: a refusal by the server (a 402 again, or a receipt with
- * `success: false`) fails it with the server's reason; otherwise it stays `pending` for the confirmer,
- * as it does when the chain cannot be read.
+ * `failed`, its amount released. Not on chain yet, it stays `pending` for the confirmer, also when the
+ * server refused it (a 402 again, or a receipt with `success: false`): whoever holds the signed payment can
+ * still settle it until it expires. The server's reason is noted, and becomes the failure's reason if it
+ * expires.
  */
 async function completePayment(
   db: Db,
@@ -255,17 +256,33 @@ async function completePayment(
   } else if (settlement?.state === "expired") {
     await failSpend(db, row.id, "the payment expired before it settled");
   } else if (refusedBy !== undefined) {
-    await failSpend(db, row.id, `payment rejected by the resource: ${refusedBy}`.slice(0, 500));
+    // The signed payment stays valid until it expires, and whoever holds it may still settle it: it keeps
+    // its place in the daily window, pending, until the chain says it can no longer land. The server's
+    // reason is kept, and is the failure's reason then.
+    await noteRejection(db, row.id, `payment rejected by the resource: ${refusedBy}`.slice(0, 500));
   }
   const [current] = await db.select().from(transactions).where(eq(transactions.id, row.id));
   return current ?? row;
+}
+
+/** Records why the resource refused a payment that is still pending (it may yet settle on chain). */
+async function noteRejection(db: Db, transactionId: string, reason: string): Promise<void> {
+  await db
+    .update(transactions)
+    .set({ failureReason: reason })
+    .where(and(eq(transactions.id, transactionId), eq(transactions.status, "pending")));
 }
 
 /** Marks a pending payment confirmed with its settlement's hash; false when it was no longer pending. */
 async function confirmPayment(db: Db, transactionId: string, txHash: string): Promise<boolean> {
   const updated = await db
     .update(transactions)
-    .set({ status: "confirmed", txHash: txHash === "" ? null : txHash, confirmedAt: new Date() })
+    .set({
+      status: "confirmed",
+      txHash: txHash === "" ? null : txHash,
+      confirmedAt: new Date(),
+      failureReason: null,
+    })
     .where(and(eq(transactions.id, transactionId), eq(transactions.status, "pending")))
     .returning({ id: transactions.id });
   return updated.length > 0;
@@ -288,7 +305,7 @@ export async function settleRecordedPayment(db: Db, chain: ChainConfig, row: Tra
       await failSpend(db, row.id, `settlement failed on chain: ${settlement.reason}`);
       return;
     case "expired":
-      await failSpend(db, row.id, "the payment expired before it settled");
+      await failSpend(db, row.id, row.failureReason ?? "the payment expired before it settled");
       return;
     case "pending":
       return;
