@@ -52,11 +52,11 @@ function isObject(value: unknown): value is Record<string, unknown> {
 }
 
 /** Standard (or URL-safe, unpadded) base64 to bytes. */
-function base64Bytes(text: string): Uint8Array {
+function base64Bytes(text: string): Uint8Array<ArrayBuffer> {
   const standard = text.replace(/-/g, "+").replace(/_/g, "/");
   const padded = standard + "=".repeat((4 - (standard.length % 4)) % 4);
   const binary = atob(padded);
-  const bytes = new Uint8Array(binary.length);
+  const bytes = new Uint8Array(new ArrayBuffer(binary.length));
   for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
   return bytes;
 }
