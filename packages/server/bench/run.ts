@@ -17,6 +17,7 @@ import { startService } from "../src/service.ts";
 import { ApiClient, LogCapture, seedAccount } from "../test/support/api-client.ts";
 import { createFreshDatabase } from "../test/support/databases.ts";
 import { benchSends } from "./sends.ts";
+import { benchX402 } from "./x402.ts";
 
 const MAIN = fileURLToPath(new URL("../src/main.ts", import.meta.url));
 const DEFAULT_PG = "postgres://postgres@127.0.0.1:5432/test";
@@ -205,6 +206,12 @@ async function sends() {
   }
 }
 
-// BENCH_ONLY=http or BENCH_ONLY=sends runs one half.
-if (process.env.BENCH_ONLY !== "sends") await main();
-if (process.env.BENCH_ONLY !== "http") await sends();
+async function x402() {
+  await benchX402("pglite", { pgliteMemory: true });
+}
+
+// BENCH_ONLY=http, sends or x402 runs one part.
+const only = process.env.BENCH_ONLY;
+if (only === undefined || only === "http") await main();
+if (only === undefined || only === "sends") await sends();
+if (only === undefined || only === "x402") await x402();
