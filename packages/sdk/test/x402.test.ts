@@ -20,6 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestServer, seedAccount, type TestServer } from "../../server/test/support/test-server.ts";
 import {
   SvcPaymentRejectedError,
+  SvcPolicyViolationError,
   SvcSpendDeniedError,
   SvcWallet,
   type SvcWalletOptions,
@@ -318,6 +319,31 @@ describe("wallet.fetch with the gate (spec 4.8.2)", () => {
     }
     expect(settle?.tx_sig).toBe(response.receipt?.txHash);
     expect(await usdcOn(wallet, "base-sepolia")).toBe(before - PRICE);
+  });
+
+  it("a payment the service refuses after approval (payee and host not on the whitelist) gives the approval back: nothing signed, the credits return", async () => {
+    const wallet = await fundedWallet({ maxPerTx: "100", whitelist: ["api.example.com"] });
+    const { calls, fetch } = countingFetch();
+    const svc = client({ authz: authz(), fetch });
+    const gated = await svc.wallet.get(wallet.id);
+    const reserved = async () =>
+      (await daemon.call<{ reserved_credits: number }>("GET", "/budgets/agent", { token: agentToken })).body
+        .reserved_credits;
+    const reservedBefore = await reserved();
+    const settlementsBefore = facilitator.settlements.length;
+
+    const error = await gated.fetch(`${resources.url}/weather/evm`).catch((e) => e);
+
+    expect(error).toBeInstanceOf(SvcPolicyViolationError);
+    expect(error.reason).toBe("recipient_not_allowed");
+    expect(calls.filter((call) => call.startsWith("POST "))).toEqual([
+      "POST /spend/authorize",
+      "POST /v1/x402/fetch",
+      "POST /spend/cancel",
+    ]);
+    expect(await reserved()).toBe(reservedBefore);
+    expect((await wallet.transactions({ type: "x402" })).total).toBe(0);
+    expect(facilitator.settlements.length).toBe(settlementsBefore);
   });
 
   it("a URL that does not answer 402 is returned untouched and nothing is authorized", async () => {
