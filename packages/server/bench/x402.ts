@@ -190,7 +190,10 @@ export async function benchX402(label: string, store: StoreLocation): Promise<vo
       `[${label}]   paying adds (paid − unpaid)         p50 ${ms(pd.p50 - u.p50)}   p99 ${ms(pd.p99 - u.p99)}`,
     );
     console.log(
-      `[${label}]   beyond the facilitator's own time   p50 ${ms(beyond.p50 - u.p50)}   p99 ${ms(beyond.p99 - u.p99)}   (per fetch: paid − its verify + settle, then − unpaid; goal < 20 ms p50)`,
+      `[${label}]   paid − its own verify + settle      p50 ${ms(beyond.p50)}   p99 ${ms(beyond.p99)}   (per fetch)`,
+    );
+    console.log(
+      `[${label}]   beyond the facilitator's own time   p50 ${ms(beyond.p50 - u.p50)}   p99 ${ms(beyond.p99 - u.p99)}   (the line above − unpaid; goal < 20 ms p50)`,
     );
     console.log(
       `[${label}]   ${CONCURRENT_CLIENTS} concurrent clients: ${(CONCURRENT_TOTAL / concurrentSeconds).toFixed(1)} paid fetches/s (${CONCURRENT_TOTAL} in ${concurrentSeconds.toFixed(1)} s; the local facilitator settles one at a time: its settle answers took p50 ${ms(percentile(concurrentSettles, 0.5))}, queueing included)`,
