@@ -14,6 +14,7 @@ import {
   type ResourceServer,
   SOLANA_DEVNET_NETWORK,
   startLocalFacilitator,
+  startResourceServerV1,
   startResourceServerV2,
 } from "@svc/x402-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -44,6 +45,7 @@ let daemon: TestDaemon;
 let agentToken: string;
 let facilitator: LocalFacilitator;
 let resources: ResourceServer;
+let resourcesV1: ResourceServer;
 let refusing: Server;
 let refusingUrl: string;
 let server: TestServer;
@@ -119,6 +121,16 @@ beforeAll(async () => {
     ],
     { free: { "/free": { free: true } } },
   );
+  resourcesV1 = await startResourceServerV1(facilitator.url, [
+    {
+      path: "/weather/evm",
+      network: "base-sepolia",
+      payTo: payee.evm?.address as string,
+      amount: String(PRICE),
+      asset: { address: devnet.evm.usdc, decimals: 6, eip712: devnet.evm.usdcEip712 },
+      body: WEATHER,
+    },
+  ]);
   // A v1 server that refuses every payment it is sent with its own reason.
   refusing = createServer((req, res) => {
     const paid = req.headers["x-payment"] !== undefined;
@@ -151,6 +163,7 @@ afterAll(async () => {
   await server?.close();
   await new Promise((resolve) => refusing?.close(resolve));
   await resources?.stop();
+  await resourcesV1?.stop();
   await facilitator?.stop();
   await daemon?.stop({ removeHome: true });
   await devnet?.stop();
@@ -319,6 +332,54 @@ describe("wallet.fetch with the gate (spec 4.8.2)", () => {
     }
     expect(settle?.tx_sig).toBe(response.receipt?.txHash);
     expect(await usdcOn(wallet, "base-sepolia")).toBe(before - PRICE);
+  });
+
+  it("on Solana: authorized for the devnet mint and the payee's address, paid, settled with the payment's signature", async () => {
+    const wallet = await fundedWallet();
+    const svc = client({ authz: authz() });
+    const gated = await svc.wallet.get(wallet.id);
+    const before = await usdcOn(wallet, "solana-devnet");
+
+    const response = await gated.fetch(`${resources.url}/weather/solana`);
+
+    expect(response.status).toBe(200);
+    expect(response.transaction).toMatchObject({ type: "x402", status: "confirmed", chain: "solana-devnet" });
+    const decisionId = response.transaction?.spendDecisionId as string;
+    expect(decided().find((row) => row.decision_id === decisionId)).toMatchObject({
+      approved: true,
+      network: SOLANA_DEVNET_NETWORK,
+      asset: devnet.solana.usdcMint,
+      amount: String(PRICE),
+      destination: payee.solana?.address,
+    });
+    expect(settledRows().find((row) => row.decision_id === decisionId)?.tx_sig).toBe(
+      response.transaction?.txHash,
+    );
+    expect(await usdcOn(wallet, "solana-devnet")).toBe(before - PRICE);
+  });
+
+  it("a v1 server (x402-express 1.2, challenge in the body, network by v1 name) is authorized and paid the same way", async () => {
+    const wallet = await fundedWallet();
+    const svc = client({ authz: authz() });
+    const gated = await svc.wallet.get(wallet.id);
+    const before = await usdcOn(payee, "base-sepolia");
+
+    const response = await gated.fetch(`${resourcesV1.url}/weather/evm`);
+
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual(WEATHER);
+    expect(response.transaction).toMatchObject({ type: "x402", status: "confirmed", chain: "base-sepolia" });
+    const decisionId = response.transaction?.spendDecisionId as string;
+    expect(decided().find((row) => row.decision_id === decisionId)).toMatchObject({
+      approved: true,
+      network: "eip155:84532",
+      amount: String(PRICE),
+      destination: payee.evm?.address,
+    });
+    expect(settledRows().find((row) => row.decision_id === decisionId)?.tx_sig).toBe(
+      response.transaction?.txHash,
+    );
+    expect(await usdcOn(payee, "base-sepolia")).toBe(before + PRICE);
   });
 
   it("a payment the service refuses after approval (payee and host not on the whitelist) gives the approval back: nothing signed, the credits return", async () => {
