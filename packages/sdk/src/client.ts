@@ -13,6 +13,8 @@ import type {
   LoginResult,
   Transaction,
   WalletRecord,
+  X402DiscoverQuery,
+  X402Service,
 } from "./types.ts";
 import { type ClientContext, policyBody, Wallet } from "./wallet.ts";
 
@@ -139,6 +141,17 @@ export class SvcWallet {
      */
     get(transactionId: string): Promise<Transaction>;
   };
+  /** x402: paid resources (paying them is `wallet.fetch`). */
+  readonly x402: {
+    /**
+     * Payable resources listed by the service's facilitator (its Bazaar discovery), in its order.
+     * `SvcInternalError` with reason `discovery_unavailable` when the facilitator lists none.
+     * @example
+     * const [weather] = await svc.x402.discover({ query: "weather", limit: 5 });
+     * const response = await wallet.fetch(weather.resource);
+     */
+    discover(query?: X402DiscoverQuery): Promise<X402Service[]>;
+  };
   /**
    * The gate's failed settlements and retries (spec 4.7). Present only when constructed with `authz`.
    * @example
@@ -184,7 +197,12 @@ export class SvcWallet {
       timeoutMs,
     });
     const gate = authz === undefined ? undefined : new SpendGate(authz, { fetch: fetchFn, timeoutMs });
-    const ctx: ClientContext = { transport, network: new NetworkDirectory(transport), gate };
+    const ctx: ClientContext = {
+      transport,
+      network: new NetworkDirectory(transport),
+      gate,
+      fetch: fetchFn,
+    };
     if (gate !== undefined) Object.defineProperty(this, "authz", { value: gate, enumerable: true });
 
     const wallet = (record: WalletRecord): Wallet => new Wallet(record, ctx);
@@ -254,6 +272,18 @@ export class SvcWallet {
             idempotent: true,
           }),
         ),
+    };
+    this.x402 = {
+      discover: async (query = {}) => {
+        if (query === null || typeof query !== "object") throw badOption("discover expects an object");
+        const page = await transport.request<{ data: X402Service[] }>({
+          method: "GET",
+          path: "/x402/services",
+          query: { category: query.category, query: query.query, limit: query.limit },
+          idempotent: true,
+        });
+        return page.data;
+      },
     };
     this.transactions = {
       get: (transactionId) =>

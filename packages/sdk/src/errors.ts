@@ -3,6 +3,7 @@
  * `status`, `message` and `requestId` as sent; errors raised in the client (bad input, the gate, the
  * network) carry `status` 0 and no `requestId`.
  */
+import type { Transaction } from "./types.ts";
 
 /**
  * The fields every {@link SvcError} is built from.
@@ -194,6 +195,34 @@ export class SvcAuthzError extends SvcError {
       ...(options.cause === undefined ? {} : { cause: options.cause }),
     });
     this.statusCode = options.statusCode;
+  }
+}
+
+/**
+ * A paid resource refused the payment it was sent: it answered HTTP 402 again. `serverReason` is the
+ * server's reason (the receipt's `errorReason`, or the new challenge's `error`); `transaction` the wallet's
+ * `x402` transaction, which the service completes (`failed`, its amount released, unless it settled after all).
+ * @example
+ * try {
+ *   await wallet.fetch(url);
+ * } catch (error) {
+ *   if (error instanceof SvcPaymentRejectedError) console.log(error.serverReason, error.transaction?.status);
+ * }
+ */
+export class SvcPaymentRejectedError extends SvcError {
+  override name = "SvcPaymentRejectedError";
+  readonly serverReason: string;
+  readonly transaction: Transaction | undefined;
+  constructor(serverReason: string, transaction: Transaction | undefined, url: string) {
+    super({
+      code: "PaymentRejected",
+      status: 402,
+      message: `${url} refused the payment: ${serverReason}`,
+      reason: "payment_rejected",
+      details: { serverReason, ...(transaction ? { transactionId: transaction.id } : {}) },
+    });
+    this.serverReason = serverReason;
+    this.transaction = transaction;
   }
 }
 

@@ -45,6 +45,7 @@ export {
   SvcInsufficientFundsError,
   SvcInternalError,
   SvcNotFoundError,
+  SvcPaymentRejectedError,
   SvcPolicyViolationError,
   SvcRateLimitError,
   SvcSpendDeniedError,
@@ -55,3 +56,9 @@ export { NATIVE_ASSET, type TokenFacts } from "./network.ts";
 export type { FetchLike } from "./transport.ts";
 export type * from "./types.ts";
 export { type TransactionList, Wallet, WalletPolicy } from "./wallet.ts";
+export {
+  type PaidResponse,
+  parseX402Challenge,
+  type X402Challenge,
+  type X402Requirement,
+} from "./x402.ts";

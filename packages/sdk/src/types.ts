@@ -185,6 +185,8 @@ export interface Transaction {
   confirmedAt?: string;
   failureReason?: string;
   spendDecisionId?: string;
+  /** x402: the URL of the resource paid for. */
+  resource?: string;
 }
 
 /**
@@ -266,4 +268,90 @@ export interface FaucetInput {
   chain: string;
   token: string;
   amount?: number | string;
+}
+
+/**
+ * The settlement receipt a paid resource sent (`PAYMENT-RESPONSE` in x402 v2, `X-PAYMENT-RESPONSE` in v1).
+ * @example
+ * const receipt: PaymentReceipt = { success: true, txHash: "0x5c50…2060", network: "eip155:8453", payer: "0x8ba1…BA72" };
+ */
+export interface PaymentReceipt {
+  success?: boolean;
+  /** The settlement's transaction hash (EVM) or signature (Solana). */
+  txHash?: string;
+  network?: string;
+  payer?: string;
+  errorReason?: string;
+}
+
+/**
+ * The answer of `POST /v1/x402/fetch` (api.md "x402"): the resource's response and the payment made for it.
+ * `wallet.fetch` turns it into a standard `Response`.
+ * @example
+ * const result: PaidFetchResult = { status: 200, headers: { "content-type": "application/json" }, body: { forecast: "sunny" }, amountCharged: "0.01", transactionId: "tx_…" };
+ */
+export interface PaidFetchResult {
+  status: number;
+  headers: Record<string, string>;
+  /** Parsed JSON when the resource answered JSON, else text; binary as base64 (`bodyEncoding`). */
+  body: unknown;
+  bodyEncoding?: "base64";
+  paymentReceipt?: PaymentReceipt;
+  /** Whole tokens paid, e.g. `"0.01"`. */
+  amountCharged?: string;
+  transactionId?: string;
+  transaction?: Transaction;
+  spendDecisionId?: string;
+}
+
+/**
+ * The request `wallet.fetch` makes, and how much it may pay. The body is text (or a JSON value, sent as
+ * JSON): the service makes the request, so streams and forms cannot be relayed.
+ * @example
+ * await wallet.fetch(url, { method: "POST", body: { city: "Lisbon" }, chain: "base", maxAmount: "0.05" });
+ */
+export interface X402FetchInit {
+  method?: "GET" | "POST" | "PUT" | "PATCH" | "DELETE" | "HEAD";
+  headers?: Record<string, string> | Headers | [string, string][];
+  body?: string | Record<string, unknown> | unknown[];
+  /** Pay only on this chain of the wallet (a chain name, e.g. `base`). */
+  chain?: string;
+  /** Pay at most this much, in whole tokens (e.g. `"0.05"`): a dearer challenge is refused, nothing signed. */
+  maxAmount?: string;
+  /** The `Idempotency-Key` of the payment (1–255 characters); generated once per call when omitted. */
+  idempotencyKey?: string;
+  /** Aborts the call. */
+  signal?: AbortSignal;
+}
+
+/**
+ * A payable resource listed by the facilitator's discovery (`GET /v1/x402/services`).
+ * @example
+ * const [service] = await svc.x402.discover({ query: "weather" }); await wallet.fetch(service.resource);
+ */
+export interface X402Service {
+  /** The URL to fetch. */
+  resource: string;
+  type: string;
+  x402Version: number;
+  description?: string;
+  mimeType?: string;
+  serviceName?: string;
+  tags?: string[];
+  lastUpdated?: string;
+  /** The payment requirements, verbatim. */
+  accepts: Record<string, unknown>[];
+}
+
+/**
+ * Query of `svc.x402.discover`.
+ * @example
+ * await svc.x402.discover({ category: "weather", limit: 10 });
+ */
+export interface X402DiscoverQuery {
+  /** A tag the service carries. */
+  category?: string;
+  /** Text in its URL, name, description or tags. */
+  query?: string;
+  limit?: number;
 }

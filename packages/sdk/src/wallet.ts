@@ -1,11 +1,12 @@
 import { creditsFor, decimalFromNumber, toAtomic, toDecimalAmount, usdToAtomicCap } from "./amounts.ts";
 import type { GatedSpend, SpendGate } from "./authz/gate.ts";
-import { SvcAuthzError, SvcValidationError } from "./errors.ts";
+import { SvcAuthzError, SvcPaymentRejectedError, SvcValidationError } from "./errors.ts";
 import type { NetworkDirectory, TokenFacts } from "./network.ts";
-import type { Transport } from "./transport.ts";
+import type { FetchLike, Transport } from "./transport.ts";
 import type {
   Balance,
   FaucetInput,
+  PaidFetchResult,
   Policy,
   PolicyInput,
   RequestOptions,
@@ -14,13 +15,44 @@ import type {
   TransactionPage,
   TransactionQuery,
   WalletRecord,
+  X402FetchInit,
 } from "./types.ts";
+import {
+  chooseRequirement,
+  type PaidResponse,
+  parseX402Challenge,
+  rejectionReason,
+  responseFromPaidFetch,
+  withPayment,
+} from "./x402.ts";
 
 /** What wallet objects share with their `SvcWallet`. */
 export interface ClientContext {
   transport: Transport;
   network: NetworkDirectory;
   gate: SpendGate | undefined;
+  /** The client's `fetch`, for requests that go elsewhere than the service (the gate's x402 probe). */
+  fetch: FetchLike;
+}
+
+const FETCH_KEYS = new Set(["method", "headers", "body", "chain", "maxAmount", "idempotencyKey", "signal"]);
+const FETCH_METHODS = new Set(["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]);
+const DECIMAL_AMOUNT = /^(0|[1-9]\d{0,30})(\.\d{1,18})?$/;
+
+/** Atomic units as whole tokens, e.g. 10000n with 6 decimals → "0.01". */
+function formatAtomic(amount: bigint, decimals: number): string {
+  const scale = 10n ** BigInt(decimals);
+  const fraction = (amount % scale).toString().padStart(decimals, "0").replace(/0+$/, "");
+  return fraction === "" ? (amount / scale).toString() : `${amount / scale}.${fraction}`;
+}
+
+/** Whole tokens (a checked decimal string) in atomic units, digits beyond the token's decimals dropped. */
+function atomicFloor(decimal: string, decimals: number): bigint {
+  const [whole = "0", fraction = ""] = decimal.split(".");
+  return toAtomic(
+    fraction === "" ? whole : `${whole}.${fraction.slice(0, decimals)}`.replace(/\.$/, ""),
+    decimals,
+  );
 }
 
 /**
@@ -197,20 +229,181 @@ export class Wallet implements WalletRecord {
     const gate = this.#ctx.gate;
     // Rule 4.8.5: a decision obtained by the caller skips the daemon here, and its settlement is the caller's.
     if (spendDecisionId !== undefined || gate === undefined) return submit(spendDecisionId);
-    return this.spendThroughGate(gate, facts, decimal, to, submit);
+    return this.spendThroughGate(gate, facts, decimal, to, submit, (tx) => tx.txHash);
+  }
+
+  /**
+   * Fetches `url`, paying an HTTP 402 (x402, v1 or v2) from this wallet within its policy (spec 4.7, 4.8.2).
+   * Resolves to a standard `Response` (status, headers and body of the resource's answer) carrying
+   * `receipt` (the server's settlement receipt) and `transaction` (the wallet's `x402` transaction), both
+   * undefined when nothing was paid.
+   *
+   * Without the gate, the service makes the request and pays (`POST /v1/x402/fetch`; one `Idempotency-Key`
+   * across retries, so a retried call never pays twice). With the gate, the client first requests `url`
+   * itself: any answer but 402 is returned untouched and nothing is authorized. On a 402 it reads the
+   * challenge, picks the first requirement the wallet can pay, authorizes exactly that network, asset,
+   * amount and payee with the daemon ({@link SvcSpendDeniedError} on a denial: nothing signed), has the
+   * service pay no more than that amount with the decision attached, and settles with the daemon.
+   * A 402 to the payment throws {@link SvcPaymentRejectedError} naming the server's reason.
+   * @example
+   * const response = await wallet.fetch("https://api.example.com/weather", { maxAmount: "0.05" });
+   * console.log(response.status, await response.json(), response.transaction?.status);
+   */
+  async fetch(url: string | URL, init: X402FetchInit = {}): Promise<PaidResponse> {
+    const target = url instanceof URL ? url.href : url;
+    if (typeof target !== "string" || !/^https?:\/\/\S+$/i.test(target)) {
+      throw invalid("fetch: `url` must be an http:// or https:// URL");
+    }
+    if (init === null || typeof init !== "object") throw invalid("fetch: `init` must be an object");
+    for (const key of Object.keys(init)) {
+      if (!FETCH_KEYS.has(key)) {
+        throw invalid(`fetch: unknown option ${JSON.stringify(key)}; known: ${[...FETCH_KEYS].join(", ")}`);
+      }
+    }
+    const method = init.method === undefined ? undefined : String(init.method).toUpperCase();
+    if (method !== undefined && !FETCH_METHODS.has(method)) {
+      throw invalid(`fetch: method must be one of ${[...FETCH_METHODS].join(", ")}`);
+    }
+    const { chain, maxAmount, body, signal } = init;
+    if (chain !== undefined && (typeof chain !== "string" || !this.chains.includes(chain))) {
+      throw invalid(`fetch: \`chain\` must be one of this wallet's chains (${this.chains.join(", ")})`);
+    }
+    if (maxAmount !== undefined && (typeof maxAmount !== "string" || !DECIMAL_AMOUNT.test(maxAmount))) {
+      throw invalid(
+        'fetch: `maxAmount` must be a decimal amount of the token, e.g. "0.05"',
+        "invalid_amount",
+      );
+    }
+    if (body !== undefined && (body === null || (typeof body !== "string" && typeof body !== "object"))) {
+      throw invalid("fetch: `body` must be a string or a JSON object or array");
+    }
+    const headers: Record<string, string> = {};
+    new Headers(init.headers).forEach((value, name) => {
+      headers[name] = value;
+    });
+    const idempotencyKey = init.idempotencyKey ?? globalThis.crypto.randomUUID();
+    if (typeof idempotencyKey !== "string" || idempotencyKey.length < 1 || idempotencyKey.length > 255) {
+      throw invalid("fetch: `idempotencyKey` must be 1 to 255 characters");
+    }
+    const request = {
+      walletId: this.id,
+      url: target,
+      ...(method === undefined ? {} : { method }),
+      ...(Object.keys(headers).length === 0 ? {} : { headers }),
+      ...(body === undefined ? {} : { body }),
+    };
+    const payThroughService = (terms: Record<string, unknown>): Promise<PaidFetchResult> =>
+      this.#ctx.transport.request<PaidFetchResult>({
+        method: "POST",
+        path: "/x402/fetch",
+        body: { ...request, ...terms },
+        idempotent: true,
+        idempotencyKey,
+        signal,
+      });
+    const answer = (result: PaidFetchResult): PaidResponse => {
+      if (result.transactionId !== undefined && result.status === 402) {
+        throw new SvcPaymentRejectedError(rejectionReason(result), result.transaction, target);
+      }
+      return responseFromPaidFetch(result);
+    };
+
+    const gate = this.#ctx.gate;
+    if (gate === undefined) {
+      return answer(
+        await payThroughService({
+          ...(chain === undefined ? {} : { chain }),
+          ...(maxAmount === undefined ? {} : { maxAmount }),
+        }),
+      );
+    }
+
+    // Rule 4.8.2: probe; only a 402 is authorized and paid.
+    const probeHeaders = { ...headers };
+    let probeBody: string | undefined;
+    if (typeof body === "string") probeBody = body;
+    else if (body !== undefined) {
+      probeBody = JSON.stringify(body);
+      if (probeHeaders["content-type"] === undefined) probeHeaders["content-type"] = "application/json";
+    }
+    const probe = await this.#ctx.fetch(target, {
+      method: method ?? "GET",
+      headers: probeHeaders,
+      ...(probeBody === undefined ? {} : { body: probeBody }),
+      ...(signal === undefined ? {} : { signal }),
+    });
+    if (probe.status !== 402) return withPayment(probe, undefined, undefined, undefined);
+
+    const challenge = parseX402Challenge(probe.headers, await probe.text());
+    const chains = (await this.#ctx.network.list()).filter(
+      (candidate) =>
+        this.chains.includes(candidate.name) && (chain === undefined || candidate.name === chain),
+    );
+    const chosen = chooseRequirement(
+      challenge,
+      chains,
+      maxAmount === undefined ? undefined : (token) => atomicFloor(maxAmount, token.decimals),
+    );
+    if (chosen === undefined) {
+      throw new SvcValidationError({
+        code: "ValidationError",
+        status: 0,
+        message: `${target} asks for a payment this wallet cannot make within its chains${maxAmount === undefined ? "" : ` and maxAmount ${maxAmount}`}; nothing was authorized`,
+        reason: "no_payable_requirement",
+        details: {
+          offered: challenge.requirements.map((r) => ({ ...r, amount: r.amount.toString() })),
+          walletChains: this.chains,
+        },
+      });
+    }
+    const { requirement, token } = chosen;
+    const facts: TokenFacts = {
+      chain: chosen.chain.name,
+      network: chosen.chain.network,
+      symbol: token.symbol,
+      asset: requirement.asset,
+      decimals: token.decimals,
+      usdPrice: token.usdPrice,
+      native: false,
+    };
+    const decimal = formatAtomic(requirement.amount, token.decimals);
+    let decisionId: string | undefined;
+    const result = await this.spendThroughGate(
+      gate,
+      facts,
+      decimal,
+      requirement.payTo,
+      (id) => {
+        decisionId = id;
+        // The service pays no more than what was authorized, and checks the decision against what it pays.
+        return payThroughService({
+          chain: chosen.chain.name,
+          maxAmount: decimal,
+          spendAuthorization: { decisionId: id },
+        });
+      },
+      (paid) =>
+        paid.transaction?.status === "failed"
+          ? undefined
+          : (paid.transaction?.txHash ?? paid.paymentReceipt?.txHash),
+    );
+    // The resource asked the service for nothing this time: the approval was not used.
+    if (result.transactionId === undefined && decisionId !== undefined) await gate.cancel(decisionId);
+    return answer(result);
   }
 
   /**
    * Runs one spend through the gate: builds its facts (rule 4.8.7's cap, credits) and hands it to
-   * {@link SpendGate.run}. This is the seam the x402 payer (`wallet.fetch`, spec 4.8.2; its own issue) plugs
-   * into with the challenge's network, asset, amount and payee.
+   * {@link SpendGate.run}. Sends and x402 payments (`fetch`, with the challenge's network, asset, amount
+   * and payee) both pass here.
    */
-  protected async spendThroughGate<T extends { txHash?: string }>(
+  protected async spendThroughGate<T>(
     gate: SpendGate,
     facts: TokenFacts,
     decimal: string,
     destination: string,
     submit: (decisionId: string) => Promise<T>,
+    txHashOf: (result: T) => string | undefined,
   ): Promise<T> {
     const atomic = toAtomic(decimal, facts.decimals);
     const credits = creditsFor(atomic, facts.decimals, facts.usdPrice);
@@ -236,7 +429,7 @@ export class Wallet implements WalletRecord {
       destination,
       perCallCap,
     };
-    return gate.run(spend, submit, (result) => result.txHash);
+    return gate.run(spend, submit, txHashOf);
   }
 
   /**

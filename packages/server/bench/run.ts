@@ -18,6 +18,7 @@ import { ApiClient, LogCapture, seedAccount } from "../test/support/api-client.t
 import { createFreshDatabase } from "../test/support/databases.ts";
 import { benchSendRatio } from "./send-ratio.ts";
 import { benchSends } from "./sends.ts";
+import { benchX402 } from "./x402.ts";
 
 const MAIN = fileURLToPath(new URL("../src/main.ts", import.meta.url));
 const DEFAULT_PG = "postgres://postgres@127.0.0.1:5432/test";
@@ -205,8 +206,13 @@ async function sends(bench: (label: string, store: StoreLocation) => Promise<voi
   }
 }
 
-// BENCH_ONLY=http, BENCH_ONLY=ratio or BENCH_ONLY=sends runs one part.
+async function x402() {
+  await benchX402("pglite", { pgliteMemory: true });
+}
+
+// BENCH_ONLY=http, ratio, sends or x402 runs one part.
 const only = process.env.BENCH_ONLY;
 if (only === undefined || only === "http") await main();
 if (only === undefined || only === "ratio") await sends(benchSendRatio);
 if (only === undefined || only === "sends") await sends(benchSends);
+if (only === undefined || only === "x402") await x402();

@@ -121,7 +121,8 @@ async function evmSettlement(
       event: EIP3009_ABI[1],
       args: { authorizer: payment.authorizer, nonce: payment.nonce },
       fromBlock: head.number > EVM_LOG_WINDOW ? head.number - EVM_LOG_WINDOW : 0n,
-      toBlock: head.number,
+      // Not `head`: the authorization may have been used in a block mined after it was read.
+      toBlock: "latest",
     }),
   );
   const log = logs[0];
