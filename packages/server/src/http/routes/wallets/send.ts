@@ -2,8 +2,8 @@ import { z } from "zod";
 import { send } from "../../../spends/send.ts";
 import { findTransactionForAccount, toTransactionView } from "../../../transactions/transactions.ts";
 import { onWallet } from "../../guards.ts";
-import { spendDeps } from "../../spend-deps.ts";
 import { errorResponses, tokenAmount, transactionResponse, walletPathParams } from "../../schemas.ts";
+import { spendDeps } from "../../spend-deps.ts";
 import { type App, principalOf, type Services } from "../../types.ts";
 
 /** POST /v1/wallets/:id/send: send USDC or the chain's native coin. */
