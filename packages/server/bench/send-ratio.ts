@@ -17,10 +17,9 @@ import {
   type PublicClient,
 } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { loadConfig } from "../src/internal/config.ts";
 import type { StoreLocation } from "../src/internal/db/store.ts";
-import { startService } from "../src/service.ts";
-import { ApiClient, LogCapture, seedAccount } from "../test/support/api-client.ts";
+import { ApiClient, seedAccount } from "../test/support/api-client.ts";
+import { startBenchService } from "./service.ts";
 
 const USDC = 1_000_000n;
 const SENDERS = Number(process.env.BENCH_SENDERS ?? 8);
@@ -113,21 +112,10 @@ async function rawRate(client: PublicClient, usdc: Hex, keys: Hex[], to: Hex): P
 export async function benchSendRatio(label: string, store: StoreLocation): Promise<void> {
   const devnet = await startDevnet();
   const proxy = await countingPipe(devnet.evm.rpcUrl);
-  const service = await startService(
-    loadConfig({
-      PORT: "0",
-      LOG_LEVEL: "warn",
-      SVC_MASTER_KEY: randomBytes(32).toString("base64"),
-      SVC_JWT_SECRET: randomBytes(32).toString("hex"),
-      SVC_RATE_LIMIT_PER_MINUTE: "100000000",
-      SVC_RATE_LIMIT_PER_ADDRESS_PER_MINUTE: "100000000",
-    }),
+  const service = await startBenchService(
+    store,
     // The service reaches the node through the counting pipe; the raw senders too, so both pay its hop.
-    {
-      store,
-      devnet: { ...devnet, evm: { ...devnet.evm, rpcUrl: proxy.url } },
-      logDestination: new LogCapture(),
-    },
+    { ...devnet, evm: { ...devnet.evm, rpcUrl: proxy.url } },
   );
   const client = createPublicClient({ transport: http(proxy.url) }) as PublicClient;
   try {

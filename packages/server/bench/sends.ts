@@ -5,12 +5,11 @@
 import { randomBytes } from "node:crypto";
 import { fundEvm, fundSolana, startDevnet } from "@svc/devnet";
 import { eq, sql } from "drizzle-orm";
-import { loadConfig } from "../src/internal/config.ts";
 import { wallets } from "../src/internal/db/schema.ts";
 import type { StoreLocation } from "../src/internal/db/store.ts";
-import { startService } from "../src/service.ts";
 import { admitSpend } from "../src/spends/admission.ts";
-import { ApiClient, LogCapture, seedAccount } from "../test/support/api-client.ts";
+import { ApiClient, seedAccount } from "../test/support/api-client.ts";
+import { startBenchService } from "./service.ts";
 
 const USDC = 1_000_000n;
 
@@ -54,17 +53,7 @@ async function sendRate(
 
 export async function benchSends(label: string, store: StoreLocation): Promise<void> {
   const devnet = await startDevnet();
-  const service = await startService(
-    loadConfig({
-      PORT: "0",
-      LOG_LEVEL: "warn",
-      SVC_MASTER_KEY: randomBytes(32).toString("base64"),
-      SVC_JWT_SECRET: randomBytes(32).toString("hex"),
-      SVC_RATE_LIMIT_PER_MINUTE: "100000000",
-      SVC_RATE_LIMIT_PER_ADDRESS_PER_MINUTE: "100000000",
-    }),
-    { store, devnet, logDestination: new LogCapture() },
-  );
+  const service = await startBenchService(store, devnet);
   try {
     const api = new ApiClient(service.url);
     const { apiKey } = await seedAccount(api);

@@ -15,10 +15,9 @@ import os from "node:os";
 import { fundEvm, startDevnet } from "@svc/devnet";
 import { evmNetwork, startLocalFacilitator, startResourceServerV2 } from "@svc/x402-local";
 import { privateKeyToAddress } from "viem/accounts";
-import { loadConfig } from "../src/internal/config.ts";
 import type { StoreLocation } from "../src/internal/db/store.ts";
-import { startService } from "../src/service.ts";
-import { ApiClient, LogCapture, seedAccount } from "../test/support/api-client.ts";
+import { ApiClient, seedAccount } from "../test/support/api-client.ts";
+import { startBenchService } from "./service.ts";
 
 const ROUNDS = Number(process.env.BENCH_X402_ROUNDS ?? 6);
 const PER_ROUND = Number(process.env.BENCH_X402_PER_ROUND ?? 15);
@@ -96,17 +95,7 @@ export async function benchX402(label: string, store: StoreLocation): Promise<vo
     ],
     { free: { "/weather-free": BODY } },
   );
-  const service = await startService(
-    loadConfig({
-      PORT: "0",
-      LOG_LEVEL: "warn",
-      SVC_MASTER_KEY: randomBytes(32).toString("base64"),
-      SVC_JWT_SECRET: randomBytes(32).toString("hex"),
-      SVC_RATE_LIMIT_PER_MINUTE: "100000000",
-      SVC_RATE_LIMIT_PER_ADDRESS_PER_MINUTE: "100000000",
-    }),
-    { store, devnet, logDestination: new LogCapture() },
-  );
+  const service = await startBenchService(store, devnet);
   try {
     const api = new ApiClient(service.url);
     const { apiKey } = await seedAccount(api);
