@@ -1,4 +1,5 @@
 import { and, desc, eq, inArray, isNull, sql } from "drizzle-orm";
+import { recordEvent } from "../events/events.ts";
 import { generateApiKey, hashApiKey, newId } from "../internal/crypto.ts";
 import { apiKeys, wallets } from "../internal/db/schema.ts";
 import { type Db, preparedPerDb } from "../internal/db/store.ts";
@@ -23,6 +24,19 @@ export interface CreateApiKeyInput {
   role: KeyRole;
   walletIds?: string[] | undefined;
   expiresAt?: Date | undefined;
+}
+
+/** The API key record on the wire (spec 2.6 with api.md's role fields); never the key itself. */
+export function toApiKeyView(record: ApiKeyRecord) {
+  return {
+    id: record.id,
+    name: record.name,
+    role: record.role,
+    walletIds: record.walletIds,
+    expiresAt: record.expiresAt?.toISOString() ?? null,
+    createdAt: record.createdAt.toISOString(),
+    lastUsed: record.lastUsedAt?.toISOString() ?? null,
+  };
 }
 
 const recordColumns = {
@@ -59,19 +73,23 @@ export async function createApiKey(
     if (missing !== undefined) throw errors.walletNotFound(missing);
   }
   const key = generateApiKey();
-  const [row] = await db
-    .insert(apiKeys)
-    .values({
-      id: newId("key"),
-      accountId,
-      name: input.name,
-      keyHash: hashApiKey(key),
-      role: input.role,
-      walletIds,
-      expiresAt: input.expiresAt ?? null,
-    })
-    .returning(recordColumns);
-  if (!row) throw errors.internal(new Error("insert returned no row"));
+  const row = await db.transaction(async (tx) => {
+    const [inserted] = await tx
+      .insert(apiKeys)
+      .values({
+        id: newId("key"),
+        accountId,
+        name: input.name,
+        keyHash: hashApiKey(key),
+        role: input.role,
+        walletIds,
+        expiresAt: input.expiresAt ?? null,
+      })
+      .returning(recordColumns);
+    if (!inserted) throw errors.internal(new Error("insert returned no row"));
+    await recordEvent(tx, { accountId }, "api_key.created", toApiKeyView(inserted));
+    return inserted;
+  });
   return { ...row, key };
 }
 
@@ -93,12 +111,16 @@ export async function listApiKeys(db: Db, accountId: string): Promise<ApiKeyReco
  */
 export async function revokeApiKey(db: Db, accountId: string, keyId: string): Promise<void> {
   const ofAccount = and(eq(apiKeys.id, keyId), eq(apiKeys.accountId, accountId));
-  const revoked = await db
-    .update(apiKeys)
-    .set({ revokedAt: new Date() })
-    .where(and(ofAccount, isNull(apiKeys.revokedAt)))
-    .returning({ id: apiKeys.id });
-  if (revoked.length > 0) return;
+  const revoked = await db.transaction(async (tx) => {
+    const [record] = await tx
+      .update(apiKeys)
+      .set({ revokedAt: new Date() })
+      .where(and(ofAccount, isNull(apiKeys.revokedAt)))
+      .returning(recordColumns);
+    if (record) await recordEvent(tx, { accountId }, "api_key.revoked", toApiKeyView(record));
+    return record !== undefined;
+  });
+  if (revoked) return;
   const [existing] = await db.select({ id: apiKeys.id }).from(apiKeys).where(ofAccount);
   if (!existing) throw errors.apiKeyNotFound(keyId);
 }

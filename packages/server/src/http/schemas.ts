@@ -3,6 +3,7 @@ import type { ChainRegistry } from "../chains/registry.ts";
 import { InexactNumber } from "../internal/exact-json.ts";
 import { policyInputSchema } from "../policy/policy.ts";
 import { whitelistEntryProblem } from "../policy/whitelist.ts";
+import { TRANSACTION_STATUSES } from "../transactions/transactions.ts";
 
 /**
  * Shapes shared by several routes, and the helpers that declare responses. A shape with an `id` is one
@@ -88,7 +89,7 @@ export const walletPathParams = z.object({ id: idParam("wal") });
 /** The largest page a list serves; a larger `limit` is served as this (spec 8). */
 export const MAX_PAGE_SIZE = 100;
 
-const integerQuery = (name: string, min: number, max: number) =>
+export const integerQuery = (name: string, min: number, max: number) =>
   z
     .string()
     .regex(/^\d{1,10}$/, `${name} must be a non-negative integer`)
@@ -154,11 +155,22 @@ export const transactionView = z
     from: z.string(),
     txHash: z.string().optional(),
     timestamp,
-    status: z.enum(["pending", "confirmed", "failed"]),
+    status: z.enum(TRANSACTION_STATUSES).meta({
+      description:
+        "pending → confirmed | failed; a spend held for approval: pending_approval → pending (approved) | rejected (rejected or expired)",
+    }),
     confirmedAt: timestamp.optional(),
     failureReason: z.string().optional(),
     spendDecisionId: z.string().optional(),
     resource: z.string().optional().meta({ description: "x402: the URL of the resource paid for" }),
+    approval: z
+      .object({
+        status: z.enum(["pending", "approved", "rejected", "expired"]),
+        expiresAt: timestamp,
+        decidedAt: timestamp.optional(),
+      })
+      .optional()
+      .meta({ description: "a spend above the policy's approvalAbove: the owner's decision" }),
   })
   .meta({
     id: "Transaction",
@@ -213,6 +225,7 @@ export const policyView = z
     dailyLimit: usdOrNull,
     whitelist: z.array(z.string()),
     alertAbove: usdOrNull,
+    approvalAbove: usdOrNull,
     requireSpendAuthorization: z.boolean(),
     status: z.enum(["active", "paused"]),
     updatedAt: timestamp,
@@ -226,6 +239,7 @@ export const policyView = z
       dailyLimit: "50",
       whitelist: ["0x000000000000000000000000000000000000dEaD"],
       alertAbove: null,
+      approvalAbove: null,
       requireSpendAuthorization: false,
       status: "active",
       updatedAt: "2026-01-01T00:00:00.000Z",

@@ -16,10 +16,10 @@ export function randomBase62(length: number): string {
 }
 
 /**
- * A new opaque, unguessable identifier with a type prefix (api.md: `usr_`, `wal_`, `key_`, `tx_`, `req_`).
+ * A new opaque, unguessable identifier with a type prefix (api.md: `usr_`, `wal_`, `key_`, `tx_`, `req_`; `evt_` events, `wh_` webhook endpoints).
  * @example newId("wal") // "wal_3kTq…"
  */
-export function newId(prefix: "usr" | "wal" | "key" | "tx" | "req"): string {
+export function newId(prefix: "usr" | "wal" | "key" | "tx" | "req" | "evt" | "wh"): string {
   return `${prefix}_${randomBase62(prefix === "req" ? 16 : 22)}`;
 }
 

@@ -1,5 +1,6 @@
 import { eq } from "drizzle-orm";
 import { z } from "zod";
+import { recordEvent } from "../events/events.ts";
 import { walletPolicies, wallets } from "../internal/db/schema.ts";
 import type { Db, Tx } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
@@ -36,6 +37,10 @@ export const policyInputSchema = z.strictObject({
   maxPerTx: usdAmountSchema.nullable().optional(),
   dailyLimit: usdAmountSchema.nullable().optional(),
   alertAbove: usdAmountSchema.nullable().optional(),
+  approvalAbove: usdAmountSchema
+    .nullable()
+    .optional()
+    .meta({ description: "spends above this (USD) wait for an admin's approval; null = none" }),
   whitelist: z.array(z.string().min(1).max(255)).max(1000).optional(),
   requireSpendAuthorization: z
     .boolean()
@@ -51,6 +56,7 @@ export interface PolicyView {
   dailyLimit: string | null;
   whitelist: string[];
   alertAbove: string | null;
+  approvalAbove: string | null;
   requireSpendAuthorization: boolean;
   status: "active" | "paused";
   updatedAt: string;
@@ -65,6 +71,7 @@ export function initialPolicyRow(walletId: string, input: PolicyInput | undefine
     maxPerTxMicros: input?.maxPerTx ?? null,
     dailyLimitMicros: input?.dailyLimit ?? null,
     alertAboveMicros: input?.alertAbove ?? null,
+    approvalAboveMicros: input?.approvalAbove ?? null,
     whitelist: input?.whitelist ?? [],
     requireSpendAuthorization: input?.requireSpendAuthorization ?? false,
     status: "active" as const,
@@ -110,6 +117,7 @@ export async function updatePolicy(
     if (input.maxPerTx !== undefined) set.maxPerTxMicros = input.maxPerTx;
     if (input.dailyLimit !== undefined) set.dailyLimitMicros = input.dailyLimit;
     if (input.alertAbove !== undefined) set.alertAboveMicros = input.alertAbove;
+    if (input.approvalAbove !== undefined) set.approvalAboveMicros = input.approvalAbove;
     if (input.whitelist !== undefined) set.whitelist = input.whitelist;
     if (input.requireSpendAuthorization !== undefined)
       set.requireSpendAuthorization = input.requireSpendAuthorization;
@@ -119,7 +127,9 @@ export async function updatePolicy(
       .where(eq(walletPolicies.walletId, walletId))
       .returning();
     if (!row) throw new Error(`wallet ${walletId} has no policy row`);
-    return toPolicyView(row);
+    const view = toPolicyView(row);
+    await recordEvent(tx, { walletId }, "policy.updated", view);
+    return view;
   });
 }
 
@@ -140,7 +150,9 @@ export async function setPolicyStatus(
       .where(eq(walletPolicies.walletId, walletId))
       .returning();
     if (!row) throw new Error(`wallet ${walletId} has no policy row`);
-    return toPolicyView(row);
+    const view = toPolicyView(row);
+    await recordEvent(tx, { walletId }, "policy.updated", view);
+    return view;
   });
 }
 
@@ -192,6 +204,7 @@ export function loosenings(current: PolicyRow, input: PolicyInput): string[] {
   bound("maxPerTx", current.maxPerTxMicros, input.maxPerTx);
   bound("dailyLimit", current.dailyLimitMicros, input.dailyLimit);
   bound("alertAbove", current.alertAboveMicros, input.alertAbove);
+  bound("approvalAbove", current.approvalAboveMicros, input.approvalAbove);
   if (input.whitelist !== undefined && current.whitelist.length > 0) {
     if (input.whitelist.length === 0) changes.push("emptying the whitelist (which allows any recipient)");
     else {
@@ -220,6 +233,7 @@ export function toPolicyView(row: PolicyRow): PolicyView {
     dailyLimit: usd(row.dailyLimitMicros),
     whitelist: row.whitelist,
     alertAbove: usd(row.alertAboveMicros),
+    approvalAbove: usd(row.approvalAboveMicros),
     requireSpendAuthorization: row.requireSpendAuthorization,
     status: row.status,
     updatedAt: row.updatedAt.toISOString(),

@@ -16,10 +16,10 @@ const HOUR_MS = 60 * 60 * 1000;
 /** The start of the hour bucket a moment falls in (UTC hours, as the migration's backfill counts them). */
 const hourOf = (at: Date) => new Date(Math.floor(at.getTime() / HOUR_MS) * HOUR_MS);
 
-/** Spends that hold a reservation: pending or confirmed sends and x402 payments. */
+/** Spends that hold a reservation: sends and x402 payments waiting for approval, pending or confirmed. */
 const holdsReservation = and(
   inArray(transactions.type, ["send", "x402"]),
-  inArray(transactions.status, ["pending", "confirmed"]),
+  inArray(transactions.status, ["pending_approval", "pending", "confirmed"]),
 );
 
 /**

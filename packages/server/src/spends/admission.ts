@@ -1,12 +1,13 @@
 import { and, eq } from "drizzle-orm";
 import type { SignedTransfer } from "../chains/types.ts";
+import { recordEvent } from "../events/events.ts";
 import { attachTransaction, type IdempotencyClaim } from "../idempotency/idempotency.ts";
 import { transactions, walletPolicies, wallets } from "../internal/db/schema.ts";
-import { type Db, withDomainErrors } from "../internal/db/store.ts";
+import { type Db, type Tx, withDomainErrors } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 import { checkStaticRules, type SpendFacts } from "../policy/rules.ts";
 import { addToHour, checkDailyLimit } from "../policy/spend-window.ts";
-import { insertTransaction, type TransactionRow } from "../transactions/transactions.ts";
+import { insertTransaction, type TransactionRow, toTransactionView } from "../transactions/transactions.ts";
 import { alreadyUsed } from "./authorization.ts";
 import { allocateNonce } from "./nonces.ts";
 
@@ -108,9 +109,15 @@ export async function failSpend(db: Db, transactionId: string, reason: string): 
       .set({ status: "failed", failureReason: reason })
       .where(and(eq(transactions.id, transactionId), eq(transactions.status, "pending")))
       .returning();
-    if (failed?.usdMicros && failed.usdMicros > 0n && (failed.type === "send" || failed.type === "x402")) {
-      await addToHour(tx, failed.walletId, failed.createdAt, -failed.usdMicros);
-    }
-    return failed !== undefined;
+    if (!failed) return false;
+    await releaseReservation(tx, failed);
+    await recordEvent(tx, { walletId: failed.walletId }, "transaction.failed", toTransactionView(failed));
+    return true;
   });
+}
+
+/** Gives a spend's USD back to the rolling window (it failed, or its approval was refused). */
+export async function releaseReservation(tx: Tx, spend: TransactionRow): Promise<void> {
+  if (spend.usdMicros && spend.usdMicros > 0n && (spend.type === "send" || spend.type === "x402"))
+    await addToHour(tx, spend.walletId, spend.createdAt, -spend.usdMicros);
 }

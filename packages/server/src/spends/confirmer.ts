@@ -4,6 +4,7 @@ import { ChainUnavailableError } from "../chains/errors.ts";
 import type { ChainClient } from "../chains/types.ts";
 import { transactions, wallets } from "../internal/db/schema.ts";
 import type { Db } from "../internal/db/store.ts";
+import { confirmTransaction } from "../transactions/transactions.ts";
 import type { Keyring } from "../wallets/keyring.ts";
 import { openSigningKey } from "../wallets/wallets.ts";
 import { settleRecordedPayment } from "../x402/pay.ts";
@@ -154,10 +155,7 @@ export class Confirmer {
     );
     switch (status.state) {
       case "confirmed":
-        await db
-          .update(transactions)
-          .set({ status: "confirmed", confirmedAt: status.blockTime ?? new Date() })
-          .where(and(eq(transactions.id, row.id), eq(transactions.status, "pending")));
+        await confirmTransaction(db, row.id, { confirmedAt: status.blockTime ?? new Date() });
         return;
       case "failed":
         await failSpend(db, row.id, status.reason);

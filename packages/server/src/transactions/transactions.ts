@@ -1,4 +1,5 @@
 import { and, desc, eq, type SQL, sql } from "drizzle-orm";
+import { recordEvent } from "../events/events.ts";
 import { newId } from "../internal/crypto.ts";
 import { transactionCounts, transactions, wallets } from "../internal/db/schema.ts";
 import type { Db, Tx } from "../internal/db/store.ts";
@@ -8,6 +9,14 @@ import { formatUnits } from "../internal/money.ts";
 export type TransactionRow = typeof transactions.$inferSelect;
 export type TransactionType = TransactionRow["type"];
 export const TRANSACTION_TYPES = ["send", "receive", "x402"] as const satisfies readonly TransactionType[];
+export type TransactionStatus = TransactionRow["status"];
+export const TRANSACTION_STATUSES = [
+  "pending_approval",
+  "pending",
+  "confirmed",
+  "failed",
+  "rejected",
+] as const satisfies readonly TransactionStatus[];
 
 /** The Transaction of spec 2.4 with api.md's additions. */
 export interface TransactionView {
@@ -27,6 +36,8 @@ export interface TransactionView {
   spendDecisionId?: string;
   /** x402: the URL of the resource paid for. */
   resource?: string;
+  /** A spend held for the owner's approval (policy `approvalAbove`). */
+  approval?: { status: NonNullable<TransactionRow["approvalStatus"]>; expiresAt: string; decidedAt?: string };
 }
 
 export function toTransactionView(row: TransactionRow): TransactionView {
@@ -46,6 +57,15 @@ export function toTransactionView(row: TransactionRow): TransactionView {
     ...(row.failureReason ? { failureReason: row.failureReason } : {}),
     ...(row.spendDecisionId ? { spendDecisionId: row.spendDecisionId } : {}),
     ...(row.resource ? { resource: row.resource } : {}),
+    ...(row.approvalStatus && row.approvalExpiresAt
+      ? {
+          approval: {
+            status: row.approvalStatus,
+            expiresAt: row.approvalExpiresAt.toISOString(),
+            ...(row.approvalDecidedAt ? { decidedAt: row.approvalDecidedAt.toISOString() } : {}),
+          },
+        }
+      : {}),
   };
 }
 
@@ -67,7 +87,40 @@ export async function insertTransaction(tx: Tx, input: NewTransaction): Promise<
     .returning();
   if (!row) throw new Error("insert returned no row");
   await countRecorded(tx, row);
+  await announceRecorded(tx, row);
   return row;
+}
+
+/** The event of a newly recorded transaction: money coming in, or a spend starting. */
+async function announceRecorded(tx: Tx, row: TransactionRow): Promise<void> {
+  const type = row.type === "receive" ? "transaction.received" : "transaction.created";
+  await recordEvent(tx, { walletId: row.walletId }, type, toTransactionView(row));
+}
+
+/**
+ * Moves a pending spend to `confirmed` (with the hash that settled it, when it is known only now) and writes
+ * `transaction.confirmed`, in one database transaction. Returns false when it was no longer pending.
+ */
+export async function confirmTransaction(
+  db: Db,
+  transactionId: string,
+  settled: { confirmedAt: Date; txHash?: string | null },
+): Promise<boolean> {
+  return db.transaction(async (tx) => {
+    const [row] = await tx
+      .update(transactions)
+      .set({
+        status: "confirmed",
+        confirmedAt: settled.confirmedAt,
+        ...(settled.txHash !== undefined ? { txHash: settled.txHash } : {}),
+        failureReason: null,
+      })
+      .where(and(eq(transactions.id, transactionId), eq(transactions.status, "pending")))
+      .returning();
+    if (!row) return false;
+    await recordEvent(tx, { walletId: row.walletId }, "transaction.confirmed", toTransactionView(row));
+    return true;
+  });
 }
 
 /** Adds a recorded row to the exact counts behind `total`; call it in the row's own database transaction. */
@@ -105,6 +158,7 @@ export async function recordTransferOnce(
       .returning();
     if (!row) return undefined;
     await countRecorded(tx, row);
+    await announceRecorded(tx, row);
     return row;
   });
 }

@@ -1,5 +1,6 @@
 import { and, desc, eq, sql } from "drizzle-orm";
 import type { ChainKind, ChainRegistry } from "../chains/registry.ts";
+import { recordEvent } from "../events/events.ts";
 import { newId } from "../internal/crypto.ts";
 import { walletKeys, walletPolicies, wallets } from "../internal/db/schema.ts";
 import { type Db, preparedPerDb } from "../internal/db/store.ts";
@@ -120,10 +121,13 @@ export async function archiveWallet(db: Db, accountId: string, walletId: string)
   await db.transaction(async (tx) => {
     // The policy row's lock is the one every spend's admission takes: no spend is half-way through.
     await tx.select().from(walletPolicies).where(eq(walletPolicies.walletId, walletId)).for("update");
-    await tx
+    const [archived] = await tx
       .update(wallets)
       .set({ status: "archived", archivedAt: new Date() })
-      .where(and(eq(wallets.id, walletId), eq(wallets.accountId, accountId)));
+      .where(and(eq(wallets.id, walletId), eq(wallets.accountId, accountId), eq(wallets.status, "active")))
+      .returning();
+    // Two archives raced: the one that changed the status reports it.
+    if (archived) await recordEvent(tx, { walletId }, "wallet.archived", toWalletView(archived));
   });
 }
 

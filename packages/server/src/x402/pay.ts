@@ -25,7 +25,7 @@ import { checkDailyLimit } from "../policy/spend-window.ts";
 import { admitSpend, failSpend } from "../spends/admission.ts";
 import { consumeSpendAuthorization, releaseRefusedSpendAuthorization } from "../spends/authorization.ts";
 import type { SpendDeps } from "../spends/send.ts";
-import type { TransactionRow } from "../transactions/transactions.ts";
+import { confirmTransaction, type TransactionRow } from "../transactions/transactions.ts";
 import { findWalletForAccount, openSigningKey } from "../wallets/wallets.ts";
 import { getPaymentSettlement, getRecentBlockhash, type PaymentSettlement } from "./chain-reads.ts";
 import type { PaymentChallenge, SelectedRequirement } from "./challenge.ts";
@@ -274,18 +274,11 @@ async function noteRejection(db: Db, transactionId: string, reason: string): Pro
 }
 
 /** Marks a pending payment confirmed with its settlement's hash; false when it was no longer pending. */
-async function confirmPayment(db: Db, transactionId: string, txHash: string): Promise<boolean> {
-  const updated = await db
-    .update(transactions)
-    .set({
-      status: "confirmed",
-      txHash: txHash === "" ? null : txHash,
-      confirmedAt: new Date(),
-      failureReason: null,
-    })
-    .where(and(eq(transactions.id, transactionId), eq(transactions.status, "pending")))
-    .returning({ id: transactions.id });
-  return updated.length > 0;
+function confirmPayment(db: Db, transactionId: string, txHash: string): Promise<boolean> {
+  return confirmTransaction(db, transactionId, {
+    confirmedAt: new Date(),
+    txHash: txHash === "" ? null : txHash,
+  });
 }
 
 /**

@@ -5,6 +5,7 @@ import { registerRevokeApiKey } from "./api-keys/revoke.ts";
 import { registerLogin } from "./auth/login.ts";
 import { registerRegister } from "./auth/register.ts";
 import { registerListChains } from "./chains/list.ts";
+import { registerListEvents } from "./events/list.ts";
 import { registerHealthz } from "./healthz/get.ts";
 import { registerGetTransaction } from "./transactions/get.ts";
 import { registerArchiveWallet } from "./wallets/archive.ts";
@@ -49,4 +50,5 @@ export function registerRoutes(app: App, services: Services): void {
   registerSetPolicyStatus(app, services);
   registerX402Fetch(app, services);
   registerListX402Services(app, services);
+  registerListEvents(app, services);
 }

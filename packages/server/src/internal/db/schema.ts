@@ -1,5 +1,7 @@
+import { sql } from "drizzle-orm";
 import {
   bigint,
+  bigserial,
   boolean,
   customType,
   integer,
@@ -76,6 +78,7 @@ export const walletPolicies = pgTable("wallet_policies", {
   maxPerTxMicros: numeric("max_per_tx_micros", { mode: "bigint" }),
   dailyLimitMicros: numeric("daily_limit_micros", { mode: "bigint" }),
   alertAboveMicros: numeric("alert_above_micros", { mode: "bigint" }),
+  approvalAboveMicros: numeric("approval_above_micros", { mode: "bigint" }),
   whitelist: jsonb("whitelist").$type<string[]>().notNull(),
   status: text("status", { enum: ["active", "paused"] }).notNull(),
   requireSpendAuthorization: boolean("require_spend_authorization").notNull(),
@@ -93,7 +96,9 @@ export const transactions = pgTable("transactions", {
   fromAddress: text("from_address").notNull(),
   toAddress: text("to_address").notNull(),
   txHash: text("tx_hash"),
-  status: text("status", { enum: ["pending", "confirmed", "failed"] }).notNull(),
+  status: text("status", {
+    enum: ["pending_approval", "pending", "confirmed", "failed", "rejected"],
+  }).notNull(),
   failureReason: text("failure_reason"),
   spendDecisionId: text("spend_decision_id"),
   createdAt: createdAt(),
@@ -109,6 +114,10 @@ export const transactions = pgTable("transactions", {
   resource: text("resource"),
   /** x402: what identifies the signed payment on chain (see `src/x402/pay.ts`); NULL for other types. */
   x402Payment: jsonb("x402_payment").$type<Record<string, unknown>>(),
+  /** Spends held for an owner's approval: pending → approved | rejected | expired; NULL for the others. */
+  approvalStatus: text("approval_status", { enum: ["pending", "approved", "rejected", "expired"] }),
+  approvalExpiresAt: timestamp("approval_expires_at", { withTimezone: true, mode: "date" }),
+  approvalDecidedAt: timestamp("approval_decided_at", { withTimezone: true, mode: "date" }),
 });
 
 export const transactionCounts = pgTable(
@@ -178,3 +187,15 @@ export const spendHours = pgTable(
   },
   (t) => [primaryKey({ columns: [t.walletId, t.hour] })],
 );
+
+export const events = pgTable("events", {
+  seq: bigserial("seq", { mode: "bigint" }).primaryKey(),
+  id: text("id").notNull(),
+  /** The id of the database transaction that wrote the event (set by the database). */
+  txId: bigint("tx_id", { mode: "bigint" }).notNull().default(sql`pg_current_xact_id()::text::bigint`),
+  accountId: text("account_id").notNull(),
+  walletId: text("wallet_id"),
+  type: text("type").notNull(),
+  data: jsonb("data").$type<Record<string, unknown>>().notNull(),
+  createdAt: createdAt(),
+});

@@ -1,6 +1,5 @@
 import { z } from "zod";
-import { createApiKey } from "../../../api-keys/api-keys.ts";
-import { toApiKeyView } from "../../api-key-view.ts";
+import { createApiKey, toApiKeyView } from "../../../api-keys/api-keys.ts";
 import { apiKeyView, displayName, errorResponses, idParam, jsonResponse } from "../../schemas.ts";
 import { type App, principalOf, type Services } from "../../types.ts";
 

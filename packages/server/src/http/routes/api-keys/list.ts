@@ -1,6 +1,5 @@
 import { z } from "zod";
-import { listApiKeys } from "../../../api-keys/api-keys.ts";
-import { toApiKeyView } from "../../api-key-view.ts";
+import { listApiKeys, toApiKeyView } from "../../../api-keys/api-keys.ts";
 import { apiKeyView, errorResponses, jsonResponse } from "../../schemas.ts";
 import { type App, principalOf, type Services } from "../../types.ts";
 
