@@ -121,6 +121,7 @@ export async function startService(config: Config, options: StartOptions = {}): 
       config.network.watchIntervalMs,
     );
     outbound = new OutboundFetcher({ allow: config.outboundAllow });
+    const authzd = config.authzd ? new AuthzdClient(config.authzd, logger) : undefined;
     // Cursors exist before the first request, so nothing paid to a new wallet can fall before them.
     await watcher.initialize();
     const app = await createApp(
@@ -133,7 +134,7 @@ export async function startService(config: Config, options: StartOptions = {}): 
         rateLimiter,
         faucet,
         outbound,
-        authzd: config.authzd ? new AuthzdClient(config.authzd, logger) : undefined,
+        authzd,
         now,
       },
       { logger },
@@ -153,7 +154,7 @@ export async function startService(config: Config, options: StartOptions = {}): 
     }
     // Its first pass reconciles whatever a previous process left pending.
     const confirmer = new Confirmer(
-      { db: store.db, keyring, chainClient, log: logger },
+      { db: store.db, keyring, chainClient, log: logger, authzd, now },
       config.confirmerIntervalMs,
     );
     confirmer.start();

@@ -9,5 +9,6 @@ export function spendDeps(services: Services): SpendDeps {
     chainClient: (name: string) => services.chains.client(name),
     authzd: services.authzd,
     now: services.now,
+    approvalTtlMs: services.config.approvalTtlSeconds * 1000,
   };
 }

@@ -121,6 +121,7 @@ const envSchema = z.object({
   SVC_REGISTER_LIMIT_PER_MINUTE: positiveInt.default(10),
   SVC_TRUST_PROXY: trustedProxies.default([]),
   SVC_CONFIRMER_INTERVAL_MS: positiveInt.default(1000),
+  SVC_APPROVAL_TTL_SECONDS: positiveInt.default(3600),
   SVC_NETWORK_PROFILE: z.enum(["devnet", "testnet", "mainnet"]).default("devnet"),
   SVC_RPC_BASE: httpUrl.optional(),
   SVC_RPC_ETHEREUM: httpUrl.optional(),
@@ -225,6 +226,8 @@ export interface Config {
   trustProxy: string[];
   /** How often pending spends are checked against their chain. */
   confirmerIntervalMs: number;
+  /** How long a spend above `approvalAbove` waits for an admin's decision before it expires. */
+  approvalTtlSeconds: number;
   network: NetworkConfig;
   /**
    * The authorization daemon that spend decisions are verified with, as the service's own identity (holding
@@ -279,6 +282,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     trustProxy: e.SVC_TRUST_PROXY,
     confirmerIntervalMs: e.SVC_CONFIRMER_INTERVAL_MS,
+    approvalTtlSeconds: e.SVC_APPROVAL_TTL_SECONDS,
     network: networkConfig(e),
     authzd: authzdConfig(e),
     outboundAllow:

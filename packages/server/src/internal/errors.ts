@@ -39,6 +39,8 @@ export type PolicyViolationDetails = {
     remaining: string;
     resetsAt: string;
   };
+  /** x402 payments cannot wait for an owner: above `approvalAbove` they are refused. */
+  approval_required: { rule: "approvalAbove"; limit: string; requested: string };
   spend_authorization_invalid: { rule: "spendAuthorization"; decisionId: string };
   spend_authorization_used: { rule: "spendAuthorization"; decisionId: string };
   /** The first fact that differs between the authorization and the spend. */
@@ -108,6 +110,15 @@ export const errors = {
     new AppError(413, "ValidationError", `Request body exceeds ${limitBytes} bytes`, "body_too_large"),
   emailTaken: () =>
     new AppError(409, "ValidationError", "An account with this email already exists", "email_taken"),
+  /** A spend's approval was already approved, rejected or expired. */
+  alreadyDecided: (transactionId: string, approval: string) =>
+    new AppError(
+      409,
+      "ValidationError",
+      `The approval of ${transactionId} was already decided: ${approval}`,
+      "already_decided",
+      { transactionId, approval },
+    ),
   walletArchived: (walletId: string) =>
     new AppError(409, "ValidationError", `Wallet ${walletId} is archived`, "wallet_archived"),
   unknownChain: (chain: string, served: readonly string[]) =>
@@ -281,6 +292,12 @@ export const errors = {
   walletNotFound: (walletId: string) => new AppError(404, "NotFound", `Wallet ${walletId} not found`),
   apiKeyNotFound: (keyId: string) => new AppError(404, "NotFound", `API key ${keyId} not found`),
   transactionNotFound: (txId: string) => new AppError(404, "NotFound", `Transaction ${txId} not found`),
+  approvalNotFound: (txId: string) =>
+    new AppError(
+      404,
+      "NotFound",
+      `No approval ${txId}: no spend of this account waited for one with this id`,
+    ),
   routeNotFound: (method: string, url: string) =>
     new AppError(404, "NotFound", `No route ${method} ${url.split("?")[0]}`, "route_not_found"),
 

@@ -74,3 +74,29 @@ export function checkStaticRules(policy: PolicyRow, spend: SpendFacts): void {
     );
   }
 }
+
+/**
+ * Whether a spend waits for an admin's approval: its USD value is above the policy's `approvalAbove`. An x402
+ * payment cannot wait (the resource's challenge expires): above the bound it is refused.
+ */
+export function needsApproval(policy: PolicyRow, spend: SpendFacts): boolean {
+  const bound = policy.approvalAboveMicros;
+  if (bound === null || spend.usdMicros === undefined || spend.usdMicros <= bound) return false;
+  if (spend.type === "x402") {
+    throw errors.policyViolation(
+      "approval_required",
+      `Payments above $${formatUsd(bound)} need an owner's approval, which an x402 payment cannot wait for: this one is $${formatUsd(spend.usdMicros)}`,
+      { rule: "approvalAbove", limit: formatUsd(bound), requested: formatUsd(spend.usdMicros) },
+    );
+  }
+  return true;
+}
+
+/** Whether a spend is above the policy's `alertAbove` (it proceeds; the owner is told). */
+export function isAboveAlert(policy: PolicyRow, spend: SpendFacts): boolean {
+  return (
+    policy.alertAboveMicros !== null &&
+    spend.usdMicros !== undefined &&
+    spend.usdMicros > policy.alertAboveMicros
+  );
+}

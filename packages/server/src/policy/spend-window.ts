@@ -80,15 +80,18 @@ export async function addToHour(db: Db | Tx, walletId: string, at: Date, usdMicr
 /**
  * Refuses a spend that would take the rolling 24 h sum past `dailyLimit`. Inside {@link admitSpend} it runs
  * under the policy row's lock, which makes it exact; before that, without the lock, it only answers early.
+ * `alreadyReserved`: what the spend itself holds in the window already (one approved after waiting).
  */
 export async function checkDailyLimit(
   db: Db | Tx,
   policy: PolicyRow,
   spend: SpendFacts,
   now = new Date(),
+  alreadyReserved = 0n,
 ): Promise<void> {
   if (policy.dailyLimitMicros !== null && spend.usdMicros !== undefined) {
-    const used = await windowUsage(db, spend.walletId, now);
+    // A spend approved now already holds its place in the window: it is counted once, as this spend.
+    const used = (await windowUsage(db, spend.walletId, now)) - alreadyReserved;
     if (used + spend.usdMicros > policy.dailyLimitMicros) {
       const remaining = policy.dailyLimitMicros > used ? policy.dailyLimitMicros - used : 0n;
       throw errors.policyViolation(
@@ -105,4 +108,11 @@ export async function checkDailyLimit(
       );
     }
   }
+}
+
+/** What a recorded spend holds in the window at `now`: its USD while it is less than 24 h old, else nothing. */
+export function reservedInWindow(spend: { usdMicros: bigint | null; createdAt: Date }, now: Date): bigint {
+  return spend.usdMicros !== null && spend.createdAt.getTime() > now.getTime() - DAY_MS
+    ? spend.usdMicros
+    : 0n;
 }

@@ -5,7 +5,8 @@ import { attachTransaction, type IdempotencyClaim } from "../idempotency/idempot
 import { transactions, walletPolicies, wallets } from "../internal/db/schema.ts";
 import { type Db, type Tx, withDomainErrors } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
-import { checkStaticRules, type SpendFacts } from "../policy/rules.ts";
+import { formatUsd } from "../internal/money.ts";
+import { checkStaticRules, isAboveAlert, needsApproval, type SpendFacts } from "../policy/rules.ts";
 import { addToHour, checkDailyLimit } from "../policy/spend-window.ts";
 import { insertTransaction, type TransactionRow, toTransactionView } from "../transactions/transactions.ts";
 import { alreadyUsed } from "./authorization.ts";
@@ -16,6 +17,21 @@ import { allocateNonce } from "./nonces.ts";
  * resource's facilitator will submit, identified on chain by `x402Payment` until a receipt names its hash.
  */
 export type SignedSpend = SignedTransfer | { x402Payment: Record<string, unknown> };
+
+/** How long a spend held for approval waits before it expires (`SVC_APPROVAL_TTL_SECONDS`). */
+export const DEFAULT_APPROVAL_TTL_MS = 3_600_000;
+
+/** The columns a signed spend fills: what rebroadcasting a transfer, or reconciling an x402 payment, needs. */
+export function signedColumns(spend: Pick<SpendFacts, "resource">, signed: SignedSpend | undefined) {
+  if (signed === undefined) return {};
+  if ("x402Payment" in signed) return { resource: spend.resource ?? null, x402Payment: signed.x402Payment };
+  return {
+    txHash: signed.txHash,
+    rawTx: signed.raw,
+    nonce: signed.nonce ?? null,
+    lastValidBlockHeight: signed.lastValidBlockHeight ?? null,
+  };
+}
 
 /**
  * The one atomic step of a spend: lock the wallet's policy row, check every rule against it and the
@@ -35,6 +51,8 @@ export async function admitSpend(
     sign: (nonce: number | undefined) => Promise<SignedSpend>;
     idempotency?: IdempotencyClaim | undefined;
     now?: Date;
+    /** How long a spend above `approvalAbove` waits for a decision; default {@link DEFAULT_APPROVAL_TTL_MS}. */
+    approvalTtlMs?: number;
   },
 ): Promise<TransactionRow> {
   // Two spends raced with one decision: the unique index let the first in, and that spend holds it.
@@ -64,11 +82,16 @@ async function admitLocked(
     checkStaticRules(policy, spend);
     const now = options.now ?? new Date();
     await checkDailyLimit(tx, policy, spend, now);
-    let nonce: number | undefined;
-    if (options.evmNonce) {
-      nonce = await allocateNonce(tx, spend.chain, spend.from, options.evmNonce.chainPendingNonce);
+    // Above approvalAbove: recorded and reserved, but neither given a nonce nor signed until an admin approves.
+    const held = needsApproval(policy, spend);
+    let signed: SignedSpend | undefined;
+    if (!held) {
+      let nonce: number | undefined;
+      if (options.evmNonce) {
+        nonce = await allocateNonce(tx, spend.chain, spend.from, options.evmNonce.chainPendingNonce);
+      }
+      signed = await options.sign(nonce);
     }
-    const signed = await options.sign(nonce);
     const row = await insertTransaction(tx, {
       walletId: spend.walletId,
       type: spend.type,
@@ -78,19 +101,27 @@ async function admitLocked(
       decimals: spend.token.decimals,
       fromAddress: spend.from,
       toAddress: spend.to,
-      status: "pending",
+      status: held ? "pending_approval" : "pending",
       spendDecisionId: spend.spendDecisionId ?? null,
       usdMicros: spend.usdMicros ?? null,
-      ...("x402Payment" in signed
-        ? { resource: spend.resource ?? null, x402Payment: signed.x402Payment }
-        : {
-            txHash: signed.txHash,
-            rawTx: signed.raw,
-            nonce: signed.nonce ?? null,
-            lastValidBlockHeight: signed.lastValidBlockHeight ?? null,
-          }),
+      ...signedColumns(spend, signed),
+      ...(held
+        ? {
+            approvalStatus: "pending" as const,
+            approvalExpiresAt: new Date(now.getTime() + (options.approvalTtlMs ?? DEFAULT_APPROVAL_TTL_MS)),
+          }
+        : {}),
       createdAt: now,
     });
+    const view = toTransactionView(row);
+    if (held) await recordEvent(tx, { walletId: spend.walletId }, "approval.requested", view);
+    if (isAboveAlert(policy, spend)) {
+      await recordEvent(tx, { walletId: spend.walletId }, "spend.alert", {
+        alertAbove: formatUsd(policy.alertAboveMicros ?? 0n),
+        usdValue: formatUsd(spend.usdMicros ?? 0n),
+        transaction: view,
+      });
+    }
     if (spend.usdMicros !== undefined && spend.usdMicros > 0n)
       await addToHour(tx, spend.walletId, now, spend.usdMicros);
     if (options.idempotency) await attachTransaction(tx, options.idempotency, row.id);

@@ -1,5 +1,7 @@
 import { and, asc, eq, inArray, isNotNull, sql } from "drizzle-orm";
 import type { Logger } from "pino";
+import { expireApprovals } from "../approvals/approvals.ts";
+import type { AuthzdClient } from "../authzd/client.ts";
 import { ChainUnavailableError } from "../chains/errors.ts";
 import type { ChainClient } from "../chains/types.ts";
 import { transactions, wallets } from "../internal/db/schema.ts";
@@ -20,10 +22,15 @@ export interface ConfirmerDeps {
   keyring: Keyring;
   chainClient(name: string): ChainClient | undefined;
   log: Logger;
+  /** Given back the decisions of held spends that expire unsent. */
+  authzd?: AuthzdClient | undefined;
+  /** The clock approvals expire by; default the system clock. */
+  now?: () => Date;
 }
 
 /**
- * Moves pending spends to `confirmed` or `failed`, and is the crash recovery too: its first pass after
+ * Moves pending spends to `confirmed` or `failed` (and ends held spends whose approval expired), and is the
+ * crash recovery too: its first pass after
  * start-up reconciles every pending row against the chain: confirmed if it landed; broadcast (again) if it
  * still can; failed if it never can. A Solana spend whose blockhash expired before it landed is rebuilt and
  * re-signed only then, and only once across instances (compare-and-set on its hash).
@@ -56,8 +63,10 @@ export class Confirmer {
     await this.#running;
   }
 
-  /** One pass over the pending spends, oldest first. */
+  /** One pass: held spends past their approval deadline end; pending spends, oldest first, settle. */
   async runOnce(): Promise<void> {
+    const expired = await expireApprovals(this.deps);
+    if (expired > 0) this.deps.log.info({ expired }, "spends waiting for approval expired");
     const pending = await this.deps.db
       .select()
       .from(transactions)

@@ -26,8 +26,10 @@ export interface SpendDeps {
   chainClient(name: string): ChainClient | undefined;
   /** The authorization daemon spend decisions are verified with; undefined when none is configured. */
   authzd: AuthzdClient | undefined;
-  /** The clock of the daily limit's rolling window; default the system clock. */
+  /** The clock of the daily limit's rolling window and of approvals' expiry; default the system clock. */
   now?: () => Date;
+  /** How long a spend above `approvalAbove` waits for a decision; default one hour. */
+  approvalTtlMs?: number;
 }
 
 export interface SendRequest {
@@ -43,7 +45,8 @@ export interface SendRequest {
 /**
  * Sends `amount` of a token from one of the account's wallets. Checks, in order: the request itself,
  * the wallet is active, the policy, funds including fees. Records the spend `pending` before broadcasting,
- * then broadcasts; the confirmer moves it to `confirmed` or `failed`.
+ * then broadcasts; the confirmer moves it to `confirmed` or `failed`. A spend above the policy's
+ * `approvalAbove` is recorded `pending_approval` instead, unsigned, until an admin decides (approvals.ts).
  */
 export async function send(
   deps: SpendDeps,
@@ -99,6 +102,7 @@ export async function send(
         ...(plan.evm ? { evmNonce: { chainPendingNonce: plan.evm.pendingNonce } } : {}),
         idempotency,
         ...(deps.now ? { now: deps.now() } : {}),
+        ...(deps.approvalTtlMs !== undefined ? { approvalTtlMs: deps.approvalTtlMs } : {}),
         sign: (nonce) => client.signTransfer(plan, privateKey, nonce),
       });
     } finally {
@@ -110,6 +114,8 @@ export async function send(
       await releaseRefusedSpendAuthorization(deps.authzd, request.spendDecisionId, error);
     throw error;
   }
+  // Held for an admin's approval: nothing was signed, so nothing is sent until it is approved.
+  if (row.status === "pending_approval") return row;
   await broadcastRecorded(deps, client, row);
   return row;
 }

@@ -2,6 +2,8 @@ import type { App, Services } from "../types.ts";
 import { registerCreateApiKey } from "./api-keys/create.ts";
 import { registerListApiKeys } from "./api-keys/list.ts";
 import { registerRevokeApiKey } from "./api-keys/revoke.ts";
+import { registerDecideApproval } from "./approvals/decide.ts";
+import { registerListApprovals } from "./approvals/list.ts";
 import { registerLogin } from "./auth/login.ts";
 import { registerRegister } from "./auth/register.ts";
 import { registerListChains } from "./chains/list.ts";
@@ -26,7 +28,8 @@ import { registerListX402Services } from "./x402/services.ts";
  * Every operation of the API, one file each. The folder mirrors the URL without its version and its ids
  * (`GET /v1/wallets/:id/transactions` is `wallets/transactions/list.ts`); the file is named after the
  * operation: `list`, `get`, `create`, `update`, or the action the URL ends with (`wallets/send.ts` for
- * `POST /v1/wallets/:id/send`, `wallets/policy/set-status.ts` for `…/policy/pause` and `…/resume`).
+ * `POST /v1/wallets/:id/send`, `wallets/policy/set-status.ts` for `…/policy/pause` and `…/resume`,
+ * `approvals/decide.ts` for `…/approve` and `…/reject`).
  */
 export function registerRoutes(app: App, services: Services): void {
   registerHealthz(app, services);
@@ -51,4 +54,6 @@ export function registerRoutes(app: App, services: Services): void {
   registerX402Fetch(app, services);
   registerListX402Services(app, services);
   registerListEvents(app, services);
+  registerListApprovals(app, services);
+  registerDecideApproval(app, services);
 }

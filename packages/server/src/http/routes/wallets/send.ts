@@ -1,6 +1,10 @@
 import { z } from "zod";
 import { send } from "../../../spends/send.ts";
-import { findTransactionForAccount, toTransactionView } from "../../../transactions/transactions.ts";
+import {
+  findTransactionForAccount,
+  type TransactionRow,
+  toTransactionView,
+} from "../../../transactions/transactions.ts";
 import { onWallet } from "../../guards.ts";
 import { errorResponses, tokenAmount, transactionResponse, walletPathParams } from "../../schemas.ts";
 import { spendDeps } from "../../spend-deps.ts";
@@ -14,12 +18,14 @@ export function registerSend(app: App, services: Services): void {
     config: {
       ...onWallet("agent"),
       idempotency: {
-        resume: async (request, transactionId) => ({
-          status: 201,
-          body: toTransactionView(
-            await findTransactionForAccount(services.store.db, principalOf(request).accountId, transactionId),
-          ),
-        }),
+        resume: async (request, transactionId) => {
+          const row = await findTransactionForAccount(
+            services.store.db,
+            principalOf(request).accountId,
+            transactionId,
+          );
+          return { status: sendStatus(row), body: toTransactionView(row) };
+        },
       },
     },
     schema: {
@@ -46,6 +52,9 @@ export function registerSend(app: App, services: Services): void {
         }),
       response: {
         201: transactionResponse("Accepted and broadcast: the pending transaction, with its txHash"),
+        202: transactionResponse(
+          "Above the policy's approvalAbove: recorded `pending_approval`, reserved against the daily limit, not signed; an admin approves or rejects it (/v1/approvals)",
+        ),
         ...errorResponses(
           [
             403,
@@ -67,7 +76,12 @@ export function registerSend(app: App, services: Services): void {
         { ...rest, spendDecisionId: spendAuthorization?.decisionId },
         request.idempotencyClaim ?? undefined,
       );
-      return reply.status(201).send(toTransactionView(row));
+      return reply.status(sendStatus(row)).send(toTransactionView(row));
     },
   });
+}
+
+/** 201 for a spend sent; 202 for one waiting for an admin's approval. */
+function sendStatus(row: TransactionRow): 201 | 202 {
+  return row.status === "pending_approval" ? 202 : 201;
 }

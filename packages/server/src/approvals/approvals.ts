@@ -1,0 +1,249 @@
+/**
+ * Spends held for an owner's approval (policy `approvalAbove`). Such a spend is recorded `pending_approval`,
+ * reserved against the daily limit and unsigned; an approval's id is its transaction's id. Approving signs
+ * and sends it through the same pipeline as any send, the policy checked again at that moment; rejecting,
+ * or letting it expire, ends it `rejected` and gives its reservation back.
+ */
+import { and, asc, desc, eq, inArray, lte } from "drizzle-orm";
+import type { AuthzdClient } from "../authzd/client.ts";
+import { type EventType, recordEvent } from "../events/events.ts";
+import { attachTransaction, type IdempotencyClaim } from "../idempotency/idempotency.ts";
+import { transactions, walletPolicies, wallets } from "../internal/db/schema.ts";
+import type { Db, Tx } from "../internal/db/store.ts";
+import { errors } from "../internal/errors.ts";
+import { checkStaticRules, type SpendFacts } from "../policy/rules.ts";
+import { checkDailyLimit, reservedInWindow } from "../policy/spend-window.ts";
+import { releaseReservation, signedColumns } from "../spends/admission.ts";
+import { broadcastRecorded } from "../spends/broadcast.ts";
+import { allocateNonce } from "../spends/nonces.ts";
+import type { SpendDeps } from "../spends/send.ts";
+import { findToken, planFundedTransfer } from "../spends/transfer.ts";
+import {
+  findTransactionForAccount,
+  type TransactionRow,
+  toTransactionView,
+} from "../transactions/transactions.ts";
+import { findWalletForAccount, openSigningKey } from "../wallets/wallets.ts";
+
+/** What ending a held spend needs: the store, the daemon its decision goes back to, and the clock. */
+export interface DecisionDeps {
+  db: Db;
+  authzd?: AuthzdClient | undefined;
+  now?: () => Date;
+}
+
+export type ApprovalStatus = NonNullable<TransactionRow["approvalStatus"]>;
+export const APPROVAL_STATUSES = [
+  "pending",
+  "approved",
+  "rejected",
+  "expired",
+] as const satisfies readonly ApprovalStatus[];
+
+/** A held spend of the account, by its id; NotFound when the account has no such spend waiting or decided. */
+async function findApproval(db: Db, accountId: string, transactionId: string): Promise<TransactionRow> {
+  const row = await findTransactionForAccount(db, accountId, transactionId).catch(() => undefined);
+  if (!row?.approvalStatus) throw errors.approvalNotFound(transactionId);
+  return row;
+}
+
+/**
+ * Approves a held spend: plans it (the network part, before any lock), then under the wallet's policy lock
+ * checks the policy again, hands out the nonce, signs and marks it `pending`, and broadcasts it after the
+ * commit. However many approvals race, one signs: the others find it decided (409 `already_decided`). A
+ * refusal by the policy (403) or by the chain's balances (422) leaves it waiting.
+ */
+export async function approveSpend(
+  deps: SpendDeps,
+  accountId: string,
+  transactionId: string,
+  idempotency?: IdempotencyClaim,
+): Promise<TransactionRow> {
+  const held = await findApproval(deps.db, accountId, transactionId);
+  if (held.status !== "pending_approval") throw errors.alreadyDecided(held.id, held.approvalStatus ?? "");
+  const wallet = await findWalletForAccount(deps.db, accountId, held.walletId);
+  const client = deps.chainClient(held.chain);
+  if (!client) throw errors.chainNotInWallet(held.chain, wallet.chains);
+  const token = findToken(client, held.token);
+  const spend: SpendFacts = {
+    walletId: held.walletId,
+    type: "send",
+    chain: held.chain,
+    token,
+    amount: held.amountAtomic,
+    from: held.fromAddress,
+    to: held.toAddress,
+    usdMicros: held.usdMicros ?? undefined,
+    spendDecisionId: held.spendDecisionId ?? undefined,
+  };
+  const plan = await planFundedTransfer(client, {
+    from: spend.from,
+    to: spend.to,
+    token,
+    amount: spend.amount,
+  });
+  const privateKey = await openSigningKey(deps.db, deps.keyring, wallet, client.config.kind);
+  let approved: TransactionRow;
+  try {
+    approved = await deps.db.transaction(async (tx) => {
+      const [policy] = await tx
+        .select()
+        .from(walletPolicies)
+        .where(eq(walletPolicies.walletId, held.walletId))
+        .for("update");
+      if (!policy) throw new Error(`wallet ${held.walletId} has no policy row`);
+      const current = await lockHeld(tx, held.id);
+      const [walletNow] = await tx
+        .select({ status: wallets.status })
+        .from(wallets)
+        .where(eq(wallets.id, held.walletId));
+      if (walletNow?.status !== "active") throw errors.walletArchived(held.walletId);
+      const now = deps.now?.() ?? new Date();
+      checkStaticRules(policy, spend);
+      await checkDailyLimit(tx, policy, spend, now, reservedInWindow(current, now));
+      const nonce = plan.evm
+        ? await allocateNonce(tx, spend.chain, spend.from, plan.evm.pendingNonce)
+        : undefined;
+      const signed = await client.signTransfer(plan, privateKey, nonce);
+      const row = await decide(
+        tx,
+        held.id,
+        "approved",
+        { status: "pending", ...signedColumns(spend, signed) },
+        now,
+      );
+      if (idempotency) await attachTransaction(tx, idempotency, row.id);
+      return row;
+    });
+  } finally {
+    privateKey.fill(0);
+  }
+  await broadcastRecorded(deps, client, approved);
+  return approved;
+}
+
+/** Rejects a held spend: `rejected` with failureReason `approval_rejected`, its reservation given back. */
+export async function rejectSpend(
+  deps: DecisionDeps,
+  accountId: string,
+  transactionId: string,
+  idempotency?: IdempotencyClaim,
+): Promise<TransactionRow> {
+  const held = await findApproval(deps.db, accountId, transactionId);
+  const rejected = await deps.db.transaction(async (tx) => {
+    await lockHeld(tx, held.id);
+    const row = await endUnsent(tx, held.id, "rejected", deps.now?.() ?? new Date());
+    if (idempotency) await attachTransaction(tx, idempotency, row.id);
+    return row;
+  });
+  await giveBackAuthorization(deps, rejected);
+  return rejected;
+}
+
+/**
+ * Ends every held spend whose deadline has passed: `rejected` with failureReason `approval_expired`, its
+ * reservation given back. Returns how many it ended.
+ */
+export async function expireApprovals(deps: DecisionDeps, limit = 100): Promise<number> {
+  const now = deps.now?.() ?? new Date();
+  const due = await deps.db
+    .select({ id: transactions.id })
+    .from(transactions)
+    .where(and(eq(transactions.status, "pending_approval"), lte(transactions.approvalExpiresAt, now)))
+    .orderBy(asc(transactions.approvalExpiresAt))
+    .limit(limit);
+  let ended = 0;
+  for (const { id } of due) {
+    // Each on its own: an approval decided meanwhile is simply skipped.
+    const expired = await deps.db
+      .transaction(async (tx) => {
+        await lockHeld(tx, id);
+        return endUnsent(tx, id, "expired", now);
+      })
+      .catch(() => undefined);
+    if (!expired) continue;
+    ended++;
+    await giveBackAuthorization(deps, expired);
+  }
+  return ended;
+}
+
+/** The account's held spends in one approval state, oldest first while waiting, newest first once decided. */
+export async function listApprovals(
+  db: Db,
+  accountId: string,
+  filter: { status: ApprovalStatus; walletIds?: readonly string[] | undefined },
+  limit: number,
+): Promise<TransactionRow[]> {
+  if (filter.walletIds?.length === 0) return [];
+  const rows = await db
+    .select({ transaction: transactions })
+    .from(transactions)
+    .innerJoin(wallets, eq(wallets.id, transactions.walletId))
+    .where(
+      and(
+        eq(wallets.accountId, accountId),
+        eq(transactions.approvalStatus, filter.status),
+        filter.walletIds ? inArray(transactions.walletId, [...filter.walletIds]) : undefined,
+      ),
+    )
+    .orderBy(filter.status === "pending" ? asc(transactions.createdAt) : desc(transactions.createdAt))
+    .limit(limit);
+  return rows.map((row) => row.transaction);
+}
+
+/** Locks a held spend's row and refuses one already decided. */
+async function lockHeld(tx: Tx, transactionId: string): Promise<TransactionRow> {
+  const [row] = await tx.select().from(transactions).where(eq(transactions.id, transactionId)).for("update");
+  if (!row) throw errors.approvalNotFound(transactionId);
+  if (row.status !== "pending_approval") throw errors.alreadyDecided(row.id, row.approvalStatus ?? "");
+  return row;
+}
+
+/** Ends a held spend that was never signed, releasing what it reserved. */
+async function endUnsent(
+  tx: Tx,
+  transactionId: string,
+  outcome: "rejected" | "expired",
+  now: Date,
+): Promise<TransactionRow> {
+  const row = await decide(
+    tx,
+    transactionId,
+    outcome,
+    { status: "rejected", failureReason: outcome === "rejected" ? "approval_rejected" : "approval_expired" },
+    now,
+  );
+  await releaseReservation(tx, row);
+  return row;
+}
+
+const DECISION_EVENTS: Record<Exclude<ApprovalStatus, "pending">, EventType> = {
+  approved: "approval.approved",
+  rejected: "approval.rejected",
+  expired: "approval.expired",
+};
+
+/** Records a decision on a locked, still waiting spend, with its event. */
+async function decide(
+  tx: Tx,
+  transactionId: string,
+  outcome: Exclude<ApprovalStatus, "pending">,
+  set: Partial<typeof transactions.$inferInsert>,
+  now: Date,
+): Promise<TransactionRow> {
+  const [row] = await tx
+    .update(transactions)
+    .set({ ...set, approvalStatus: outcome, approvalDecidedAt: now })
+    .where(and(eq(transactions.id, transactionId), eq(transactions.status, "pending_approval")))
+    .returning();
+  if (!row) throw errors.alreadyDecided(transactionId, outcome);
+  await recordEvent(tx, { walletId: row.walletId }, DECISION_EVENTS[outcome], toTransactionView(row));
+  return row;
+}
+
+/** A spend that was never sent gives its authorization back to the agent (best effort, after the commit). */
+async function giveBackAuthorization(deps: DecisionDeps, row: TransactionRow): Promise<void> {
+  if (row.spendDecisionId && deps.authzd)
+    await deps.authzd.releaseDecision(row.spendDecisionId).catch(() => {});
+}

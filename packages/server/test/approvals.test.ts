@@ -1,0 +1,296 @@
+import { fundEvm } from "@svc/devnet";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ChainClient } from "../src/chains/types.ts";
+import { devnetClients } from "./support/chains.ts";
+import { eventually } from "./support/eventually.ts";
+import { waitForSettled } from "./support/spends.ts";
+import {
+  createTestServer,
+  expectErrorShape,
+  seedAccount,
+  sharedDevnet,
+  type TestServer,
+} from "./support/test-server.ts";
+
+const USDC = 1_000_000n;
+const ETH = 10n ** 18n;
+const DEAD = "0x000000000000000000000000000000000000dEaD";
+const TTL_SECONDS = 600;
+
+let server: TestServer;
+let owner: Awaited<ReturnType<typeof seedAccount>>;
+let base: ChainClient;
+
+beforeAll(async () => {
+  const devnet = await sharedDevnet();
+  // Approvals expire by the service's clock, which the expiry test moves forward instead of waiting.
+  server = await createTestServer({ env: { SVC_APPROVAL_TTL_SECONDS: String(TTL_SECONDS) } });
+  owner = await seedAccount(server.api);
+  ({ base } = await devnetClients(devnet));
+});
+afterAll(() => server.close());
+
+const usdc = () => base.config.tokens.find((token) => token.symbol === "USDC") ?? base.config.nativeToken;
+
+async function fundedWallet(policy: Record<string, unknown>) {
+  const created = await server.api.post(
+    "/v1/wallets",
+    { name: "held", chains: ["base"], policy },
+    owner.apiKey,
+  );
+  expect(created.status, created.text).toBe(201);
+  await fundEvm(await sharedDevnet(), created.body.evm.address, { eth: ETH, usdc: 100n * USDC });
+  return created.body as { id: string; evm: { address: `0x${string}` } };
+}
+
+const send = (walletId: string, amount: string, token = owner.apiKey, to = DEAD) =>
+  server.api.post(`/v1/wallets/${walletId}/send`, { to, amount, token: "USDC", chain: "base" }, token);
+
+async function eventsOf(walletId: string, type: string) {
+  const page = await server.api.get(`/v1/events?walletId=${walletId}&type=${type}&limit=100`, owner.apiKey);
+  expect(page.status, page.text).toBe(200);
+  return page.body.data as { type: string; data: Record<string, any> }[];
+}
+
+describe("a spend above approvalAbove", () => {
+  it("is answered 202 pending_approval, signs and sends nothing, and is listed with its deadline", async () => {
+    const wallet = await fundedWallet({ approvalAbove: "5" });
+    const before = await base.getBalance(wallet.evm.address, usdc());
+    const held = await send(wallet.id, "7");
+    expect(held.status, held.text).toBe(202);
+    expect(held.body).toMatchObject({
+      status: "pending_approval",
+      amount: "7",
+      approval: { status: "pending" },
+    });
+    expect(held.body.txHash).toBeUndefined();
+    const deadline = Date.parse(held.body.approval.expiresAt) - Date.parse(held.body.timestamp);
+    expect(deadline).toBe(TTL_SECONDS * 1000);
+
+    const listed = await server.api.get("/v1/approvals?status=pending", owner.apiKey);
+    expect(listed.status).toBe(200);
+    expect(listed.body.data).toContainEqual(
+      expect.objectContaining({
+        id: held.body.id,
+        status: "pending_approval",
+        expiresAt: held.body.approval.expiresAt,
+      }),
+    );
+    // A spend at or below the bound goes out as usual.
+    expect((await send(wallet.id, "5")).status).toBe(201);
+    expect((await eventsOf(wallet.id, "transaction.created")).map((e) => e.data.id)).toContain(held.body.id);
+    expect((await eventsOf(wallet.id, "approval.requested")).map((e) => e.data.id)).toEqual([held.body.id]);
+    // Nothing of the held spend reached the chain: only the $5 send moves the balance.
+    const sent = (await server.api.get(`/v1/wallets/${wallet.id}/transactions`, owner.apiKey)).body.data;
+    await waitForSettled(server.api, owner.apiKey, sent.find((t: any) => t.amount === "5").id);
+    expect(await base.getBalance(wallet.evm.address, usdc())).toBe(before - 5n * USDC);
+  });
+
+  it("approved by an admin: signed and broadcast through the pipeline, confirmed on chain, decided once", async () => {
+    const wallet = await fundedWallet({ approvalAbove: "5" });
+    const before = await base.getBalance(wallet.evm.address, usdc());
+    const held = await send(wallet.id, "8");
+    expect(held.status).toBe(202);
+
+    const approved = await server.api.post(`/v1/approvals/${held.body.id}/approve`, undefined, owner.apiKey);
+    expect(approved.status, approved.text).toBe(200);
+    expect(approved.body).toMatchObject({
+      id: held.body.id,
+      status: "pending",
+      approval: { status: "approved" },
+    });
+    expect(approved.body.txHash).toBeTruthy();
+    const settled = await waitForSettled(server.api, owner.apiKey, held.body.id);
+    expect(settled.status).toBe("confirmed");
+    expect(await base.getBalance(wallet.evm.address, usdc())).toBe(before - 8n * USDC);
+
+    for (const decision of ["approve", "reject"]) {
+      const again = await server.api.post(
+        `/v1/approvals/${held.body.id}/${decision}`,
+        undefined,
+        owner.apiKey,
+      );
+      expect(again.status).toBe(409);
+      expect(expectErrorShape(again).reason).toBe("already_decided");
+    }
+    expect((await eventsOf(wallet.id, "approval.approved")).map((e) => e.data.id)).toEqual([held.body.id]);
+    const approvedList = await server.api.get("/v1/approvals?status=approved", owner.apiKey);
+    expect(approvedList.body.data.map((t: any) => t.id)).toContain(held.body.id);
+  });
+
+  it("rejected: ends rejected, the daily limit has its room back, nothing on chain", async () => {
+    const wallet = await fundedWallet({ approvalAbove: "5", dailyLimit: "10" });
+    const before = await base.getBalance(wallet.evm.address, usdc());
+    const held = await send(wallet.id, "6");
+    expect(held.status).toBe(202);
+    // The held $6 holds its place: $5 more would pass the $10 limit.
+    const over = await send(wallet.id, "5");
+    expect(over.status).toBe(403);
+    expect(expectErrorShape(over).reason).toBe("daily_limit");
+
+    const rejected = await server.api.post(`/v1/approvals/${held.body.id}/reject`, undefined, owner.apiKey);
+    expect(rejected.status, rejected.text).toBe(200);
+    expect(rejected.body).toMatchObject({
+      status: "rejected",
+      failureReason: "approval_rejected",
+      approval: { status: "rejected" },
+    });
+    const room = await send(wallet.id, "5");
+    expect(room.status, room.text).toBe(201);
+    await waitForSettled(server.api, owner.apiKey, room.body.id);
+    expect(await base.getBalance(wallet.evm.address, usdc())).toBe(before - 5n * USDC);
+    expect((await eventsOf(wallet.id, "approval.rejected")).map((e) => e.data.id)).toEqual([held.body.id]);
+    const approve = await server.api.post(`/v1/approvals/${held.body.id}/approve`, undefined, owner.apiKey);
+    expect(expectErrorShape(approve).reason).toBe("already_decided");
+  });
+
+  it("not decided before its deadline: expires rejected, its room given back", async () => {
+    const wallet = await fundedWallet({ approvalAbove: "5", dailyLimit: "10" });
+    const held = await send(wallet.id, "9");
+    expect(held.status).toBe(202);
+    await server.service.confirmer.runOnce();
+    expect((await server.api.get(`/v1/transactions/${held.body.id}`, owner.apiKey)).body.status).toBe(
+      "pending_approval",
+    );
+    server.clock.advance(TTL_SECONDS * 1000 + 1);
+    let expired: any;
+    try {
+      // The confirmer's next pass ends it.
+      expired = await eventually(
+        async () => {
+          const read = await server.api.get(`/v1/transactions/${held.body.id}`, owner.apiKey);
+          return read.body.status === "pending_approval" ? undefined : read.body;
+        },
+        { describe: "the held spend to expire" },
+      );
+    } finally {
+      server.clock.reset();
+    }
+    expect(expired).toMatchObject({
+      status: "rejected",
+      failureReason: "approval_expired",
+      approval: { status: "expired" },
+    });
+    expect((await send(wallet.id, "5")).status).toBe(201);
+    expect((await eventsOf(wallet.id, "approval.expired")).map((e) => e.data.id)).toEqual([held.body.id]);
+    const listed = await server.api.get("/v1/approvals?status=expired", owner.apiKey);
+    expect(listed.body.data.map((t: any) => t.id)).toContain(held.body.id);
+  });
+
+  it("is checked against the policy again when approved: a refusal leaves it waiting", async () => {
+    const wallet = await fundedWallet({ approvalAbove: "5" });
+    const held = await send(wallet.id, "7");
+    expect(
+      (await server.api.post(`/v1/wallets/${wallet.id}/policy/pause`, undefined, owner.apiKey)).status,
+    ).toBe(200);
+    const refused = await server.api.post(`/v1/approvals/${held.body.id}/approve`, undefined, owner.apiKey);
+    expect(refused.status).toBe(403);
+    expect(expectErrorShape(refused).reason).toBe("policy_paused");
+    expect((await server.api.get(`/v1/transactions/${held.body.id}`, owner.apiKey)).body.status).toBe(
+      "pending_approval",
+    );
+    // Lowering maxPerTx under it refuses it too; once the owner allows it again, it goes out.
+    await server.api.post(`/v1/wallets/${wallet.id}/policy/resume`, undefined, owner.apiKey);
+    await server.api.request("PATCH", `/v1/wallets/${wallet.id}/policy`, {
+      token: owner.apiKey,
+      body: { maxPerTx: "6" },
+    });
+    const capped = await server.api.post(`/v1/approvals/${held.body.id}/approve`, undefined, owner.apiKey);
+    expect(expectErrorShape(capped).reason).toBe("max_per_tx");
+    await server.api.request("PATCH", `/v1/wallets/${wallet.id}/policy`, {
+      token: owner.apiKey,
+      body: { maxPerTx: null },
+    });
+    const approved = await server.api.post(`/v1/approvals/${held.body.id}/approve`, undefined, owner.apiKey);
+    expect(approved.status, approved.text).toBe(200);
+    expect((await waitForSettled(server.api, owner.apiKey, held.body.id)).status).toBe("confirmed");
+  });
+
+  it("20 concurrent approves sign and broadcast it once; approves racing rejects decide once", async () => {
+    const wallet = await fundedWallet({ approvalAbove: "1" });
+    const before = await base.getBalance(wallet.evm.address, usdc());
+    const held = await send(wallet.id, "3");
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, () =>
+        server.api.post(`/v1/approvals/${held.body.id}/approve`, undefined, owner.apiKey),
+      ),
+    );
+    expect(answers.map((a) => a.status).sort()).toEqual([200, ...Array(19).fill(409)]);
+    await waitForSettled(server.api, owner.apiKey, held.body.id);
+    expect(await base.getBalance(wallet.evm.address, usdc())).toBe(before - 3n * USDC);
+    const history = (await server.api.get(`/v1/wallets/${wallet.id}/transactions`, owner.apiKey)).body.data;
+    expect(history.filter((t: any) => t.type === "send")).toHaveLength(1);
+
+    const raced = await send(wallet.id, "2");
+    const decisions = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        server.api.post(
+          `/v1/approvals/${raced.body.id}/${i % 2 ? "reject" : "approve"}`,
+          undefined,
+          owner.apiKey,
+        ),
+      ),
+    );
+    expect(decisions.filter((d) => d.status === 200)).toHaveLength(1);
+    expect(decisions.filter((d) => d.status === 409)).toHaveLength(9);
+    const winner = decisions.find((d) => d.status === 200)?.body;
+    const events = [
+      ...(await eventsOf(wallet.id, "approval.approved")),
+      ...(await eventsOf(wallet.id, "approval.rejected")),
+    ].filter((e) => e.data.id === raced.body.id);
+    expect(events).toHaveLength(1);
+    expect(events[0]?.data.approval.status).toBe(winner.approval.status);
+  });
+
+  it("cannot be decided by an agent key (403), nor by another account (404)", async () => {
+    const wallet = await fundedWallet({ approvalAbove: "1" });
+    const held = await send(wallet.id, "2");
+    const agent = await server.api.post(
+      "/v1/api-keys",
+      { name: "agent", role: "agent", walletIds: [wallet.id] },
+      owner.apiKey,
+    );
+    for (const decision of ["approve", "reject"]) {
+      const refused = await server.api.post(
+        `/v1/approvals/${held.body.id}/${decision}`,
+        undefined,
+        agent.body.key,
+      );
+      expect(refused.status).toBe(403);
+      expect(expectErrorShape(refused).code).toBe("Forbidden");
+    }
+    // The agent sees its wallet's approvals, and another account sees none of them.
+    const seen = await server.api.get("/v1/approvals", agent.body.key);
+    expect(seen.body.data.map((t: any) => t.id)).toContain(held.body.id);
+    const stranger = await seedAccount(server.api, "stranger");
+    const foreign = await server.api.post(
+      `/v1/approvals/${held.body.id}/approve`,
+      undefined,
+      stranger.apiKey,
+    );
+    expect(foreign.status).toBe(404);
+    expect((await server.api.get("/v1/approvals", stranger.apiKey)).body.data).toEqual([]);
+    expect((await server.api.get(`/v1/transactions/${held.body.id}`, owner.apiKey)).body.status).toBe(
+      "pending_approval",
+    );
+  });
+
+  it("tightening approvalAbove is an agent's to make, loosening it an admin's", async () => {
+    const wallet = await fundedWallet({ approvalAbove: "5" });
+    const agent = await server.api.post(
+      "/v1/api-keys",
+      { name: "agent", role: "agent", walletIds: [wallet.id] },
+      owner.apiKey,
+    );
+    const patch = (approvalAbove: string | null) =>
+      server.api.request("PATCH", `/v1/wallets/${wallet.id}/policy`, {
+        token: agent.body.key,
+        body: { approvalAbove },
+      });
+    expect((await patch("2")).body.approvalAbove).toBe("2");
+    expect((await patch("10")).status).toBe(403);
+    expect((await patch(null)).status).toBe(403);
+    const policy = await server.api.get(`/v1/wallets/${wallet.id}/policy`, owner.apiKey);
+    expect(policy.body.approvalAbove).toBe("2");
+  });
+});
