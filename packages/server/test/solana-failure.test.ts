@@ -116,6 +116,12 @@ describe("a Solana transfer that lands but fails in execution", () => {
     expect(failed.failureReason).toContain("InstructionError");
     expect((await statusOf(paid.body.id)).status).toBe("confirmed");
     expect(await solana.getBalance(first, usdc)).toBe(0n);
+    // The owner is told, once, with the transaction as it ended.
+    const failedEvents = await eventually(async () => {
+      const page = await server.api.get(`/v1/events?walletId=${wallet.id}&type=transaction.failed`, apiKey);
+      return page.body.data.length > 0 && page.body.data;
+    });
+    expect(failedEvents.map((e: any) => [e.data.id, e.data.status])).toEqual([[pending.body.id, "failed"]]);
 
     // Its $5 is back in the window: a $5 send is no longer over the limit; it is refused only for funds.
     const next = await send(first, "5");

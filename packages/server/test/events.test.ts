@@ -1,0 +1,269 @@
+import { fundEvm } from "@svc/devnet";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually } from "./support/eventually.ts";
+import { waitForHistory, waitForSettled } from "./support/spends.ts";
+import {
+  createFreshDatabase,
+  createTestServer,
+  expectErrorShape,
+  seedAccount,
+  sharedDevnet,
+  type TestServer,
+} from "./support/test-server.ts";
+
+const USDC = 1_000_000n;
+
+let server: TestServer;
+
+beforeAll(async () => {
+  await sharedDevnet();
+  server = await createTestServer();
+});
+afterAll(() => server.close());
+
+interface EventView {
+  id: string;
+  type: string;
+  createdAt: string;
+  data: Record<string, any>;
+}
+
+/** Every event the credential sees, following nextCursor page by page. */
+async function allEvents(token: string, query = "", pageSize = 100): Promise<EventView[]> {
+  const seen: EventView[] = [];
+  let cursor: string | undefined;
+  for (let page = 0; page < 1000; page++) {
+    const after = cursor === undefined ? "" : `&after=${cursor}`;
+    const response = await server.api.get(`/v1/events?limit=${pageSize}${query}${after}`, token);
+    expect(response.status, response.text).toBe(200);
+    expect(typeof response.body.nextCursor).toBe("string");
+    seen.push(...response.body.data);
+    if (response.body.data.length === 0) {
+      // An empty page keeps the cursor: polling from it later gets what comes next.
+      if (cursor !== undefined) expect(response.body.nextCursor).toBe(cursor);
+      return seen;
+    }
+    cursor = response.body.nextCursor;
+  }
+  throw new Error("more than 1000 pages of events");
+}
+
+const ofType = (events: EventView[], type: string) => events.filter((event) => event.type === type);
+
+async function fundedWallet(apiKey: string, policy?: Record<string, unknown>) {
+  const created = await server.api.post(
+    "/v1/wallets",
+    { name: "events", chains: ["base"], ...(policy ? { policy } : {}) },
+    apiKey,
+  );
+  expect(created.status, created.text).toBe(201);
+  await fundEvm(await sharedDevnet(), created.body.evm.address, { eth: 10n ** 18n, usdc: 50n * USDC });
+  return created.body as { id: string; evm: { address: string } };
+}
+
+describe("events", () => {
+  it("are written once by each change that causes them, and never by a refused change", async () => {
+    const owner = await seedAccount(server.api);
+    // The seed's own key is the first event.
+    const start = await allEvents(owner.apiKey);
+    expect(start.map((e) => e.type)).toEqual(["api_key.created"]);
+    expect(start[0]?.data).toMatchObject({ id: owner.apiKeyId, role: "admin" });
+    expect(JSON.stringify(start)).not.toContain(owner.apiKey);
+
+    const key = await server.api.post("/v1/api-keys", { name: "bot", role: "agent" }, owner.apiKey);
+    expect((await server.api.post("/v1/api-keys", { name: "", role: "agent" }, owner.apiKey)).status).toBe(
+      400,
+    );
+    expect((await server.api.delete(`/v1/api-keys/${key.body.id}`, owner.apiKey)).status).toBe(204);
+    expect((await server.api.delete(`/v1/api-keys/${key.body.id}`, owner.apiKey)).status).toBe(204);
+
+    const wallet = await fundedWallet(owner.apiKey, { alertAbove: "2", maxPerTx: "10" });
+    const patch = (body: unknown, token = owner.apiKey) =>
+      server.api.request("PATCH", `/v1/wallets/${wallet.id}/policy`, { token, body });
+    expect((await patch({ dailyLimit: "40" })).status).toBe(200);
+    const agent = await server.api.post(
+      "/v1/api-keys",
+      { name: "agent", role: "agent", walletIds: [wallet.id] },
+      owner.apiKey,
+    );
+    expect((await patch({ dailyLimit: "90" }, agent.body.key)).status).toBe(403);
+
+    const recipient = await server.api.post("/v1/wallets", { name: "in", chains: ["base"] }, owner.apiKey);
+    const send = (amount: string) =>
+      server.api.post(
+        `/v1/wallets/${wallet.id}/send`,
+        { to: recipient.body.evm.address, amount, chain: "base" },
+        owner.apiKey,
+      );
+    const small = await send("1");
+    const large = await send("3");
+    expect((await send("11")).status).toBe(403);
+    for (const sent of [small, large]) {
+      expect(sent.status, sent.text).toBe(201);
+      expect((await waitForSettled(server.api, owner.apiKey, sent.body.id)).status).toBe("confirmed");
+    }
+    await waitForHistory(server.api, owner.apiKey, recipient.body.id, (rows) => rows.length === 2);
+
+    expect((await server.api.delete(`/v1/wallets/${wallet.id}`, owner.apiKey)).status).toBe(204);
+    expect((await server.api.delete(`/v1/wallets/${wallet.id}`, owner.apiKey)).status).toBe(204);
+
+    // Events appear once every transaction older than theirs has ended: wait for the last change's.
+    const events = await eventually(async () => {
+      const seen = await allEvents(owner.apiKey);
+      return ofType(seen, "wallet.archived").length > 0 && seen;
+    });
+    expect(ofType(events, "api_key.created").map((e) => e.data.id)).toEqual([
+      owner.apiKeyId,
+      key.body.id,
+      agent.body.id,
+    ]);
+    expect(ofType(events, "api_key.revoked").map((e) => e.data.id)).toEqual([key.body.id]);
+    expect(ofType(events, "policy.updated").map((e) => e.data.dailyLimit)).toEqual(["40"]);
+    expect(ofType(events, "transaction.created").map((e) => e.data.id)).toEqual([
+      small.body.id,
+      large.body.id,
+    ]);
+    expect(ofType(events, "transaction.created")[0]?.data).toMatchObject({ status: "pending", amount: "1" });
+    expect(
+      ofType(events, "transaction.confirmed")
+        .map((e) => e.data.id)
+        .sort(),
+    ).toEqual([small.body.id, large.body.id].sort());
+    expect(ofType(events, "transaction.confirmed")[0]?.data.status).toBe("confirmed");
+    // The funding of the sender was received too; the recipient received exactly the two sends.
+    const received = ofType(events, "transaction.received").filter(
+      (e) => e.data.walletId === recipient.body.id,
+    );
+    expect(received.map((e) => e.data.txHash).sort()).toEqual([small.body.txHash, large.body.txHash].sort());
+    expect(received.every((e) => e.data.type === "receive" && e.data.status === "confirmed")).toBe(true);
+    const alerts = ofType(events, "spend.alert");
+    expect(alerts).toHaveLength(1);
+    expect(alerts[0]?.data).toMatchObject({
+      alertAbove: "2.00",
+      usdValue: "3.00",
+      transaction: { id: large.body.id },
+    });
+    expect(ofType(events, "wallet.archived").map((e) => e.data.id)).toEqual([wallet.id]);
+    expect(ofType(events, "wallet.archived")[0]?.data.status).toBe("archived");
+    // Oldest first, each once.
+    expect(new Set(events.map((e) => e.id)).size).toBe(events.length);
+    const times = events.map((e) => Date.parse(e.createdAt));
+    expect([...times].sort((a, b) => a - b)).toEqual(times);
+  });
+
+  it("page by cursor without gaps or repeats, and filter by type and wallet", async () => {
+    const owner = await seedAccount(server.api);
+    const wallets = [];
+    for (let i = 0; i < 3; i++) {
+      const created = await server.api.post("/v1/wallets", { name: `w${i}`, chains: ["base"] }, owner.apiKey);
+      wallets.push(created.body.id as string);
+      for (const dailyLimit of ["10", "20"]) {
+        await server.api.request("PATCH", `/v1/wallets/${created.body.id}/policy`, {
+          token: owner.apiKey,
+          body: { dailyLimit },
+        });
+      }
+    }
+    const whole = await eventually(async () => {
+      const seen = await allEvents(owner.apiKey);
+      return seen.length >= 7 && seen;
+    });
+    expect(whole).toHaveLength(7);
+    expect(await allEvents(owner.apiKey, "", 2)).toEqual(whole);
+    expect(await allEvents(owner.apiKey, "&type=policy.updated", 4)).toEqual(ofType(whole, "policy.updated"));
+    const ofSecond = await allEvents(owner.apiKey, `&walletId=${wallets[1]}`);
+    expect(ofSecond.map((e) => e.data.dailyLimit)).toEqual(["10", "20"]);
+    const both = await allEvents(owner.apiKey, "&type=api_key.created,policy.updated");
+    expect(both).toEqual(whole);
+
+    const bad = await server.api.get("/v1/events?after=not-a-cursor", owner.apiKey);
+    expect(bad.status).toBe(400);
+    const unknown = await server.api.get("/v1/events?type=transaction.exploded", owner.apiKey);
+    expect(unknown.status).toBe(400);
+    expect(expectErrorShape(unknown).message).toContain("transaction.exploded");
+  });
+
+  it("are seen by an agent or read key only for its wallets, and by no other account", async () => {
+    const owner = await seedAccount(server.api);
+    const mine = await server.api.post("/v1/wallets", { name: "mine", chains: ["base"] }, owner.apiKey);
+    const other = await server.api.post("/v1/wallets", { name: "other", chains: ["base"] }, owner.apiKey);
+    for (const wallet of [mine.body.id, other.body.id]) {
+      await server.api.request("PATCH", `/v1/wallets/${wallet}/policy`, {
+        token: owner.apiKey,
+        body: { maxPerTx: "5" },
+      });
+    }
+    for (const role of ["agent", "read"]) {
+      const key = await server.api.post(
+        "/v1/api-keys",
+        { name: role, role, walletIds: [mine.body.id] },
+        owner.apiKey,
+      );
+      const seen = await eventually(async () => {
+        const visible = await allEvents(key.body.key);
+        return visible.length > 0 && visible;
+      });
+      expect(seen.map((e) => [e.type, e.data.walletId])).toEqual([["policy.updated", mine.body.id]]);
+      const outside = await server.api.get(`/v1/events?walletId=${other.body.id}`, key.body.key);
+      expect(outside.status).toBe(404);
+    }
+    // The owner sees every event; another account, none of them.
+    const owned = await eventually(async () => {
+      const seen = ofType(await allEvents(owner.accessToken), "policy.updated");
+      return seen.length >= 2 && seen;
+    });
+    expect(owned).toHaveLength(2);
+    const stranger = await seedAccount(server.api, "stranger");
+    expect((await allEvents(stranger.apiKey)).map((e) => e.type)).toEqual(["api_key.created"]);
+    expect((await server.api.get(`/v1/events?walletId=${mine.body.id}`, stranger.apiKey)).status).toBe(404);
+  });
+});
+
+describe("the event cursor on PostgreSQL", () => {
+  it("never skips an event whose transaction started earlier but committed later", async () => {
+    const database = await createFreshDatabase(
+      process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test",
+    );
+    const pgServer = await createTestServer({ store: { databaseUrl: database.url } });
+    const client = new pg.Client({ connectionString: database.url });
+    try {
+      const owner = await seedAccount(pgServer.api);
+      const wallet = await pgServer.api.post("/v1/wallets", { name: "w", chains: ["base"] }, owner.apiKey);
+      const read = async (after: string) => {
+        const page = await pgServer.api.get(`/v1/events?after=${after}`, owner.apiKey);
+        expect(page.status, page.text).toBe(200);
+        return page.body as { data: EventView[]; nextCursor: string };
+      };
+      const first = await read("0.0");
+      expect(first.data.map((e) => e.type)).toEqual(["api_key.created"]);
+
+      // A change whose transaction starts now and commits last, as a slow request's would.
+      await client.connect();
+      await client.query("BEGIN");
+      await client.query(
+        `INSERT INTO events (id, account_id, wallet_id, type, data)
+         SELECT 'evt_slowslowslowslowslow1', account_id, id, 'policy.updated', '{"late":true}'::jsonb
+         FROM wallets WHERE id = $1`,
+        [wallet.body.id],
+      );
+      // Meanwhile another change commits; a reader polling now must not move its cursor past the slow one.
+      const patched = await pgServer.api.request("PATCH", `/v1/wallets/${wallet.body.id}/policy`, {
+        token: owner.apiKey,
+        body: { maxPerTx: "5" },
+      });
+      expect(patched.status).toBe(200);
+      const during = await read(first.nextCursor);
+      expect(during.data).toEqual([]);
+      expect(during.nextCursor).toBe(first.nextCursor);
+      await client.query("COMMIT");
+
+      const after = await read(during.nextCursor);
+      expect(after.data.map((e) => e.data.late ?? e.data.maxPerTx)).toEqual([true, "5"]);
+    } finally {
+      await client.end().catch(() => {});
+      await pgServer.close();
+      await database.drop();
+    }
+  });
+});
