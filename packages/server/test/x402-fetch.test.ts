@@ -327,6 +327,8 @@ describe("the policy decides before anything is signed", () => {
 
   it.each([
     ["max_per_tx", { maxPerTx: "0.005" }],
+    // A payment cannot wait for an owner's approval (the challenge expires): above approvalAbove it is refused.
+    ["approval_required", { approvalAbove: "0.005" }],
     ["policy_paused", { status: "paused" }],
     [
       "recipient_not_allowed",
