@@ -243,7 +243,7 @@ describe("the event cursor on PostgreSQL", () => {
       await client.query("BEGIN");
       await client.query(
         `INSERT INTO events (id, account_id, wallet_id, type, data)
-         SELECT 'evt_slowslowslowslowslow1', account_id, id, 'policy.updated', '{"late":true}'::jsonb
+         SELECT 'evt_slowslowslowslowslow1', account_id, id, 'policy.updated', '{"late":true}'::json
          FROM wallets WHERE id = $1`,
         [wallet.body.id],
       );

@@ -67,7 +67,7 @@ export async function recordEvent(
   // The account is the wallet's: one statement, no read before it.
   await tx.execute(sql`
     INSERT INTO ${events} (id, account_id, wallet_id, type, data)
-    SELECT ${id}, ${wallets.accountId}, ${wallets.id}, ${type}, ${JSON.stringify(data)}::jsonb
+    SELECT ${id}, ${wallets.accountId}, ${wallets.id}, ${type}, ${JSON.stringify(data)}::json
     FROM ${wallets} WHERE ${wallets.id} = ${subject.walletId}`);
 }
 

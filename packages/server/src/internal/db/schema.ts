@@ -5,6 +5,7 @@ import {
   boolean,
   customType,
   integer,
+  json,
   jsonb,
   numeric,
   pgTable,
@@ -196,6 +197,6 @@ export const events = pgTable("events", {
   accountId: text("account_id").notNull(),
   walletId: text("wallet_id"),
   type: text("type").notNull(),
-  data: jsonb("data").$type<Record<string, unknown>>().notNull(),
+  data: json("data").$type<Record<string, unknown>>().notNull(),
   createdAt: createdAt(),
 });

@@ -13,7 +13,8 @@ CREATE TABLE events (
   -- The wallet the event is about; NULL for account-wide events (an API key with every wallet).
   wallet_id text REFERENCES wallets (id),
   type text NOT NULL,
-  data jsonb NOT NULL,
+  -- json, not jsonb: the resource keeps its fields in the order the API shows them.
+  data json NOT NULL,
   created_at timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX events_account_order_idx ON events (account_id, tx_id, seq);
