@@ -401,6 +401,64 @@ describe("the policy decides before anything is signed", () => {
   });
 });
 
+describe("a 402 reached through a redirect", () => {
+  /** A server on 127.0.0.1 that redirects every request to `target`, counting payments sent to it. */
+  async function redirectingTo(target: string) {
+    const seen = { requests: 0, payments: 0 };
+    const hop = createServer((req, res) => {
+      seen.requests += 1;
+      if (req.headers["payment-signature"] || req.headers["x-payment"]) seen.payments += 1;
+      res.writeHead(302, { location: target }).end();
+    });
+    await new Promise<void>((resolve) => hop.listen(0, "127.0.0.1", resolve));
+    const port = (hop.address() as AddressInfo).port;
+    return { seen, port, close: () => new Promise((resolve) => hop.close(resolve)) };
+  }
+
+  it("pays the resource the redirect led to (another origin, as http to https is) and records its URL", async () => {
+    const wallet = await fundedWallet();
+    const target = `${v2.url}/weather/evm`;
+    const hop = await redirectingTo(target);
+    const before = await usdcBalance(chains.evm, wallet.evm.address);
+    try {
+      const response = await paidFetch({ walletId: wallet.id, url: `http://127.0.0.1:${hop.port}/weather` });
+      expect(response.status, response.text).toBe(200);
+      // Sent to the URL first asked, the payment was dropped at the redirect to another origin: 402 again.
+      expect(response.body).toMatchObject({
+        status: 200,
+        body: WEATHER,
+        transaction: { type: "x402", status: "confirmed", resource: target },
+      });
+      expect(hop.seen.payments).toBe(0);
+      expect(await usdcBalance(chains.evm, wallet.evm.address)).toBe(before - PRICE);
+    } finally {
+      await hop.close();
+    }
+  });
+
+  it("a whitelisted host redirecting to another host does not admit that host's payee: 403, nothing signed", async () => {
+    // The whitelist names localhost; localhost redirects to 127.0.0.1, whose 402 names a payee not on it.
+    const wallet = await fundedWallet({ whitelist: ["localhost"] });
+    const hop = await redirectingTo(`${v2.url}/weather/evm`);
+    const settled = facilitator.settlements.length;
+    const before = await usdcBalance(chains.evm, wallet.evm.address);
+    try {
+      const response = await paidFetch({ walletId: wallet.id, url: `http://localhost:${hop.port}/weather` });
+      expect(response.status, response.text).toBe(403);
+      expect(expectErrorShape(response)).toMatchObject({
+        code: "PolicyViolation",
+        reason: "recipient_not_allowed",
+      });
+      expect(hop.seen.requests).toBe(1);
+      expect(facilitator.settlements.length).toBe(settled);
+      expect(await usdcBalance(chains.evm, wallet.evm.address)).toBe(before);
+      expect(await history(wallet.id)).toEqual([]);
+    } finally {
+      await hop.close();
+    }
+  });
+});
+
 describe("a payment the resource rejects", () => {
   it("keeps its place in the daily window until the chain decides: a rejected payment settled later is confirmed", async () => {
     const requirement = {
