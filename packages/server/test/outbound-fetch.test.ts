@@ -109,6 +109,12 @@ describe("outbound requests refused by the guard", () => {
     ["NAT64 metadata", () => "http://[64:ff9b::a9fe:a9fe]/", "link-local"],
     ["IPv6 link-local", () => "http://[fe80::1]/", "link-local"],
     ["a decimal IPv4 host", () => `http://2130706433:${secret.port}/`, "loopback"],
+    ["a hexadecimal IPv4 host", () => `http://0x7f.1:${secret.port}/`, "loopback"],
+    ["an octal IPv4 host", () => `http://0177.0.0.1:${secret.port}/`, "loopback"],
+    // 0.0.0.0 reaches the local host on Linux.
+    ["0.0.0.0 written as 0", () => `http://0:${secret.port}/`, "reserved"],
+    ["an SIIT-translated IPv6 loopback", () => `http://[::ffff:0:7f00:1]:${secret.port}/`, "reserved"],
+    ["local-use NAT64", () => "http://[64:ff9b:1::a00:1]/", "private"],
   ])("refuses %s with 400 destination_not_allowed", async (_name, url, kind) => {
     fetcher = new OutboundFetcher();
     const error = await refusal(fetcher.fetch({ url: url() }));
@@ -131,6 +137,7 @@ describe("outbound requests refused by the guard", () => {
     ["10/8", ["10.1.2.3"], "private"],
     ["the metadata endpoint", ["169.254.169.254"], "link-local"],
     ["IPv6 loopback", ["::1"], "loopback"],
+    ["an SIIT-translated IPv6 loopback", ["::ffff:0:7f00:1"], "reserved"],
     ["one private address among public ones", ["93.184.216.34", "10.0.0.7"], "private"],
   ])("refuses a hostname resolving to %s", async (_name, addresses, kind) => {
     fetcher = new OutboundFetcher({ resolve: tableResolver({ "internal.example": addresses }) });
