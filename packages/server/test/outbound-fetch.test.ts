@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 import { gzipSync } from "node:zlib";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { AppError } from "../src/internal/errors.ts";
-import { OutboundFetcher, type Resolver } from "../src/x402/outbound-fetch.ts";
+import { headersForOrigin, OutboundFetcher, type Resolver } from "../src/x402/outbound-fetch.ts";
 
 interface TestServer {
   url: string;
@@ -383,6 +383,19 @@ describe("time and size bounds", () => {
   beforeAll(async () => {
     server = await startServer("127.0.0.1", (req, res) => {
       if (req.url === "/silent") return; // never answers
+      if (req.url === "/trickle") {
+        // Slowloris: answers at once, then a byte now and then, never ending.
+        res.writeHead(200, { "content-type": "text/plain" });
+        const drip = setInterval(() => res.write("x"), 20);
+        res.on("close", () => clearInterval(drip));
+        return;
+      }
+      if (req.url === "/huge-headers") {
+        const headers: Record<string, string> = {};
+        for (let i = 0; i < 200; i++) headers[`x-filler-${i}`] = "y".repeat(1000);
+        res.writeHead(200, headers).end("ok");
+        return;
+      }
       if (req.url === "/declared") res.writeHead(200, { "content-length": big.length }).end(big);
       else if (req.url === "/chunked") {
         res.writeHead(200);
@@ -404,6 +417,18 @@ describe("time and size bounds", () => {
     fetcher = new OutboundFetcher({ allow: ["127.0.0.0/8"], timeoutMs: 300 });
     const error = await refusal(fetcher.fetch({ url: `${server.url}/silent` }));
     expect(error).toMatchObject({ status: 502, reason: "resource_timeout", details: { timeoutMs: 300 } });
+  });
+
+  it("gives up on a body that trickles without end with 502 resource_timeout", async () => {
+    fetcher = new OutboundFetcher({ allow: ["127.0.0.0/8"], timeoutMs: 300 });
+    const error = await refusal(fetcher.fetch({ url: `${server.url}/trickle` }));
+    expect(error).toMatchObject({ status: 502, reason: "resource_timeout" });
+  });
+
+  it("refuses 200 KB of response headers with 502 resource_unreachable", async () => {
+    fetcher = new OutboundFetcher({ allow: ["127.0.0.0/8"] });
+    const error = await refusal(fetcher.fetch({ url: `${server.url}/huge-headers` }));
+    expect(error).toMatchObject({ status: 502, reason: "resource_unreachable" });
   });
 
   it.each(["/declared", "/chunked", "/gzip-bomb"])(
@@ -430,5 +455,19 @@ describe("time and size bounds", () => {
       reason: "resource_unreachable",
       details: { code: "ECONNREFUSED" },
     });
+  });
+});
+
+describe("headersForOrigin (the paid retry sent where redirects led)", () => {
+  const headers = { Authorization: "Bearer t", cookie: "c=1", "X-Payment": "p", "x-other": "kept" };
+
+  it("keeps every header on the same origin", () => {
+    expect(headersForOrigin(headers, "https://a.example/x", "https://a.example/y")).toEqual(headers);
+  });
+
+  it("drops credentials and payments for another origin, http to https included", () => {
+    for (const to of ["https://b.example/x", "https://a.example/x", "http://a.example:8080/x"]) {
+      expect(headersForOrigin(headers, "http://a.example/x", to)).toEqual({ "x-other": "kept" });
+    }
   });
 });
