@@ -832,6 +832,64 @@ describe("who may fetch, and what", () => {
     expect(expectErrorShape(read).reason).toBe("insufficient_role");
   });
 
+  it("another account's key naming this account's wallet gets 404, and nothing is fetched or paid", async () => {
+    const wallet = await fundedWallet();
+    const stranger = await seedAccount(server.api, "stranger");
+    const settled = facilitator.settlements.length;
+    const before = await usdcBalance(chains.evm, wallet.evm.address);
+    const hop = createServer((_req, res) => res.writeHead(500).end());
+    let contacted = 0;
+    hop.on("request", () => {
+      contacted += 1;
+    });
+    await new Promise<void>((resolve) => hop.listen(0, "127.0.0.1", resolve));
+    try {
+      for (const url of [
+        `${v2.url}/weather/evm`,
+        `http://127.0.0.1:${(hop.address() as AddressInfo).port}/`,
+      ]) {
+        const response = await paidFetch({ walletId: wallet.id, url }, stranger.apiKey);
+        expect(response.status, response.text).toBe(404);
+        expect(expectErrorShape(response).code).toBe("NotFound");
+      }
+      expect(contacted).toBe(0);
+      expect(facilitator.settlements.length).toBe(settled);
+      expect(await usdcBalance(chains.evm, wallet.evm.address)).toBe(before);
+      expect(await history(wallet.id)).toEqual([]);
+    } finally {
+      await new Promise((resolve) => hop.close(resolve));
+    }
+  });
+
+  it("sends the resource the caller's headers, never the caller's own credentials to this service", async () => {
+    const wallet = await fundedWallet(undefined, 0n);
+    const seen: Record<string, string | string[] | undefined>[] = [];
+    const echo = createServer((req, res) => {
+      seen.push(req.headers);
+      res.writeHead(200, { "content-type": "text/plain" }).end("ok");
+    });
+    await new Promise<void>((resolve) => echo.listen(0, "127.0.0.1", resolve));
+    try {
+      const response = await paidFetch(
+        {
+          walletId: wallet.id,
+          url: `http://127.0.0.1:${(echo.address() as AddressInfo).port}/`,
+          headers: { "x-for-the-resource": "yes" },
+        },
+        owner.apiKey,
+        { "idempotency-key": `echo-${randomBytes(6).toString("hex")}` },
+      );
+      expect(response.status, response.text).toBe(200);
+      expect(seen).toHaveLength(1);
+      expect(seen[0]?.["x-for-the-resource"]).toBe("yes");
+      expect(seen[0]?.authorization).toBeUndefined();
+      expect(seen[0]?.["idempotency-key"]).toBeUndefined();
+      expect(JSON.stringify(seen[0])).not.toContain(owner.apiKey);
+    } finally {
+      await new Promise((resolve) => echo.close(resolve));
+    }
+  });
+
   it.each([
     ["no url", {}],
     ["a URL that is not http", { url: "ftp://127.0.0.1/x" }],
