@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 import { gzipSync } from "node:zlib";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { AppError } from "../src/internal/errors.ts";
-import { OutboundFetcher, type Resolver } from "../src/x402/outbound-fetch.ts";
+import { headersForOrigin, OutboundFetcher, type Resolver } from "../src/x402/outbound-fetch.ts";
 
 interface TestServer {
   url: string;
@@ -109,6 +109,12 @@ describe("outbound requests refused by the guard", () => {
     ["NAT64 metadata", () => "http://[64:ff9b::a9fe:a9fe]/", "link-local"],
     ["IPv6 link-local", () => "http://[fe80::1]/", "link-local"],
     ["a decimal IPv4 host", () => `http://2130706433:${secret.port}/`, "loopback"],
+    ["a hexadecimal IPv4 host", () => `http://0x7f.1:${secret.port}/`, "loopback"],
+    ["an octal IPv4 host", () => `http://0177.0.0.1:${secret.port}/`, "loopback"],
+    // 0.0.0.0 reaches the local host on Linux.
+    ["0.0.0.0 written as 0", () => `http://0:${secret.port}/`, "reserved"],
+    ["an SIIT-translated IPv6 loopback", () => `http://[::ffff:0:7f00:1]:${secret.port}/`, "reserved"],
+    ["local-use NAT64", () => "http://[64:ff9b:1::a00:1]/", "private"],
   ])("refuses %s with 400 destination_not_allowed", async (_name, url, kind) => {
     fetcher = new OutboundFetcher();
     const error = await refusal(fetcher.fetch({ url: url() }));
@@ -131,6 +137,7 @@ describe("outbound requests refused by the guard", () => {
     ["10/8", ["10.1.2.3"], "private"],
     ["the metadata endpoint", ["169.254.169.254"], "link-local"],
     ["IPv6 loopback", ["::1"], "loopback"],
+    ["an SIIT-translated IPv6 loopback", ["::ffff:0:7f00:1"], "reserved"],
     ["one private address among public ones", ["93.184.216.34", "10.0.0.7"], "private"],
   ])("refuses a hostname resolving to %s", async (_name, addresses, kind) => {
     fetcher = new OutboundFetcher({ resolve: tableResolver({ "internal.example": addresses }) });
@@ -376,6 +383,19 @@ describe("time and size bounds", () => {
   beforeAll(async () => {
     server = await startServer("127.0.0.1", (req, res) => {
       if (req.url === "/silent") return; // never answers
+      if (req.url === "/trickle") {
+        // Slowloris: answers at once, then a byte now and then, never ending.
+        res.writeHead(200, { "content-type": "text/plain" });
+        const drip = setInterval(() => res.write("x"), 20);
+        res.on("close", () => clearInterval(drip));
+        return;
+      }
+      if (req.url === "/huge-headers") {
+        const headers: Record<string, string> = {};
+        for (let i = 0; i < 200; i++) headers[`x-filler-${i}`] = "y".repeat(1000);
+        res.writeHead(200, headers).end("ok");
+        return;
+      }
       if (req.url === "/declared") res.writeHead(200, { "content-length": big.length }).end(big);
       else if (req.url === "/chunked") {
         res.writeHead(200);
@@ -397,6 +417,18 @@ describe("time and size bounds", () => {
     fetcher = new OutboundFetcher({ allow: ["127.0.0.0/8"], timeoutMs: 300 });
     const error = await refusal(fetcher.fetch({ url: `${server.url}/silent` }));
     expect(error).toMatchObject({ status: 502, reason: "resource_timeout", details: { timeoutMs: 300 } });
+  });
+
+  it("gives up on a body that trickles without end with 502 resource_timeout", async () => {
+    fetcher = new OutboundFetcher({ allow: ["127.0.0.0/8"], timeoutMs: 300 });
+    const error = await refusal(fetcher.fetch({ url: `${server.url}/trickle` }));
+    expect(error).toMatchObject({ status: 502, reason: "resource_timeout" });
+  });
+
+  it("refuses 200 KB of response headers with 502 resource_unreachable", async () => {
+    fetcher = new OutboundFetcher({ allow: ["127.0.0.0/8"] });
+    const error = await refusal(fetcher.fetch({ url: `${server.url}/huge-headers` }));
+    expect(error).toMatchObject({ status: 502, reason: "resource_unreachable" });
   });
 
   it.each(["/declared", "/chunked", "/gzip-bomb"])(
@@ -423,5 +455,19 @@ describe("time and size bounds", () => {
       reason: "resource_unreachable",
       details: { code: "ECONNREFUSED" },
     });
+  });
+});
+
+describe("headersForOrigin (the paid retry sent where redirects led)", () => {
+  const headers = { Authorization: "Bearer t", cookie: "c=1", "X-Payment": "p", "x-other": "kept" };
+
+  it("keeps every header on the same origin", () => {
+    expect(headersForOrigin(headers, "https://a.example/x", "https://a.example/y")).toEqual(headers);
+  });
+
+  it("drops credentials and payments for another origin, http to https included", () => {
+    for (const to of ["https://b.example/x", "https://a.example/x", "http://a.example:8080/x"]) {
+      expect(headersForOrigin(headers, "http://a.example/x", to)).toEqual({ "x-other": "kept" });
+    }
   });
 });

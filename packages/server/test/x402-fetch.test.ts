@@ -403,6 +403,64 @@ describe("the policy decides before anything is signed", () => {
   });
 });
 
+describe("a 402 reached through a redirect", () => {
+  /** A server on 127.0.0.1 that redirects every request to `target`, counting payments sent to it. */
+  async function redirectingTo(target: string) {
+    const seen = { requests: 0, payments: 0 };
+    const hop = createServer((req, res) => {
+      seen.requests += 1;
+      if (req.headers["payment-signature"] || req.headers["x-payment"]) seen.payments += 1;
+      res.writeHead(302, { location: target }).end();
+    });
+    await new Promise<void>((resolve) => hop.listen(0, "127.0.0.1", resolve));
+    const port = (hop.address() as AddressInfo).port;
+    return { seen, port, close: () => new Promise((resolve) => hop.close(resolve)) };
+  }
+
+  it("pays the resource the redirect led to (another origin, as http to https is) and records its URL", async () => {
+    const wallet = await fundedWallet();
+    const target = `${v2.url}/weather/evm`;
+    const hop = await redirectingTo(target);
+    const before = await usdcBalance(chains.evm, wallet.evm.address);
+    try {
+      const response = await paidFetch({ walletId: wallet.id, url: `http://127.0.0.1:${hop.port}/weather` });
+      expect(response.status, response.text).toBe(200);
+      // Sent to the URL first asked, the payment was dropped at the redirect to another origin: 402 again.
+      expect(response.body).toMatchObject({
+        status: 200,
+        body: WEATHER,
+        transaction: { type: "x402", status: "confirmed", resource: target },
+      });
+      expect(hop.seen.payments).toBe(0);
+      expect(await usdcBalance(chains.evm, wallet.evm.address)).toBe(before - PRICE);
+    } finally {
+      await hop.close();
+    }
+  });
+
+  it("a whitelisted host redirecting to another host does not admit that host's payee: 403, nothing signed", async () => {
+    // The whitelist names localhost; localhost redirects to 127.0.0.1, whose 402 names a payee not on it.
+    const wallet = await fundedWallet({ whitelist: ["localhost"] });
+    const hop = await redirectingTo(`${v2.url}/weather/evm`);
+    const settled = facilitator.settlements.length;
+    const before = await usdcBalance(chains.evm, wallet.evm.address);
+    try {
+      const response = await paidFetch({ walletId: wallet.id, url: `http://localhost:${hop.port}/weather` });
+      expect(response.status, response.text).toBe(403);
+      expect(expectErrorShape(response)).toMatchObject({
+        code: "PolicyViolation",
+        reason: "recipient_not_allowed",
+      });
+      expect(hop.seen.requests).toBe(1);
+      expect(facilitator.settlements.length).toBe(settled);
+      expect(await usdcBalance(chains.evm, wallet.evm.address)).toBe(before);
+      expect(await history(wallet.id)).toEqual([]);
+    } finally {
+      await hop.close();
+    }
+  });
+});
+
 describe("a payment the resource rejects", () => {
   it("keeps its place in the daily window until the chain decides: a rejected payment settled later is confirmed", async () => {
     const requirement = {
@@ -472,6 +530,96 @@ describe("a payment the resource rejects", () => {
       await new Promise((resolve) => greedy.close(resolve));
     }
   });
+});
+
+describe("a receipt that lies", () => {
+  it.each(["evm", "solana"] as const)(
+    "success with another payment's transaction (%s): not confirmed until the chain shows this payment, then with its own hash",
+    async (kind) => {
+      // A real settlement of another wallet's payment, for the liar to name.
+      const other = await fundedWallet();
+      const honest = await paidFetch({ walletId: other.id, url: `${v2.url}/weather/${kind}` });
+      expect(honest.body.transaction, honest.text).toMatchObject({ status: "confirmed" });
+      const otherTx = honest.body.transaction.txHash as string;
+
+      const requirement = {
+        scheme: "exact",
+        amount: String(PRICE),
+        maxTimeoutSeconds: 60,
+        ...(kind === "evm"
+          ? { network: "eip155:84532", asset: devnet.evm.usdc, payTo: evmPayTo, extra: devnet.evm.usdcEip712 }
+          : {
+              network: SOLANA_DEVNET_NETWORK,
+              asset: devnet.solana.usdcMint,
+              payTo: solanaPayTo,
+              extra: { feePayer: facilitator.solanaFeePayer },
+            }),
+      };
+      const challenge = Buffer.from(
+        JSON.stringify({
+          x402Version: 2,
+          resource: { url: "http://127.0.0.1/liar" },
+          accepts: [requirement],
+        }),
+      ).toString("base64");
+      // Keeps the payment unsettled and claims it settled in another payment's transaction.
+      const kept: string[] = [];
+      const liar = createServer((req, res) => {
+        const signature = req.headers["payment-signature"];
+        if (typeof signature !== "string") {
+          res.writeHead(402, { "payment-required": challenge, "content-type": "application/json" }).end("{}");
+          return;
+        }
+        kept.push(signature);
+        const receipt = { success: true, transaction: otherTx, network: requirement.network };
+        res
+          .writeHead(200, {
+            "content-type": "application/json",
+            "payment-response": Buffer.from(JSON.stringify(receipt)).toString("base64"),
+          })
+          .end(JSON.stringify(WEATHER));
+      });
+      await new Promise<void>((resolve) => liar.listen(0, "127.0.0.1", resolve));
+      const url = `http://127.0.0.1:${(liar.address() as AddressInfo).port}/liar`;
+      try {
+        const wallet = await fundedWallet();
+        const response = await paidFetch({ walletId: wallet.id, url });
+        expect(response.status, response.text).toBe(200);
+        expect(response.body.paymentReceipt).toMatchObject({ success: true, txHash: otherTx });
+        expect(response.body.transaction).toMatchObject({ type: "x402", status: "pending" });
+        expect(response.body.transaction.txHash).toBeUndefined();
+        await server.service.confirmer.runOnce();
+        const stillPending = await server.api.get(
+          `/v1/transactions/${response.body.transactionId}`,
+          owner.apiKey,
+        );
+        expect(stillPending.body).toMatchObject({ status: "pending" });
+
+        // The liar settles the payment it kept: now the chain shows it, under its own transaction.
+        const settled = (await (
+          await fetch(`${facilitator.url}/settle`, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({
+              x402Version: 2,
+              paymentPayload: JSON.parse(Buffer.from(kept[0] as string, "base64").toString("utf8")),
+              paymentRequirements: requirement,
+            }),
+          })
+        ).json()) as { success: boolean; transaction: string };
+        expect(settled.success).toBe(true);
+        expect(settled.transaction).not.toBe(otherTx);
+        await server.service.confirmer.runOnce();
+        const recorded = await server.api.get(
+          `/v1/transactions/${response.body.transactionId}`,
+          owner.apiKey,
+        );
+        expect(recorded.body).toMatchObject({ status: "confirmed", txHash: settled.transaction });
+      } finally {
+        await new Promise((resolve) => liar.close(resolve));
+      }
+    },
+  );
 });
 
 describe("a payment carrying spendAuthorization.decisionId (the SDK's gate)", () => {
@@ -553,43 +701,116 @@ describe("never paying twice", () => {
     expect(await history(wallet.id)).toHaveLength(1);
   });
 
-  it("a facilitator that settles but never answers: 502 payment_outcome_unknown, no second payment, the transaction completes from the chain", async () => {
-    const wallet = await fundedWallet();
-    const before = await usdcBalance(chains.evm, wallet.evm.address);
-    const settled = facilitator.settlements.length;
-    let release = () => {};
-    holdSettleAnswer = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    const headers = { "idempotency-key": `x402-${randomBytes(6).toString("hex")}` };
-    const body = { walletId: wallet.id, url: `${v2.url}/weather/evm` };
-    try {
-      const response = await paidFetch(body, owner.apiKey, headers);
-      expect(response.status, response.text).toBe(502);
-      const error = expectErrorShape(response);
-      expect(error.reason).toBe("payment_outcome_unknown");
-      const transactionId = error.details?.transactionId as string;
-      const settledTx = await waitForSettled(server.api, owner.apiKey, transactionId);
-      const settlement = facilitator.settlements.slice(settled);
-      expect(settlement).toEqual([expect.objectContaining({ success: true })]);
-      expect(settledTx).toMatchObject({
-        type: "x402",
-        status: "confirmed",
-        txHash: settlement[0]?.transaction,
-        resource: body.url,
+  it.each(["evm", "solana"] as const)(
+    "a facilitator that settles but never answers (%s): 502 payment_outcome_unknown, no second payment, the transaction completes from the chain",
+    async (kind) => {
+      const wallet = await fundedWallet();
+      const chain = chains[kind];
+      const payer = kind === "evm" ? wallet.evm.address : wallet.solana.address;
+      const before = await usdcBalance(chain, payer);
+      const settled = facilitator.settlements.length;
+      let release = () => {};
+      holdSettleAnswer = new Promise<void>((resolve) => {
+        release = resolve;
       });
-      // The retry is answered from the first attempt: the same refusal, nothing paid again.
-      const retry = await paidFetch(body, owner.apiKey, headers);
-      expect(retry.status).toBe(502);
-      expect(expectErrorShape(retry).details).toEqual({ transactionId });
-      expect(facilitator.settlements.length - settled).toBe(1);
-      expect(await usdcBalance(chains.evm, wallet.evm.address)).toBe(before - PRICE);
-      expect(await history(wallet.id)).toHaveLength(1);
-    } finally {
-      holdSettleAnswer = undefined;
-      release();
-    }
-  });
+      const headers = { "idempotency-key": `x402-${randomBytes(6).toString("hex")}` };
+      const body = { walletId: wallet.id, url: `${v2.url}/weather/${kind}` };
+      try {
+        const response = await paidFetch(body, owner.apiKey, headers);
+        expect(response.status, response.text).toBe(502);
+        const error = expectErrorShape(response);
+        expect(error.reason).toBe("payment_outcome_unknown");
+        const transactionId = error.details?.transactionId as string;
+        const settledTx = await waitForSettled(server.api, owner.apiKey, transactionId);
+        const settlement = facilitator.settlements.slice(settled);
+        expect(settlement).toEqual([expect.objectContaining({ success: true })]);
+        expect(settledTx).toMatchObject({
+          type: "x402",
+          status: "confirmed",
+          chain: chain.name,
+          txHash: settlement[0]?.transaction,
+          resource: body.url,
+        });
+        // The retry is answered from the first attempt: the same refusal, nothing paid again.
+        const retry = await paidFetch(body, owner.apiKey, headers);
+        expect(retry.status).toBe(502);
+        expect(expectErrorShape(retry).details).toEqual({ transactionId });
+        expect(facilitator.settlements.length - settled).toBe(1);
+        expect(await usdcBalance(chain, payer)).toBe(before - PRICE);
+        expect(await history(wallet.id)).toHaveLength(1);
+      } finally {
+        holdSettleAnswer = undefined;
+        release();
+      }
+    },
+  );
+
+  it.each(["evm", "solana"] as const)(
+    "a resource that settles but answers without a receipt (%s): 200, the transaction confirmed from the chain, paid once",
+    async (kind) => {
+      const requirement = {
+        scheme: "exact",
+        amount: String(PRICE),
+        maxTimeoutSeconds: 60,
+        ...(kind === "evm"
+          ? { network: "eip155:84532", asset: devnet.evm.usdc, payTo: evmPayTo, extra: devnet.evm.usdcEip712 }
+          : {
+              network: SOLANA_DEVNET_NETWORK,
+              asset: devnet.solana.usdcMint,
+              payTo: solanaPayTo,
+              extra: { feePayer: facilitator.solanaFeePayer },
+            }),
+      };
+      const challenge = Buffer.from(
+        JSON.stringify({
+          x402Version: 2,
+          resource: { url: "http://127.0.0.1/quiet" },
+          accepts: [requirement],
+        }),
+      ).toString("base64");
+      const settlements: { success: boolean; transaction: string }[] = [];
+      // Settles the payment with the facilitator itself, then serves the data with no PAYMENT-RESPONSE.
+      const quiet = createServer(async (req, res) => {
+        const signature = req.headers["payment-signature"];
+        if (typeof signature !== "string") {
+          res.writeHead(402, { "payment-required": challenge, "content-type": "application/json" }).end("{}");
+          return;
+        }
+        const settle = await fetch(`${facilitator.url}/settle`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({
+            x402Version: 2,
+            paymentPayload: JSON.parse(Buffer.from(signature, "base64").toString("utf8")),
+            paymentRequirements: requirement,
+          }),
+        });
+        settlements.push((await settle.json()) as { success: boolean; transaction: string });
+        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(WEATHER));
+      });
+      await new Promise<void>((resolve) => quiet.listen(0, "127.0.0.1", resolve));
+      const url = `http://127.0.0.1:${(quiet.address() as AddressInfo).port}/quiet`;
+      try {
+        const wallet = await fundedWallet();
+        const chain = chains[kind];
+        const payer = kind === "evm" ? wallet.evm.address : wallet.solana.address;
+        const before = await usdcBalance(chain, payer);
+        const response = await paidFetch({ walletId: wallet.id, url });
+        expect(response.status, response.text).toBe(200);
+        expect(response.body.paymentReceipt).toBeUndefined();
+        expect(settlements).toEqual([expect.objectContaining({ success: true })]);
+        expect(response.body).toMatchObject({
+          status: 200,
+          body: WEATHER,
+          transaction: { type: "x402", status: "confirmed", txHash: settlements[0]?.transaction },
+        });
+        expect(await usdcBalance(chain, payer)).toBe(before - PRICE);
+        expect(await history(wallet.id)).toHaveLength(1);
+      } finally {
+        await new Promise((resolve) => quiet.close(resolve));
+      }
+    },
+  );
 });
 
 describe("who may fetch, and what", () => {
@@ -611,6 +832,64 @@ describe("who may fetch, and what", () => {
     const read = await paidFetch({ walletId: mine.id, url }, reader.body.key);
     expect(read.status).toBe(403);
     expect(expectErrorShape(read).reason).toBe("insufficient_role");
+  });
+
+  it("another account's key naming this account's wallet gets 404, and nothing is fetched or paid", async () => {
+    const wallet = await fundedWallet();
+    const stranger = await seedAccount(server.api, "stranger");
+    const settled = facilitator.settlements.length;
+    const before = await usdcBalance(chains.evm, wallet.evm.address);
+    const hop = createServer((_req, res) => res.writeHead(500).end());
+    let contacted = 0;
+    hop.on("request", () => {
+      contacted += 1;
+    });
+    await new Promise<void>((resolve) => hop.listen(0, "127.0.0.1", resolve));
+    try {
+      for (const url of [
+        `${v2.url}/weather/evm`,
+        `http://127.0.0.1:${(hop.address() as AddressInfo).port}/`,
+      ]) {
+        const response = await paidFetch({ walletId: wallet.id, url }, stranger.apiKey);
+        expect(response.status, response.text).toBe(404);
+        expect(expectErrorShape(response).code).toBe("NotFound");
+      }
+      expect(contacted).toBe(0);
+      expect(facilitator.settlements.length).toBe(settled);
+      expect(await usdcBalance(chains.evm, wallet.evm.address)).toBe(before);
+      expect(await history(wallet.id)).toEqual([]);
+    } finally {
+      await new Promise((resolve) => hop.close(resolve));
+    }
+  });
+
+  it("sends the resource the caller's headers, never the caller's own credentials to this service", async () => {
+    const wallet = await fundedWallet(undefined, 0n);
+    const seen: Record<string, string | string[] | undefined>[] = [];
+    const echo = createServer((req, res) => {
+      seen.push(req.headers);
+      res.writeHead(200, { "content-type": "text/plain" }).end("ok");
+    });
+    await new Promise<void>((resolve) => echo.listen(0, "127.0.0.1", resolve));
+    try {
+      const response = await paidFetch(
+        {
+          walletId: wallet.id,
+          url: `http://127.0.0.1:${(echo.address() as AddressInfo).port}/`,
+          headers: { "x-for-the-resource": "yes" },
+        },
+        owner.apiKey,
+        { "idempotency-key": `echo-${randomBytes(6).toString("hex")}` },
+      );
+      expect(response.status, response.text).toBe(200);
+      expect(seen).toHaveLength(1);
+      expect(seen[0]?.["x-for-the-resource"]).toBe("yes");
+      expect(seen[0]?.authorization).toBeUndefined();
+      expect(seen[0]?.["idempotency-key"]).toBeUndefined();
+      expect(JSON.stringify(seen[0])).not.toContain(owner.apiKey);
+    } finally {
+      await new Promise((resolve) => echo.close(resolve));
+    }
   });
 
   it.each([

@@ -298,7 +298,7 @@ describe("v2: the reference resource server and facilitator on the devnet (EVM 3
         body: "{}",
       });
       const selected = selectRequirement(challenge, { chains });
-      const payment = await signWith(wallet)({ challenge, selected });
+      const payment = await signWith(wallet)({ challenge, selected, url: "http://x/" });
       const chain = chains[index] as ChainConfig;
       const payee = index === 0 ? evmPayTo : solanaPayTo;
       const before = await usdcBalance(chain, payee);
@@ -448,7 +448,7 @@ describe("v2: the reference resource server and facilitator on the devnet (EVM 3
       });
       const challenge = parsePaymentChallenge(probe);
       const selected = selectRequirement(challenge, { chains });
-      const payment = await signWith(wallet)({ challenge, selected });
+      const payment = await signWith(wallet)({ challenge, selected, url: probe.url });
       expect(await getPaymentSettlement(chain, payment.onChain)).toEqual({ state: "pending" });
       if (chain.kind === "evm") {
         const anvil = createTestClient({ mode: "anvil", transport: http(devnet.evm.rpcUrl) });

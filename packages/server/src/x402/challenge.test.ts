@@ -268,6 +268,22 @@ describe("selectRequirement", () => {
     ]);
   });
 
+  it("keeps the refusal small whatever the challenge holds: the first 32 entries read, long strings cut", () => {
+    const accepts = Array.from({ length: 5000 }, (_, i) => ({
+      ...v2Entry,
+      network: `eip155:${1_000_000 + i}`,
+      asset: `0x${"ab".repeat(20)}${"f".repeat(100_000 / 5000)}`,
+    }));
+    accepts[0] = { ...v2Entry, asset: "x".repeat(100_000) };
+    const challenge = parsePaymentChallenge(v2Response({ x402Version: 2, accepts }));
+    expect(challenge.requirements).toHaveLength(32);
+    const error = thrown(() => selectRequirement(challenge, { chains: [baseSepolia] }));
+    expect(JSON.stringify({ message: error.message, details: error.details }).length).toBeLessThan(16_384);
+    expect(error.details?.skipped).toEqual([
+      { index: 32, reason: "the entries after the first 32 are not read (4968 more)" },
+    ]);
+  });
+
   it("says which networks were offered when none is payable", () => {
     const error = thrown(() => selectRequirement(both(), { chains: [baseSepolia], chain: "base" }));
     expect(error.message).toBe(

@@ -63,6 +63,10 @@ export interface ChallengeResponse {
 }
 
 const DEFAULT_MAX_TIMEOUT_SECONDS = 60;
+/** Entries of `accepts` read; a server offers a handful, and what is refused is echoed in the error. */
+const MAX_ACCEPTS_READ = 32;
+/** Server-given strings echoed in a refusal are cut to this length. */
+const ECHOED_CHARS = 64;
 const UINT256_MAX = (1n << 256n) - 1n;
 const ATOMIC_AMOUNT = /^[1-9]\d{0,77}$/;
 
@@ -117,11 +121,17 @@ function readChallenge(version: 1 | 2, document: Record<string, unknown>): Payme
   }
   const requirements: PaymentRequirement[] = [];
   const skipped: SkippedRequirement[] = [];
-  document.accepts.forEach((entry: unknown, index) => {
+  document.accepts.slice(0, MAX_ACCEPTS_READ).forEach((entry: unknown, index) => {
     const read = readRequirement(version, entry);
     if (typeof read === "string") skipped.push({ index, reason: read });
     else requirements.push(read);
   });
+  if (document.accepts.length > MAX_ACCEPTS_READ) {
+    skipped.push({
+      index: MAX_ACCEPTS_READ,
+      reason: `the entries after the first ${MAX_ACCEPTS_READ} are not read (${document.accepts.length - MAX_ACCEPTS_READ} more)`,
+    });
+  }
   return {
     version,
     error: typeof document.error === "string" ? document.error : undefined,
@@ -202,7 +212,7 @@ export function selectRequirement(
     const refuse = (reason: string) =>
       refusals.push({
         network: requirement.network,
-        asset: requirement.asset,
+        asset: requirement.asset.slice(0, ECHOED_CHARS),
         amount: requirement.amount.toString(),
         reason,
       });
@@ -219,7 +229,9 @@ export function selectRequirement(
       (t) => t.address !== null && sameAsset(chain, t.address, requirement.asset),
     );
     if (!token) {
-      refuse(`asset ${requirement.asset} is not a token this service pays on ${chain.name}`);
+      refuse(
+        `asset ${requirement.asset.slice(0, ECHOED_CHARS)} is not a token this service pays on ${chain.name}`,
+      );
       continue;
     }
     const problem = payeeProblem(chain, requirement.payTo) ?? extraProblem(chain, requirement.extra);

@@ -34,6 +34,14 @@ describe("DestinationGuard.checkAddress", () => {
     ["2002:7f00:1::1", "loopback"],
     ["2002:a9fe:a9fe::", "link-local"],
     ["[::1]", "loopback"],
+    // Outside global unicast, and not carrying an IPv4 address checked as such: SIIT, local-use NAT64
+    // (which a network may translate to its private addresses), SRv6, unassigned space.
+    ["::ffff:0:7f00:1", "reserved"],
+    ["::ffff:0:a9fe:a9fe", "reserved"],
+    ["64:ff9b:1::a00:1", "private"],
+    ["5f00::1", "reserved"],
+    ["4000::1", "reserved"],
+    ["e000::1", "reserved"],
   ])("refuses %s (%s)", (address, kind) => {
     expect(guard.checkAddress(address)).toMatchObject({ allowed: false, kind });
   });

@@ -53,7 +53,16 @@ const REFUSED: readonly RefusedRange[] = [
   refused("fe80::/10", "link-local"),
   refused("fec0::/10", "private"),
   refused("ff00::/8", "reserved"),
+  // Local-use NAT64 (RFC 8215): translated into IPv4 addresses of the local network's choosing.
+  refused("64:ff9b:1::/48", "private"),
 ];
+
+/**
+ * Public IPv6 addresses are global unicast; outside it, only the ranges that carry an IPv4 address (checked
+ * by that address) may be reached. Everything else there (SIIT `::ffff:0:0:0/96`, SRv6 `5f00::/16`,
+ * unassigned space) is refused, whatever a network might route it to.
+ */
+const IPV6_GLOBAL_UNICAST = parseRange("2000::/3");
 
 /** IPv6 ranges that carry an IPv4 address, which is what the connection finally reaches. */
 const IPV4_MAPPED = parseRange("::ffff:0:0/96");
@@ -111,6 +120,9 @@ export class DestinationGuard {
     for (const candidate of candidates) {
       const hit = REFUSED.find((range) => contains(range, candidate));
       if (hit) return { allowed: false, kind: hit.kind, range: hit.text };
+    }
+    if (parsed.family === 6 && candidates.length === 1 && !contains(IPV6_GLOBAL_UNICAST, parsed)) {
+      return { allowed: false, kind: "reserved", range: "outside 2000::/3 (global unicast)" };
     }
     return { allowed: true, exempt: false };
   }

@@ -46,6 +46,8 @@ export interface OutboundRequest {
 export interface OutboundResponse {
   /** The URL that answered (after redirects). */
   url: string;
+  /** The method of the request that answered: a 303 (and a 301 or 302 to a POST) turns it into GET. */
+  method: string;
   status: number;
   headers: Headers;
   body: Buffer;
@@ -134,6 +136,7 @@ export class OutboundFetcher {
         if (!REDIRECT_STATUSES.has(response.status) || location === null) {
           return {
             url: url.href,
+            method,
             status: response.status,
             headers: copyHeaders(response.headers),
             body: await this.#readBody(response, url),
@@ -149,7 +152,7 @@ export class OutboundFetcher {
           );
         }
         const next = this.#checkUrl(new URL(location, url).href);
-        if (next.origin !== url.origin) for (const name of ORIGIN_BOUND) headers.delete(name);
+        if (next.origin !== url.origin) dropOriginBound(headers);
         // As browsers do: 303 turns any method into GET, 301 and 302 turn POST into GET; both drop the body.
         if (
           response.status === 303 ||
@@ -288,6 +291,26 @@ export class OutboundFetcher {
 async function systemResolve(hostname: string): Promise<ResolvedAddress[]> {
   const found = await systemLookup(hostname, { all: true, verbatim: true });
   return found.map(({ address, family }) => ({ address, family: family === 6 ? 6 : 4 }));
+}
+
+/**
+ * The headers of a request to `from` as they may go to `to`: without credentials and payments when `to` is
+ * another origin (as a redirect carries them).
+ * @example headersForOrigin({ authorization: "Bearer x" }, "https://a.example/", "https://b.example/") // {}
+ */
+export function headersForOrigin(
+  headers: Readonly<Record<string, string>>,
+  from: string,
+  to: string,
+): Record<string, string> {
+  if (new URL(from).origin === new URL(to).origin) return { ...headers };
+  return Object.fromEntries(
+    Object.entries(headers).filter(([name]) => !ORIGIN_BOUND.has(name.toLowerCase())),
+  );
+}
+
+function dropOriginBound(headers: Headers): void {
+  for (const name of ORIGIN_BOUND) headers.delete(name);
 }
 
 function forwardedHeaders(input: Readonly<Record<string, string>>): Headers {

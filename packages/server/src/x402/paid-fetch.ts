@@ -12,7 +12,12 @@ import {
   selectRequirement,
 } from "./challenge.ts";
 import { decodeHeaderJson, isJsonObject } from "./encoding.ts";
-import type { OutboundFetcher, OutboundRequest, OutboundResponse } from "./outbound-fetch.ts";
+import {
+  headersForOrigin,
+  type OutboundFetcher,
+  type OutboundRequest,
+  type OutboundResponse,
+} from "./outbound-fetch.ts";
 import type { SignedPayment } from "./payment.ts";
 import { decodePaymentReceipt, type PaymentReceipt } from "./receipt.ts";
 
@@ -26,8 +31,13 @@ export interface PaidFetchInput {
   /**
    * Produces the payment for the chosen requirement, once: admits it under the wallet's policy, reserves
    * and records it, then signs (with {@link signPayment}). Throwing refuses the payment; nothing is sent.
+   * `url` is the resource that asked for the payment (where redirects led), which the payment goes to.
    */
-  pay(choice: { challenge: PaymentChallenge; selected: SelectedRequirement }): Promise<SignedPayment>;
+  pay(choice: {
+    challenge: PaymentChallenge;
+    selected: SelectedRequirement;
+    url: string;
+  }): Promise<SignedPayment>;
 }
 
 /** How a paid fetch ended. */
@@ -89,12 +99,21 @@ export async function fetchWithPayment(
   if (first.status !== 402) return { outcome: "free", response: first };
   const challenge = parsePaymentChallenge(first);
   const selected = selectRequirement(challenge, input.constraints);
-  const payment = await input.pay({ challenge, selected });
+  const payment = await input.pay({ challenge, selected, url: first.url });
   let retry: OutboundResponse;
   try {
+    // The payment goes to the resource that asked for it, as redirects reached it: sent to the URL first
+    // asked, it would be dropped on the way by a redirect to another origin (http to https is one).
+    const method = (input.request.method ?? "GET").toUpperCase();
+    const body = first.method === method ? input.request.body : undefined;
     retry = await fetcher.fetch({
-      ...input.request,
-      headers: { ...headers, [payment.header.name]: payment.header.value },
+      url: first.url,
+      method: first.method,
+      headers: {
+        ...headersForOrigin(headers, input.request.url, first.url),
+        [payment.header.name]: payment.header.value,
+      },
+      ...(body === undefined ? {} : { body }),
     });
   } catch (error) {
     return { outcome: "unknown", error, challenge, selected, payment };

@@ -98,9 +98,12 @@ export async function fetchAndPay(
   const pay = async ({
     challenge,
     selected,
+    url,
   }: {
     challenge: PaymentChallenge;
     selected: SelectedRequirement;
+    /** The resource that asked for the payment: the request's URL, or where its redirects led. */
+    url: string;
   }): Promise<SignedPayment> => {
     const { requirement, chain, token } = selected;
     const client = clients.get(chain.network);
@@ -124,10 +127,12 @@ export async function fetchAndPay(
       amount: requirement.amount,
       from,
       to: requirement.payTo,
-      alsoAllowedAs: [new URL(request.url).hostname],
+      // The host that asked for the payment, not the one first asked: a whitelisted host's redirect to
+      // another host does not make that host's payee allowed.
+      alsoAllowedAs: [new URL(url).hostname],
       usdMicros: usdMicros(token, requirement.amount),
       spendDecisionId: request.spendDecisionId,
-      resource: request.url,
+      resource: url,
     };
     try {
       // The policy first (a cheap refusal needs no chain call); admitSpend checks it again under the lock.

@@ -151,6 +151,59 @@ describe("signPayment on EVM (EIP-3009)", () => {
     });
   });
 
+  it("takes only name and version from a hostile extra: chain id, contract, amount and payee stay the chain's and the challenge's", async () => {
+    const otherToken = "0x1111111111111111111111111111111111111111";
+    const hostile = {
+      ...evmEntry,
+      extra: {
+        name: "USDC",
+        version: "2",
+        chainId: 1,
+        verifyingContract: otherToken,
+        decimals: 18,
+        to: otherToken,
+        value: "999999999999",
+      },
+    };
+    const challenge = v2([hostile]);
+    const signed = await signPayment({
+      challenge,
+      selected: selectRequirement(challenge, { chains: [baseSepolia] }),
+      privateKey,
+      now: NOW,
+    });
+    const { authorization, signature } = decoded(signed.header.value).payload;
+    expect(authorization).toMatchObject({ to: "0x209693Bc6afc0C5328bA36FaF03C514EF312287C", value: "10000" });
+    const message = {
+      ...authorization,
+      value: BigInt(authorization.value),
+      validAfter: BigInt(authorization.validAfter),
+      validBefore: BigInt(authorization.validBefore),
+    };
+    const types = {
+      TransferWithAuthorization: [
+        { name: "from", type: "address" },
+        { name: "to", type: "address" },
+        { name: "value", type: "uint256" },
+        { name: "validAfter", type: "uint256" },
+        { name: "validBefore", type: "uint256" },
+        { name: "nonce", type: "bytes32" },
+      ],
+    } as const;
+    const signedUnder = (domain: { chainId: number; verifyingContract: `0x${string}` }) =>
+      verifyTypedData({
+        address: payer,
+        domain: { name: "USDC", version: "2", ...domain },
+        types,
+        primaryType: "TransferWithAuthorization",
+        message,
+        signature,
+      });
+    expect(await signedUnder({ chainId: 84532, verifyingContract: EVM_USDC })).toBe(true);
+    expect(await signedUnder({ chainId: 1, verifyingContract: otherToken })).toBe(false);
+    expect(await signedUnder({ chainId: 84532, verifyingContract: otherToken })).toBe(false);
+  });
+
   it("sends v2 as PAYMENT-SIGNATURE with the accepts entry verbatim, the resource and the extensions", async () => {
     const resource = { url: "https://api.example.com/weather", description: "Weather" };
     const extensions = { bazaar: { info: { input: { type: "http" } } } };
@@ -261,6 +314,59 @@ describe("signPayment on Solana (partially signed TransferChecked)", () => {
     expect(getBase58Encoder().encode((signed.onChain as { payerSignature: string }).payerSignature)).toEqual(
       payerSignature,
     );
+  });
+
+  it("signs only the transfer whatever extra says: no other mint, decimals, destination, price or instruction", async () => {
+    const seed = randomBytes(32);
+    const payer = await createKeyPairSignerFromPrivateKeyBytes(seed);
+    const otherMint = "So11111111111111111111111111111111111111112";
+    const challenge = v2([
+      {
+        ...solanaEntry,
+        extra: {
+          feePayer: FEE_PAYER,
+          tokenProgram: TOKEN_PROGRAM_ADDRESS,
+          mint: otherMint,
+          asset: otherMint,
+          decimals: 0,
+          destination: FEE_PAYER,
+          computeUnitPrice: "1000000000",
+          computeUnitLimit: 1_400_000,
+          instructions: [{ programAddress: "11111111111111111111111111111111", data: "AgAAAA==" }],
+        },
+      },
+    ]);
+    const signed = await signPayment({
+      challenge,
+      selected: selectRequirement(challenge, { chains: [solanaDevnet] }),
+      privateKey: seed,
+      now: NOW,
+      recentBlockhash: BLOCKHASH,
+    });
+    const { transaction, message, instructions } = readSolanaPayment(signed.header.value);
+    const [source] = await findAssociatedTokenPda({
+      owner: payer.address,
+      mint: SOLANA_USDC as never,
+      tokenProgram: TOKEN_PROGRAM_ADDRESS,
+    });
+    const [destination] = await findAssociatedTokenPda({
+      owner: SOLANA_PAY_TO as never,
+      mint: SOLANA_USDC as never,
+      tokenProgram: TOKEN_PROGRAM_ADDRESS,
+    });
+    expect(instructions.map(({ program, accounts }) => ({ program, accounts }))).toEqual([
+      { program: "ComputeBudget111111111111111111111111111111", accounts: [] },
+      { program: "ComputeBudget111111111111111111111111111111", accounts: [] },
+      { program: TOKEN_PROGRAM_ADDRESS, accounts: [source, SOLANA_USDC, destination, payer.address] },
+      { program: "MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr", accounts: [] },
+    ]);
+    const [limit, price, transfer] = instructions.map((ix) => ix.data);
+    expect(le(limit ?? new Uint8Array(5), 4)).toBe(20_000n);
+    expect(le(price ?? new Uint8Array(9), 8)).toBe(1n);
+    expect([le(transfer ?? new Uint8Array(10), 8), transfer?.[9]]).toEqual([20_000n, 6]);
+    expect(message.staticAccounts).not.toContain(otherMint);
+    // Two signers: the fee payer (left for the facilitator) and the payer, nobody else.
+    expect(Object.keys(transaction.signatures).sort()).toEqual([FEE_PAYER, payer.address].sort());
   });
 
   it("carries the seller's memo when the challenge sets one", async () => {
