@@ -5,6 +5,7 @@ import { z } from "zod";
 import { BODY_LIMIT_BYTES, installErrorHandling, renderFrameworkError } from "./http/error-handler.ts";
 import { installGuards } from "./http/guards.ts";
 import { installIdempotency } from "./http/idempotency.ts";
+import { registerMcp } from "./http/mcp.ts";
 import { installOpenApi, registerDocsRoutes } from "./http/openapi.ts";
 import { installInputChecks } from "./http/request-input.ts";
 import { registerRoutes } from "./http/routes/index.ts";
@@ -74,6 +75,7 @@ export async function createApp(
   installIdempotency(app, services);
   await installOpenApi(app);
   registerRoutes(app, services);
+  await registerMcp(app, services);
   await registerDocsRoutes(app);
   return app;
 }

@@ -148,6 +148,10 @@ const envSchema = z.object({
   SVC_AUTHZD_TOKEN: z.string().min(1).optional(),
   SVC_OUTBOUND_ALLOW: outboundAllow.optional(),
   SVC_X402_FACILITATOR_URL: httpUrl.optional(),
+  SVC_MCP_CONFIRM_ABOVE: z
+    .string()
+    .regex(/^(0|[1-9]\d{0,30})(\.\d{1,18})?$/, 'an amount of US dollars, e.g. "5" or "0.50"')
+    .optional(),
 });
 
 /** Which networks stand behind the chain names: local chains, public test networks or mainnets. */
@@ -244,6 +248,11 @@ export interface Config {
    * devnet profile without it, the local demo's facilitator.
    */
   x402FacilitatorUrl: string | undefined;
+  /**
+   * USD: at `/mcp`, a spend (send, fetch_paid) worth more asks the person through MCP elicitation first
+   * (`SVC_MCP_CONFIRM_ABOVE`). Default: never ask.
+   */
+  mcpConfirmAboveUsd: string | undefined;
 }
 
 /** Thrown when the environment holds a bad value; its message is one line per bad variable. */
@@ -288,6 +297,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     outboundAllow:
       e.SVC_OUTBOUND_ALLOW ?? (e.SVC_NETWORK_PROFILE === "devnet" ? [...DEVNET_OUTBOUND_ALLOW] : []),
     x402FacilitatorUrl: e.SVC_X402_FACILITATOR_URL?.replace(/\/+$/, ""),
+    mcpConfirmAboveUsd: e.SVC_MCP_CONFIRM_ABOVE,
   };
 }
 

@@ -1,0 +1,69 @@
+/**
+ * `/mcp`: the MCP server (`@svc/mcp`) over streamable HTTP on the service's own port. Each request carries
+ * its own API key; the MCP handler checks it by calling this service's REST API with it (through the SDK, over
+ * loopback), so the MCP tools go through the very same authentication, roles, policy and limits as any client.
+ * The package is loaded on the first request to `/mcp`: a service nobody asks for MCP never loads it.
+ */
+import type { AddressInfo } from "node:net";
+import type { McpHttpHandler } from "@svc/mcp";
+import type { App, Services } from "./types.ts";
+
+/** The service's own base URL as its REST clients reach it (loopback when it listens on every address). */
+function ownBaseUrl(app: App): string {
+  const address = app.server.address() as AddressInfo;
+  const host =
+    address.address === "0.0.0.0" || address.address === "::"
+      ? "127.0.0.1"
+      : address.family === "IPv6"
+        ? `[${address.address}]`
+        : address.address;
+  return `http://${host}:${address.port}/v1`;
+}
+
+/** Registers `GET|POST|DELETE /mcp`; the handler's sessions end when the service closes. */
+export async function registerMcp(app: App, services: Services): Promise<void> {
+  let handler: Promise<McpHttpHandler> | undefined;
+  const mcp = (): Promise<McpHttpHandler> => {
+    handler ??= import("@svc/mcp").then(({ createMcpHttpHandler }) =>
+      createMcpHttpHandler({
+        baseUrl: () => ownBaseUrl(app),
+        confirmAboveUsd: services.config.mcpConfirmAboveUsd,
+      }),
+    );
+    return handler;
+  };
+  app.addHook("onClose", async () => {
+    if (handler) await (await handler).close();
+  });
+  await app.register(async (scope) => {
+    // JSON-RPC bodies go to the MCP transport as plain JSON (the API's own parser marks inexact numbers).
+    scope.removeContentTypeParser("application/json");
+    scope.addContentTypeParser("application/json", { parseAs: "string" }, (_request, body, done) => {
+      if (body === "") return done(null, undefined);
+      try {
+        done(null, JSON.parse(body as string));
+      } catch {
+        done(null, { unparsable: true });
+      }
+    });
+    scope.route({
+      method: ["GET", "POST", "DELETE"],
+      url: "/mcp",
+      // The MCP handler authenticates each request itself (401 without a valid key), with the service.
+      config: { auth: "public" },
+      schema: { hide: true },
+      handler: async (request, reply) => {
+        const body = request.body as { unparsable?: true } | undefined;
+        if (body?.unparsable === true) {
+          return reply.code(400).send({
+            jsonrpc: "2.0",
+            error: { code: -32700, message: "Parse error: the body is not JSON" },
+            id: null,
+          });
+        }
+        reply.hijack();
+        await (await mcp()).handle(request.raw, reply.raw, body);
+      },
+    });
+  });
+}
