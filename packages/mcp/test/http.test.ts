@@ -1,0 +1,195 @@
+/**
+ * The service's own `/mcp` (streamable HTTP): each request carries its API key as a Bearer token, checked
+ * with the service. An MCP client from `@modelcontextprotocol/sdk` connects with a URL and a key.
+ */
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  ADMIN_TOOL_NAMES,
+  AGENT_TOOL_NAMES,
+  call,
+  httpClient,
+  startWorld,
+  usdcOf,
+  type World,
+  waitFor,
+} from "./support.ts";
+
+let world: World;
+const clients: Client[] = [];
+const open = async (client: Promise<Client>) => {
+  const connected = await client;
+  clients.push(connected);
+  return connected;
+};
+const INITIALIZE = {
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "curl", version: "0" } },
+};
+
+beforeAll(async () => {
+  world = await startWorld({ SVC_MCP_CONFIRM_ABOVE: "5" });
+});
+afterAll(async () => {
+  for (const client of clients) await client.close();
+  await world?.close();
+});
+
+function post(headers: Record<string, string>, body: unknown = INITIALIZE): Promise<Response> {
+  return fetch(`${world.server.url}/mcp`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      ...headers,
+    },
+    body: JSON.stringify(body),
+  });
+}
+
+describe("/mcp over streamable HTTP", () => {
+  it("answers 401 without a key and with a key the service refuses; nothing else", async () => {
+    const none = await post({});
+    expect(none.status).toBe(401);
+    expect(none.headers.get("www-authenticate")).toMatch(/^Bearer/);
+    expect((await none.json()).error).toMatchObject({ code: "Unauthorized", reason: "missing_credential" });
+
+    const bad = await post({ authorization: "Bearer svc_not_a_real_key_0000000000000000" });
+    expect(bad.status).toBe(401);
+    const badBody = await bad.json();
+    expect(badBody.error.code).toBe("Unauthorized");
+    expect(JSON.stringify(badBody)).not.toContain("svc_not_a_real_key");
+
+    // A revoked key is refused on its next request, even inside the session it opened.
+    const temp = await world.admin.apiKeys.create({
+      name: "temp",
+      role: "agent",
+      walletIds: [world.payer.id],
+    });
+    const opened = await post({ authorization: `Bearer ${temp.key}` });
+    expect(opened.status).toBe(200);
+    const sessionId = opened.headers.get("mcp-session-id") as string;
+    expect(sessionId).toBeTruthy();
+    await opened.text();
+    // The session belongs to its key: another valid key may not use it.
+    const other = await post(
+      {
+        authorization: `Bearer ${world.agentKey}`,
+        "mcp-session-id": sessionId,
+        "mcp-protocol-version": "2025-06-18",
+      },
+      { jsonrpc: "2.0", id: 2, method: "tools/list" },
+    );
+    expect(other.status).toBe(403);
+    await world.admin.apiKeys.revoke(temp.id);
+    const revoked = await post(
+      {
+        authorization: `Bearer ${temp.key}`,
+        "mcp-session-id": sessionId,
+        "mcp-protocol-version": "2025-06-18",
+      },
+      { jsonrpc: "2.0", id: 2, method: "tools/list" },
+    );
+    expect(revoked.status).toBe(401);
+    expect((await revoked.json()).error.reason).toBe("key_revoked");
+  });
+
+  it("offers each role its tools: an agent key sees no loosening tool", async () => {
+    const admin = await open(httpClient(world, world.adminKey));
+    const agent = await open(httpClient(world, world.agentKey));
+    expect((await admin.listTools()).tools.map((t) => t.name).sort()).toEqual(ADMIN_TOOL_NAMES);
+    expect((await agent.listTools()).tools.map((t) => t.name).sort()).toEqual(AGENT_TOOL_NAMES);
+    // Over the same endpoint at once, each session keeps its own key.
+    const wallets = await call(agent, "list_wallets");
+    expect((wallets.structured.wallets as { id: string }[]).map((w) => w.id)).toEqual([world.payer.id]);
+    const created = await call(admin, "create_wallet", { name: "made over mcp", chains: ["base"] });
+    expect(created.isError, created.text).toBe(false);
+    expect(created.structured).toMatchObject({ name: "made over mcp", chains: ["base"], status: "active" });
+  });
+
+  it("sends within the policy (confirmed on chain), refuses over it with the PolicyViolation, pays x402", async () => {
+    const agent = await open(httpClient(world, world.agentKey));
+    const payeeBefore = await usdcOf(world.payee);
+    const sent = await call(agent, "send", {
+      walletId: world.payer.id,
+      to: world.payee.evm?.address,
+      amount: "2",
+      chain: "base",
+    });
+    expect(sent.isError, sent.text).toBe(false);
+    const confirmed = await waitFor(
+      () => call(agent, "get_transaction", { transactionId: sent.structured.id }),
+      (tx) => tx.structured.status !== "pending",
+    );
+    expect(confirmed.structured.status).toBe("confirmed");
+    expect(Number(await usdcOf(world.payee))).toBe(Number(payeeBefore) + 2);
+
+    const policy = await call(agent, "get_policy", { walletId: world.payer.id });
+    expect(policy.structured).toMatchObject({ maxPerTx: "10", status: "active" });
+
+    const paid = await call(agent, "fetch_paid", {
+      walletId: world.payer.id,
+      url: world.demoUrl,
+      maxAmount: "0.05",
+    });
+    expect(paid.isError, paid.text).toBe(false);
+    expect(paid.structured).toMatchObject({
+      status: 200,
+      amountCharged: "0.01",
+      transaction: { status: "confirmed" },
+    });
+  });
+
+  it("above the threshold asks the person: accepted pays, declined moves nothing; over the limit still refused", async () => {
+    let answer: "accept" | "decline" = "accept";
+    const asked: string[] = [];
+    const agent = await open(
+      httpClient(world, world.agentKey, (message) => {
+        asked.push(message);
+        return answer === "accept" ? { action: "accept", content: { confirm: true } } : { action: "decline" };
+      }),
+    );
+    const send = (amount: string) =>
+      call(agent, "send", { walletId: world.payer.id, to: world.payee.evm?.address, amount, chain: "base" });
+    const payerBefore = await usdcOf(world.payer);
+
+    const accepted = await send("6");
+    expect(accepted.isError, accepted.text).toBe(false);
+    expect(asked).toHaveLength(1);
+    await waitFor(
+      () => call(agent, "get_transaction", { transactionId: accepted.structured.id }),
+      (tx) => tx.structured.status === "confirmed",
+    );
+    expect(Number(await usdcOf(world.payer))).toBe(Number(payerBefore) - 6);
+
+    answer = "decline";
+    const declined = await send("7");
+    expect(declined.structured).toMatchObject({
+      code: "ConfirmationRequired",
+      reason: "confirmation_declined",
+    });
+    expect(asked).toHaveLength(2);
+    expect(Number(await usdcOf(world.payer))).toBe(Number(payerBefore) - 6);
+    const history = await call(agent, "list_transactions", { walletId: world.payer.id, type: "send" });
+    expect((history.structured.data as { amount: string }[]).map((t) => t.amount)).not.toContain("7");
+
+    // Confirmed by the person, refused by the policy: the person does not lift the limit.
+    answer = "accept";
+    const over = await send("25");
+    expect(over.isError).toBe(true);
+    expect(over.structured).toMatchObject({ code: "PolicyViolation", reason: "max_per_tx" });
+    expect(over.text).toBe("Per-transaction limit of $10.00 exceeded: this spend is $25.00");
+
+    // A client without elicitation is refused, saying why.
+    const mute = await open(httpClient(world, world.agentKey));
+    const refused = await call(mute, "send", {
+      walletId: world.payer.id,
+      to: world.payee.evm?.address,
+      amount: "6",
+      chain: "base",
+    });
+    expect(refused.structured.reason).toBe("confirmation_unavailable");
+  });
+});
