@@ -24,9 +24,12 @@ export interface McpHttpOptions {
   now?: () => number;
 }
 
-/** A mounted MCP endpoint: `handle` each request (with its parsed JSON body, if any); `close` at shutdown. */
+/**
+ * A mounted MCP endpoint: `handle` each request; `close` at shutdown. A framework that has already read the
+ * body passes its text (it is parsed only after the key is checked); otherwise the request stream is read.
+ */
 export interface McpHttpHandler {
-  handle(request: IncomingMessage, response: ServerResponse, parsedBody?: unknown): Promise<void>;
+  handle(request: IncomingMessage, response: ServerResponse, bodyText?: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -86,7 +89,7 @@ export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
     }
   };
 
-  const handle = async (request: IncomingMessage, response: ServerResponse, parsedBody?: unknown) => {
+  const handle = async (request: IncomingMessage, response: ServerResponse, bodyText?: string) => {
     const apiKey = bearerOf(request);
     if (apiKey === undefined) {
       answerError(response, 401, {
@@ -122,6 +125,24 @@ export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
         return;
       }
       throw error;
+    }
+
+    let parsedBody: unknown;
+    if (bodyText !== undefined && request.method === "POST") {
+      try {
+        parsedBody = JSON.parse(bodyText);
+      } catch {
+        if (!response.headersSent) {
+          response.writeHead(400, { "content-type": "application/json" }).end(
+            JSON.stringify({
+              jsonrpc: "2.0",
+              error: { code: -32700, message: "Parse error: the body is not JSON" },
+              id: null,
+            }),
+          );
+        }
+        return;
+      }
     }
 
     if (typeof sessionId === "string") {

@@ -37,6 +37,8 @@ afterAll(async () => {
   await world?.close();
 });
 
+type ErrorBody = { error: { code: string; reason?: string; message: string } };
+
 function post(headers: Record<string, string>, body: unknown = INITIALIZE): Promise<Response> {
   return fetch(`${world.server.url}/mcp`, {
     method: "POST",
@@ -54,13 +56,32 @@ describe("/mcp over streamable HTTP", () => {
     const none = await post({});
     expect(none.status).toBe(401);
     expect(none.headers.get("www-authenticate")).toMatch(/^Bearer/);
-    expect((await none.json()).error).toMatchObject({ code: "Unauthorized", reason: "missing_credential" });
+    expect(((await none.json()) as ErrorBody).error).toMatchObject({
+      code: "Unauthorized",
+      reason: "missing_credential",
+    });
 
     const bad = await post({ authorization: "Bearer svc_not_a_real_key_0000000000000000" });
     expect(bad.status).toBe(401);
-    const badBody = await bad.json();
+    const badBody = (await bad.json()) as ErrorBody;
     expect(badBody.error.code).toBe("Unauthorized");
     expect(JSON.stringify(badBody)).not.toContain("svc_not_a_real_key");
+
+    // The key is checked before the body is read: a bad key with a broken body is still 401.
+    const broken = (headers: Record<string, string>) =>
+      fetch(`${world.server.url}/mcp`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          ...headers,
+        },
+        body: "{not json",
+      });
+    expect((await broken({})).status).toBe(401);
+    const parseError = await broken({ authorization: `Bearer ${world.agentKey}` });
+    expect(parseError.status).toBe(400);
+    expect(((await parseError.json()) as { error: { code: number } }).error.code).toBe(-32700);
 
     // A revoked key is refused on its next request, even inside the session it opened.
     const temp = await world.admin.apiKeys.create({
@@ -93,7 +114,7 @@ describe("/mcp over streamable HTTP", () => {
       { jsonrpc: "2.0", id: 2, method: "tools/list" },
     );
     expect(revoked.status).toBe(401);
-    expect((await revoked.json()).error.reason).toBe("key_revoked");
+    expect(((await revoked.json()) as ErrorBody).error.reason).toBe("key_revoked");
   });
 
   it("offers each role its tools: an agent key sees no loosening tool", async () => {

@@ -36,16 +36,11 @@ export async function registerMcp(app: App, services: Services): Promise<void> {
     if (handler) await (await handler).close();
   });
   await app.register(async (scope) => {
-    // JSON-RPC bodies go to the MCP transport as plain JSON (the API's own parser marks inexact numbers).
+    // The body goes to the MCP handler as text: it checks the key first, then parses the JSON-RPC message.
     scope.removeContentTypeParser("application/json");
-    scope.addContentTypeParser("application/json", { parseAs: "string" }, (_request, body, done) => {
-      if (body === "") return done(null, undefined);
-      try {
-        done(null, JSON.parse(body as string));
-      } catch {
-        done(null, { unparsable: true });
-      }
-    });
+    scope.addContentTypeParser("application/json", { parseAs: "string" }, (_request, body, done) =>
+      done(null, body),
+    );
     scope.route({
       method: ["GET", "POST", "DELETE"],
       url: "/mcp",
@@ -53,16 +48,10 @@ export async function registerMcp(app: App, services: Services): Promise<void> {
       config: { auth: "public" },
       schema: { hide: true },
       handler: async (request, reply) => {
-        const body = request.body as { unparsable?: true } | undefined;
-        if (body?.unparsable === true) {
-          return reply.code(400).send({
-            jsonrpc: "2.0",
-            error: { code: -32700, message: "Parse error: the body is not JSON" },
-            id: null,
-          });
-        }
+        // The response is written by the MCP transport: headers set on `reply` would not reach it.
+        reply.raw.setHeader("x-request-id", request.id);
         reply.hijack();
-        await (await mcp()).handle(request.raw, reply.raw, body);
+        await (await mcp()).handle(request.raw, reply.raw, (request.body as string | undefined) ?? "");
       },
     });
   });
