@@ -136,7 +136,7 @@ export function createSvcMcpServer(options: SvcMcpServerOptions): McpServer {
       title: "Get a wallet",
       description: "One wallet: its chains, addresses and status.",
       inputSchema: { walletId },
-      outputSchema: walletOutput.shape,
+      outputSchema: walletOutput,
       annotations: { readOnlyHint: true },
     },
     ({ walletId }) =>
@@ -151,7 +151,7 @@ export function createSvcMcpServer(options: SvcMcpServerOptions): McpServer {
       title: "Get balances",
       description: "The wallet's balances on each of its chains, read from the chains, with USD values.",
       inputSchema: { walletId },
-      outputSchema: balanceOutput.shape,
+      outputSchema: balanceOutput,
       annotations: { readOnlyHint: true },
     },
     ({ walletId }) =>
@@ -200,7 +200,7 @@ export function createSvcMcpServer(options: SvcMcpServerOptions): McpServer {
       title: "Get a transaction",
       description: "One transaction by id, with its status (pending, confirmed, failed, …) and hash.",
       inputSchema: { transactionId: z.string().min(1).describe("The transaction's id, tx_…") },
-      outputSchema: transactionOutput.shape,
+      outputSchema: transactionOutput,
       annotations: { readOnlyHint: true },
     },
     ({ transactionId }) => run(async () => structured({ ...(await svc.transactions.get(transactionId)) })),
@@ -219,7 +219,7 @@ export function createSvcMcpServer(options: SvcMcpServerOptions): McpServer {
         token: z.string().min(1).optional().describe("Token symbol, default USDC"),
         chain: z.string().min(1).describe("Chain name, e.g. base or solana"),
       },
-      outputSchema: transactionOutput.shape,
+      outputSchema: transactionOutput,
       annotations: { destructiveHint: true, idempotentHint: false },
     },
     ({ walletId, to, amount, token, chain }) =>
@@ -345,7 +345,7 @@ export function createSvcMcpServer(options: SvcMcpServerOptions): McpServer {
       title: "Get a wallet's policy",
       description: "The wallet's spending policy: per-transaction and daily limits (USD), whitelist, status.",
       inputSchema: { walletId },
-      outputSchema: policyOutput.shape,
+      outputSchema: policyOutput,
       annotations: { readOnlyHint: true },
     },
     ({ walletId }) =>
@@ -359,7 +359,7 @@ export function createSvcMcpServer(options: SvcMcpServerOptions): McpServer {
       description:
         "Pauses the wallet's policy: every spend is refused until an admin resumes it. Only ever tightens.",
       inputSchema: { walletId },
-      outputSchema: policyOutput.shape,
+      outputSchema: policyOutput,
       annotations: { destructiveHint: false, idempotentHint: true },
     },
     ({ walletId }) =>
@@ -378,7 +378,7 @@ export function createSvcMcpServer(options: SvcMcpServerOptions): McpServer {
         token: z.string().min(1).describe("USDC, or the chain's native token (ETH, SOL)"),
         amount: decimalAmount.optional(),
       },
-      outputSchema: transactionOutput.shape,
+      outputSchema: transactionOutput,
       annotations: { idempotentHint: false },
     },
     ({ walletId, chain, token, amount }) =>
@@ -415,7 +415,7 @@ function registerAdminTools(server: McpServer, svc: SvcWallet): void {
         chains: z.array(z.string().min(1)).min(1).describe('Chain names, e.g. ["base", "solana"]'),
         policy: z.object(policyFields).optional(),
       },
-      outputSchema: walletOutput.shape,
+      outputSchema: walletOutput,
       annotations: { idempotentHint: false },
     },
     ({ name, chains, policy }) =>
@@ -436,7 +436,7 @@ function registerAdminTools(server: McpServer, svc: SvcWallet): void {
       description:
         "Changes any subset of the policy's fields (USD as decimal strings; null removes a bound).",
       inputSchema: { walletId, ...policyFields },
-      outputSchema: policyOutput.shape,
+      outputSchema: policyOutput,
       annotations: { destructiveHint: true, idempotentHint: true },
     },
     ({ walletId, ...fields }) =>
@@ -460,15 +460,15 @@ function registerAdminTools(server: McpServer, svc: SvcWallet): void {
           .optional()
           .describe("ISO 8601 time the key stops working"),
       },
-      outputSchema: {
+      outputSchema: z.looseObject({
         id: z.string(),
-        key: z.string(),
+        key: z.string().describe("The key itself: shown in this answer only"),
         name: z.string(),
         role: z.string().optional(),
         walletIds: z.array(z.string()).nullable().optional(),
         expiresAt: z.string().nullable().optional(),
         createdAt: z.string(),
-      },
+      }),
       annotations: { idempotentHint: false },
     },
     ({ name, walletIds, expiresAt }) =>

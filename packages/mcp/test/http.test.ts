@@ -125,9 +125,31 @@ describe("/mcp over streamable HTTP", () => {
     // Over the same endpoint at once, each session keeps its own key.
     const wallets = await call(agent, "list_wallets");
     expect((wallets.structured.wallets as { id: string }[]).map((w) => w.id)).toEqual([world.payer.id]);
-    const created = await call(admin, "create_wallet", { name: "made over mcp", chains: ["base"] });
+    const created = await call(admin, "create_wallet", {
+      name: "made over mcp",
+      chains: ["base"],
+      policy: { maxPerTx: "1" },
+    });
     expect(created.isError, created.text).toBe(false);
     expect(created.structured).toMatchObject({ name: "made over mcp", chains: ["base"], status: "active" });
+    const madeId = created.structured.id as string;
+    const raised = await call(admin, "update_policy", { walletId: madeId, maxPerTx: "20", dailyLimit: "50" });
+    expect(raised.structured).toMatchObject({ walletId: madeId, maxPerTx: "20", dailyLimit: "50" });
+    const key = await call(admin, "create_agent_key", { name: "made over mcp", walletIds: [madeId] });
+    expect(key.structured).toMatchObject({ role: "agent", walletIds: [madeId] });
+    expect(key.structured.key).toMatch(/^svc_/);
+
+    // The new agent key can tighten (pause) but is not even offered update_policy, and calling it by name fails.
+    const newAgent = await open(httpClient(world, key.structured.key as string));
+    expect((await call(newAgent, "pause_wallet", { walletId: madeId })).structured.status).toBe("paused");
+    const loosen = await newAgent
+      .callTool({ name: "update_policy", arguments: { walletId: madeId, maxPerTx: "1000" } })
+      .then((result) => ({ isError: result.isError === true, text: JSON.stringify(result.content) }))
+      .catch((error: Error) => ({ isError: true, text: error.message }));
+    expect(loosen.isError).toBe(true);
+    expect(loosen.text).toContain("update_policy not found");
+    const policy = await call(admin, "get_policy", { walletId: madeId });
+    expect(policy.structured).toMatchObject({ maxPerTx: "20", status: "paused" });
   });
 
   it("sends within the policy (confirmed on chain), refuses over it with the PolicyViolation, pays x402", async () => {
