@@ -7,7 +7,7 @@ import { createHash, randomUUID, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { SvcError, SvcUnauthorizedError, SvcWallet } from "@svc/sdk";
-import { toolSetOf } from "./role.ts";
+import { servesTestNetworks, toolSetOf } from "./role.ts";
 import { createSvcMcpServer } from "./server.ts";
 
 /** Options of {@link createMcpHttpHandler}. */
@@ -102,10 +102,14 @@ export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
     const svc = new SvcWallet({ apiKey, baseUrl: baseUrl() });
     const sessionId = request.headers["mcp-session-id"];
     let toolSet: Awaited<ReturnType<typeof toolSetOf>> | undefined;
+    let faucet = true;
     try {
       // Every request proves its key with the service; a new session also learns the key's role.
       if (typeof sessionId === "string") await svc.wallet.list();
-      else toolSet = await toolSetOf(svc);
+      else {
+        toolSet = await toolSetOf(svc);
+        faucet = await servesTestNetworks(svc);
+      }
     } catch (error) {
       if (error instanceof SvcUnauthorizedError) {
         answerError(response, 401, {
@@ -182,6 +186,7 @@ export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
     const server = createSvcMcpServer({
       svc,
       toolSet: toolSet ?? "agent",
+      faucet,
       confirmAboveUsd: options.confirmAboveUsd,
     });
     await server.connect(transport);

@@ -21,3 +21,13 @@ export async function toolSetOf(svc: SvcWallet): Promise<ToolSet> {
     throw error;
   }
 }
+
+/**
+ * Whether the service serves a test network (local chains included): `request_faucet` is offered only then,
+ * as the service's faucet refuses on mainnets.
+ * @example
+ * const faucet = await servesTestNetworks(svc);
+ */
+export async function servesTestNetworks(svc: SvcWallet): Promise<boolean> {
+  return (await svc.chains.list()).some((chain) => chain.testnet);
+}

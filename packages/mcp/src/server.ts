@@ -25,6 +25,8 @@ export interface SvcMcpServerOptions {
   toolSet: ToolSet;
   /** USD: a spend worth more asks the person first (MCP elicitation); undefined = never ask. */
   confirmAboveUsd?: string | undefined;
+  /** Offer `request_faucet` (see `servesTestNetworks`); default true. */
+  faucet?: boolean;
 }
 
 /** The tools every credential gets, and those only an admin credential gets. */
@@ -74,7 +76,7 @@ function usdPriceOf(chains: Chain[], chain: string, token: string): string | und
  * await server.connect(new StdioServerTransport());
  */
 export function createSvcMcpServer(options: SvcMcpServerOptions): McpServer {
-  const { svc, toolSet, confirmAboveUsd } = options;
+  const { svc, toolSet, confirmAboveUsd, faucet = true } = options;
   const server = new McpServer(
     { name: "svc", version: VERSION },
     {
@@ -366,6 +368,13 @@ export function createSvcMcpServer(options: SvcMcpServerOptions): McpServer {
       run(async () => structured({ ...(await (await svc.wallet.get(walletId)).policy.pause()) })),
   );
 
+  if (faucet) registerFaucetTool(server, svc);
+  if (toolSet === "admin") registerAdminTools(server, svc);
+  return server;
+}
+
+/** `request_faucet`: offered only where the service serves test networks. */
+function registerFaucetTool(server: McpServer, svc: SvcWallet): void {
   server.registerTool(
     "request_faucet",
     {
@@ -389,9 +398,6 @@ export function createSvcMcpServer(options: SvcMcpServerOptions): McpServer {
         });
       }),
   );
-
-  if (toolSet === "admin") registerAdminTools(server, svc);
-  return server;
 }
 
 const policyFields = {

@@ -5,14 +5,19 @@
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { SvcError } from "@svc/sdk";
 import { clientFor, configFromEnv } from "./config.ts";
-import { toolSetOf } from "./role.ts";
+import { servesTestNetworks, toolSetOf } from "./role.ts";
 import { createSvcMcpServer } from "./server.ts";
 
 try {
   const config = configFromEnv(process.env);
   const svc = clientFor(config);
   const toolSet = await toolSetOf(svc);
-  const server = createSvcMcpServer({ svc, toolSet, confirmAboveUsd: config.confirmAboveUsd });
+  const server = createSvcMcpServer({
+    svc,
+    toolSet,
+    faucet: await servesTestNetworks(svc),
+    confirmAboveUsd: config.confirmAboveUsd,
+  });
   await server.connect(new StdioServerTransport());
 } catch (error) {
   const message =

@@ -135,6 +135,19 @@ describe("/mcp over streamable HTTP", () => {
     const madeId = created.structured.id as string;
     const raised = await call(admin, "update_policy", { walletId: madeId, maxPerTx: "20", dailyLimit: "50" });
     expect(raised.structured).toMatchObject({ walletId: madeId, maxPerTx: "20", dailyLimit: "50" });
+    const faucet = await call(admin, "request_faucet", {
+      walletId: madeId,
+      chain: "base",
+      token: "USDC",
+      amount: "1",
+    });
+    expect(faucet.isError, faucet.text).toBe(false);
+    expect(faucet.structured).toMatchObject({
+      type: "receive",
+      amount: "1",
+      token: "USDC",
+      status: "confirmed",
+    });
     const key = await call(admin, "create_agent_key", { name: "made over mcp", walletIds: [madeId] });
     expect(key.structured).toMatchObject({ role: "agent", walletIds: [madeId] });
     expect(key.structured.key).toMatch(/^svc_/);
