@@ -11,6 +11,16 @@ import {
 } from "../../../schemas.ts";
 import { type App, principalOf, type Services } from "../../../types.ts";
 
+const deliveryExample = {
+  eventId: "evt_2mQ8rT4vX6zB1dF3hJ5kL7",
+  attempt: 1,
+  status: "failed",
+  redelivery: false,
+  responseStatus: 503,
+  error: "HTTP 503: upstream unavailable",
+  at: "2026-01-01T00:00:00.000Z",
+};
+
 const delivery = z
   .object({
     eventId: z.string(),
@@ -35,15 +45,7 @@ const delivery = z
   .meta({
     id: "WebhookDelivery",
     description: "One attempt to deliver an event to an endpoint",
-    example: {
-      eventId: "evt_2mQ8rT4vX6zB1dF3hJ5kL7",
-      attempt: 1,
-      status: "failed",
-      redelivery: false,
-      responseStatus: 503,
-      error: "HTTP 503: upstream unavailable",
-      at: "2026-01-01T00:00:00.000Z",
-    },
+    example: deliveryExample,
   });
 
 /** GET /v1/webhook-endpoints/:id/deliveries: every attempt, one entry each, newest first. */
@@ -65,7 +67,10 @@ export function registerListWebhookDeliveries(app: App, services: Services): voi
       response: {
         200: jsonResponse(
           "The attempts, newest first (at most limit, default 50, at most 100)",
-          z.object({ data: z.array(delivery) }).meta({ id: "WebhookDeliveryList" }),
+          z.object({ data: z.array(delivery) }).meta({
+            id: "WebhookDeliveryList",
+            example: { data: [deliveryExample] },
+          }),
         ),
         ...errorResponses(403, [404, "NotFound: no such endpoint in this account, or deleted"]),
       },
