@@ -48,6 +48,9 @@ const LEASE_MS = 60 * SECOND;
 /** Endpoints one instance works at once. */
 const MAX_CONCURRENT_ENDPOINTS = 16;
 
+/** Events read at once for an endpoint; they are still sent one at a time. */
+const EVENTS_PER_READ = 50;
+
 /** At most this much of a receiver's answer is kept, as the error of a failed attempt. */
 const ERROR_TEXT_CHARS = 200;
 
@@ -165,7 +168,10 @@ export class WebhookDeliverer {
     }
   }
 
-  /** Works one leased endpoint: redeliveries first, then its events in order while they are due. */
+  /**
+   * Works one leased endpoint: redeliveries first, then its events in order while they are due, until it has
+   * nothing more to send now.
+   */
   async #work(endpointId: string): Promise<void> {
     for (;;) {
       const [endpoint] = await this.deps.db
@@ -200,8 +206,8 @@ export class WebhookDeliverer {
         continue;
       }
 
-      const now = this.deps.now();
-      if (endpoint.nextAttemptAt !== null && endpoint.nextAttemptAt > now) return this.#release(endpointId);
+      if (endpoint.nextAttemptAt !== null && endpoint.nextAttemptAt > this.deps.now())
+        return this.#release(endpointId);
       const { rows } = await listEvents(
         this.deps.db,
         {
@@ -209,52 +215,62 @@ export class WebhookDeliverer {
           types: (endpoint.eventTypes as EventType[] | null) ?? undefined,
         },
         { txId: endpoint.cursorTxId, seq: endpoint.cursorSeq },
-        1,
+        EVENTS_PER_READ,
       );
-      const event = rows[0];
-      if (!event) return this.#release(endpointId);
-      const passed = {
-        cursorTxId: event.txId,
-        cursorSeq: event.seq,
-        attempts: 0,
-        firstAttemptAt: null,
-        nextAttemptAt: null,
-      };
-      if (committedBefore(event.txId, endpoint.startSnapshot)) {
-        // Committed before the endpoint existed: not its to receive.
-        await this.#record(endpointId, passed, async () => {});
-        continue;
+      if (rows.length === 0) return this.#release(endpointId);
+      let state: WebhookEndpointRow | undefined = endpoint;
+      for (const event of rows) {
+        state = await this.#deliverNext(state, event);
+        if (!state) return; // due later (the lease is let go), or another instance holds it now
+        if (this.#stopped || state.deletedAt !== null) return this.#release(endpointId);
       }
-
-      const outcome = await this.#attempt(endpoint, event);
-      const at = this.deps.now();
-      if (outcome.ok) {
-        await this.#record(endpointId, passed, (tx) =>
-          insertDelivery(tx, endpointId, event.id, "succeeded", false, outcome, at),
-        );
-        continue;
-      }
-      const attempts = endpoint.attempts + 1;
-      const firstAttemptAt = endpoint.firstAttemptAt ?? at;
-      const next = nextAttemptAt(firstAttemptAt, attempts, at);
-      if (next === undefined) {
-        this.deps.log.warn(
-          { endpointId, eventId: event.id, attempts, firstAttemptAt },
-          "webhook delivery given up after three days of retries; going on to the next event",
-        );
-        await this.#record(endpointId, passed, (tx) =>
-          insertDelivery(tx, endpointId, event.id, "gave_up", false, outcome, at),
-        );
-        continue;
-      }
-      // Due later: the lease is let go and the poll that finds it due takes it again.
-      await this.#record(
-        endpointId,
-        { attempts, firstAttemptAt, nextAttemptAt: next, leaseOwner: null, leasedUntil: null },
-        (tx) => insertDelivery(tx, endpointId, event.id, "failed", false, outcome, at),
-      );
-      return;
+      // Then redeliveries asked for meanwhile, and the next events.
     }
+  }
+
+  /**
+   * Sends the event after the endpoint's cursor until it is acknowledged or given up; answers the endpoint as
+   * it then stands, or undefined when this instance no longer works it (the event is due again later, or the
+   * lease was lost).
+   */
+  async #deliverNext(endpoint: WebhookEndpointRow, event: EventRow): Promise<WebhookEndpointRow | undefined> {
+    const endpointId = endpoint.id;
+    const passed = {
+      cursorTxId: event.txId,
+      cursorSeq: event.seq,
+      attempts: 0,
+      firstAttemptAt: null,
+      nextAttemptAt: null,
+    };
+    // Committed before the endpoint existed: not its to receive.
+    if (committedBefore(event.txId, endpoint.startSnapshot))
+      return this.#record(endpointId, passed, async () => {});
+
+    const outcome = await this.#attempt(endpoint, event);
+    const at = this.deps.now();
+    if (outcome.ok)
+      return this.#record(endpointId, passed, (tx) =>
+        insertDelivery(tx, endpointId, event.id, "succeeded", false, outcome, at),
+      );
+    const attempts = endpoint.attempts + 1;
+    const firstAttemptAt = endpoint.firstAttemptAt ?? at;
+    const next = nextAttemptAt(firstAttemptAt, attempts, at);
+    if (next === undefined) {
+      this.deps.log.warn(
+        { endpointId, eventId: event.id, attempts, firstAttemptAt },
+        "webhook delivery given up after three days of retries; going on to the next event",
+      );
+      return this.#record(endpointId, passed, (tx) =>
+        insertDelivery(tx, endpointId, event.id, "gave_up", false, outcome, at),
+      );
+    }
+    // Due later: the lease is let go and the poll that finds it due takes it again.
+    await this.#record(
+      endpointId,
+      { attempts, firstAttemptAt, nextAttemptAt: next, leaseOwner: null, leasedUntil: null },
+      (tx) => insertDelivery(tx, endpointId, event.id, "failed", false, outcome, at),
+    );
+    return undefined;
   }
 
   /** The event a redelivery names, if it is still the endpoint's account's. */
@@ -322,17 +338,18 @@ export class WebhookDeliverer {
     endpointId: string,
     state: Partial<typeof webhookEndpoints.$inferInsert>,
     write: (tx: Tx) => Promise<unknown>,
-  ): Promise<void> {
+  ): Promise<WebhookEndpointRow | undefined> {
     const leasedUntil = new Date(this.deps.now().getTime() + LEASE_MS);
     try {
-      await this.deps.db.transaction(async (tx) => {
+      return await this.deps.db.transaction(async (tx) => {
         const [held] = await tx
           .update(webhookEndpoints)
           .set({ leasedUntil, ...state })
           .where(and(eq(webhookEndpoints.id, endpointId), eq(webhookEndpoints.leaseOwner, this.owner)))
-          .returning({ id: webhookEndpoints.id });
+          .returning();
         if (!held) throw new LeaseLost();
         await write(tx);
+        return held;
       });
     } catch (error) {
       if (!(error instanceof LeaseLost)) throw error;
@@ -340,6 +357,7 @@ export class WebhookDeliverer {
         { endpointId },
         "webhook endpoint taken over by another instance; its attempt is not recorded",
       );
+      return undefined;
     }
   }
 
