@@ -134,10 +134,13 @@ export async function benchWebhooks(label: string, store: StoreLocation): Promis
     const without: number[] = [];
     const withEndpoint: number[] = [];
     const underLoad: number[] = [];
+    const deliveryRates: number[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       without.push(await sendRate());
       const registered = await api.post("/v1/webhook-endpoints", { url: receiver.url }, apiKey);
       sendAnswered.clear();
+      const roundStart = Date.now();
+      const arrivedBefore = receiver.arrivals.size;
       withEndpoint.push(await sendRate());
       const created = () =>
         new Set(
@@ -149,6 +152,8 @@ export async function benchWebhooks(label: string, store: StoreLocation): Promis
         const delivered = created();
         return [...sendAnswered.keys()].every((id) => delivered.has(id));
       });
+      const lastArrival = Math.max(...[...receiver.arrivals.values()].map((a) => a.at));
+      deliveryRates.push((receiver.arrivals.size - arrivedBefore) / ((lastArrival - roundStart) / 1000));
       for (const arrival of receiver.arrivals.values()) {
         const answer =
           arrival.type === "transaction.created" ? sendAnswered.get(String(arrival.data.id)) : undefined;
@@ -158,7 +163,7 @@ export async function benchWebhooks(label: string, store: StoreLocation): Promis
     }
     const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
     console.log(
-      `[${label}] USDC sends, ${SENDERS} concurrent senders, ${ROUNDS} alternated rounds: without an endpoint ${mean(without).toFixed(1)} sends/s, with one receiving every event ${mean(withEndpoint).toFixed(1)} sends/s, ratio ${(mean(withEndpoint) / mean(without)).toFixed(2)}; transaction.created latency under that load, from the send's answer: ${percentiles(underLoad)}`,
+      `[${label}] USDC sends, ${SENDERS} concurrent senders, ${ROUNDS} alternated rounds: without an endpoint ${mean(without).toFixed(1)} sends/s, with one receiving every event ${mean(withEndpoint).toFixed(1)} sends/s, ratio ${(mean(withEndpoint) / mean(without)).toFixed(2)}; transaction.created latency under that load, from the send's answer: ${percentiles(underLoad)}; the endpoint received ${mean(deliveryRates).toFixed(0)} events/s (one at a time, in order)`,
     );
   } finally {
     await service.close();

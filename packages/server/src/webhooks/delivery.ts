@@ -12,7 +12,7 @@ import { Webhook } from "standardwebhooks";
 import { type EventRow, type EventType, listEvents } from "../events/events.ts";
 import { randomBase62 } from "../internal/crypto.ts";
 import { events, webhookDeliveries, webhookEndpoints, webhookRedeliveries } from "../internal/db/schema.ts";
-import { type Db, selectRows, type Tx } from "../internal/db/store.ts";
+import { type Db, selectRows } from "../internal/db/store.ts";
 import { AppError } from "../internal/errors.ts";
 import type { Keyring } from "../wallets/keyring.ts";
 import type { OutboundFetcher } from "../x402/outbound-fetch.ts";
@@ -82,9 +82,6 @@ interface AttemptOutcome {
 export function webhookPayload(event: EventRow): string {
   return JSON.stringify({ type: event.type, timestamp: event.createdAt.toISOString(), data: event.data });
 }
-
-/** Thrown inside a recording transaction when another instance holds the endpoint now. */
-class LeaseLost extends Error {}
 
 /**
  * The delivery worker: every `pollMs` it leases the endpoints that have something to send (an event after
@@ -190,19 +187,23 @@ export class WebhookDeliverer {
       if (redelivery) {
         const event = await this.#event(endpoint, redelivery.eventId);
         const outcome = event ? await this.#attempt(endpoint, event) : undefined;
-        await this.#record(endpointId, {}, async (tx) => {
-          await tx.delete(webhookRedeliveries).where(eq(webhookRedeliveries.id, redelivery.id));
-          if (event && outcome)
-            await insertDelivery(
-              tx,
-              endpointId,
-              event.id,
-              outcome.ok ? "succeeded" : "failed",
-              true,
-              outcome,
-              this.deps.now(),
-            );
-        });
+        await this.#record(
+          endpoint,
+          {},
+          {
+            ...(event && outcome
+              ? {
+                  delivery: {
+                    eventId: event.id,
+                    status: outcome.ok ? "succeeded" : "failed",
+                    redelivery: true,
+                    outcome,
+                  },
+                }
+              : {}),
+            redeliveryId: redelivery.id,
+          },
+        );
         continue;
       }
 
@@ -243,15 +244,14 @@ export class WebhookDeliverer {
       nextAttemptAt: null,
     };
     // Committed before the endpoint existed: not its to receive.
-    if (committedBefore(event.txId, endpoint.startSnapshot))
-      return this.#record(endpointId, passed, async () => {});
+    if (committedBefore(event.txId, endpoint.startSnapshot)) return this.#record(endpoint, passed);
 
     const outcome = await this.#attempt(endpoint, event);
     const at = this.deps.now();
     if (outcome.ok)
-      return this.#record(endpointId, passed, (tx) =>
-        insertDelivery(tx, endpointId, event.id, "succeeded", false, outcome, at),
-      );
+      return this.#record(endpoint, passed, {
+        delivery: { eventId: event.id, status: "succeeded", redelivery: false, outcome, at },
+      });
     const attempts = endpoint.attempts + 1;
     const firstAttemptAt = endpoint.firstAttemptAt ?? at;
     const next = nextAttemptAt(firstAttemptAt, attempts, at);
@@ -260,15 +260,15 @@ export class WebhookDeliverer {
         { endpointId, eventId: event.id, attempts, firstAttemptAt },
         "webhook delivery given up after three days of retries; going on to the next event",
       );
-      return this.#record(endpointId, passed, (tx) =>
-        insertDelivery(tx, endpointId, event.id, "gave_up", false, outcome, at),
-      );
+      return this.#record(endpoint, passed, {
+        delivery: { eventId: event.id, status: "gave_up", redelivery: false, outcome, at },
+      });
     }
     // Due later: the lease is let go and the poll that finds it due takes it again.
     await this.#record(
-      endpointId,
+      endpoint,
       { attempts, firstAttemptAt, nextAttemptAt: next, leaseOwner: null, leasedUntil: null },
-      (tx) => insertDelivery(tx, endpointId, event.id, "failed", false, outcome, at),
+      { delivery: { eventId: event.id, status: "failed", redelivery: false, outcome, at } },
     );
     return undefined;
   }
@@ -331,34 +331,60 @@ export class WebhookDeliverer {
   }
 
   /**
-   * Writes the endpoint's new state and what the attempt left, in one transaction, only while this instance
-   * still holds the lease (renewed by the write).
+   * Writes the endpoint's new state and what the attempt left (its log entry, the redelivery done) in one
+   * statement, only while this instance still holds the lease (renewed by the write). Answers the endpoint
+   * as it then stands, or undefined when another instance holds it now.
    */
   async #record(
-    endpointId: string,
-    state: Partial<typeof webhookEndpoints.$inferInsert>,
-    write: (tx: Tx) => Promise<unknown>,
+    endpoint: WebhookEndpointRow,
+    state: EndpointState,
+    done: { delivery?: DeliveryRecord; redeliveryId?: bigint } = {},
   ): Promise<WebhookEndpointRow | undefined> {
-    const leasedUntil = new Date(this.deps.now().getTime() + LEASE_MS);
-    try {
-      return await this.deps.db.transaction(async (tx) => {
-        const [held] = await tx
-          .update(webhookEndpoints)
-          .set({ leasedUntil, ...state })
-          .where(and(eq(webhookEndpoints.id, endpointId), eq(webhookEndpoints.leaseOwner, this.owner)))
-          .returning();
-        if (!held) throw new LeaseLost();
-        await write(tx);
-        return held;
-      });
-    } catch (error) {
-      if (!(error instanceof LeaseLost)) throw error;
+    const leasedUntil = state.leasedUntil === null ? null : new Date(this.deps.now().getTime() + LEASE_MS);
+    const next = { ...state, leasedUntil };
+    const sets = Object.entries(next).map(
+      ([field, value]) =>
+        sql`${sql.identifier(STATE_COLUMNS[field as keyof EndpointState])} = ${typeof value === "bigint" ? value.toString() : value}`,
+    );
+    const parts = [
+      sql`WITH held AS (
+        UPDATE ${webhookEndpoints} SET ${sql.join(sets, sql`, `)}
+        WHERE id = ${endpoint.id} AND lease_owner = ${this.owner}
+        RETURNING deleted_at)`,
+    ];
+    const { delivery, redeliveryId } = done;
+    if (delivery) {
+      // The attempt's number counts every attempt at this event on this endpoint, redeliveries included.
+      parts.push(sql`, logged AS (
+        INSERT INTO ${webhookDeliveries} (endpoint_id, event_id, attempt, status, redelivery, response_status, error, at)
+        SELECT ${endpoint.id}, ${delivery.eventId},
+          COALESCE((SELECT max(attempt) FROM ${webhookDeliveries}
+                    WHERE endpoint_id = ${endpoint.id} AND event_id = ${delivery.eventId}), 0) + 1,
+          ${delivery.status}, ${delivery.redelivery}, ${delivery.outcome.responseStatus},
+          ${delivery.outcome.error}, ${delivery.at ?? this.deps.now()}
+        FROM held)`);
+    }
+    if (redeliveryId !== undefined) {
+      parts.push(sql`, dropped AS (
+        DELETE FROM ${webhookRedeliveries} WHERE id = ${redeliveryId} AND EXISTS (SELECT 1 FROM held))`);
+    }
+    parts.push(sql` SELECT deleted_at FROM held`);
+    const [held] = await selectRows<{ deleted_at: Date | string | null }>(
+      this.deps.db,
+      sql.join(parts, sql``),
+    );
+    if (!held) {
       this.deps.log.warn(
-        { endpointId },
+        { endpointId: endpoint.id },
         "webhook endpoint taken over by another instance; its attempt is not recorded",
       );
       return undefined;
     }
+    return {
+      ...endpoint,
+      ...next,
+      deletedAt: held.deleted_at === null ? null : new Date(held.deleted_at),
+    } as WebhookEndpointRow;
   }
 
   async #release(endpointId: string): Promise<void> {
@@ -369,21 +395,36 @@ export class WebhookDeliverer {
   }
 }
 
-async function insertDelivery(
-  tx: Tx,
-  endpointId: string,
-  eventId: string,
-  status: "succeeded" | "failed" | "gave_up",
-  redelivery: boolean,
-  outcome: AttemptOutcome,
-  at: Date,
-): Promise<void> {
-  // The attempt's number counts every attempt at this event on this endpoint, redeliveries included.
-  await tx.execute(sql`
-    INSERT INTO ${webhookDeliveries} (endpoint_id, event_id, attempt, status, redelivery, response_status, error, at)
-    SELECT ${endpointId}, ${eventId}, COALESCE(max(attempt), 0) + 1, ${status}, ${redelivery},
-           ${outcome.responseStatus}, ${outcome.error}, ${at}
-    FROM ${webhookDeliveries} WHERE endpoint_id = ${endpointId} AND event_id = ${eventId}`);
+/** What a write may change of an endpoint's delivery state, and the columns that hold it. */
+type EndpointState = Partial<
+  Pick<
+    WebhookEndpointRow,
+    | "cursorTxId"
+    | "cursorSeq"
+    | "attempts"
+    | "firstAttemptAt"
+    | "nextAttemptAt"
+    | "leaseOwner"
+    | "leasedUntil"
+  >
+>;
+const STATE_COLUMNS: Record<keyof EndpointState, string> = {
+  cursorTxId: "cursor_tx_id",
+  cursorSeq: "cursor_seq",
+  attempts: "attempts",
+  firstAttemptAt: "first_attempt_at",
+  nextAttemptAt: "next_attempt_at",
+  leaseOwner: "lease_owner",
+  leasedUntil: "leased_until",
+};
+
+/** One attempt's entry in the deliveries log. */
+interface DeliveryRecord {
+  eventId: string;
+  status: "succeeded" | "failed" | "gave_up";
+  redelivery: boolean;
+  outcome: AttemptOutcome;
+  at?: Date;
 }
 
 /** Whether a transaction was committed as of a snapshot (`pg_snapshot` text: `xmin:xmax:xip,…`). */
