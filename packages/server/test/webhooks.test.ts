@@ -4,8 +4,10 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fundEvm } from "@svc/devnet";
+import { sql } from "drizzle-orm";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { selectRows } from "../src/internal/db/store.ts";
 import { RETRY_DELAYS_MS } from "../src/webhooks/delivery.ts";
 import { eventually } from "./support/eventually.ts";
 import { waitForSettled } from "./support/spends.ts";
@@ -193,6 +195,18 @@ describe("webhook deliveries", () => {
     for (const text of [list.text, got.text, server.logs.text()]) {
       expect(text).not.toContain(secretBody);
     }
+    // Stored sealed under the master key, bound to its endpoint: neither the secret nor its key bytes in clear.
+    const [row] = await selectRows<Record<string, unknown>>(
+      server.service.store.db,
+      sql`SELECT * FROM webhook_endpoints WHERE id = ${endpoint.id}`,
+    );
+    const sealed = Buffer.from(row?.sealed_secret as Uint8Array);
+    expect(sealed.includes(Buffer.from(secretBody, "base64"))).toBe(false);
+    expect(sealed.includes(Buffer.from(endpoint.secret))).toBe(false);
+    expect(JSON.stringify(row)).not.toContain(secretBody);
+    const keyring = server.service.keyring;
+    expect(keyring.openSecret(sealed, `webhook_endpoints:${endpoint.id}`).toString()).toBe(endpoint.secret);
+    expect(() => keyring.openSecret(sealed, "webhook_endpoints:wh_another")).toThrow();
   });
 
   it("retry a failing receiver 5 s, then 30 s, then 2 min later: acknowledged once, every attempt logged, the next event waiting its turn", async () => {
