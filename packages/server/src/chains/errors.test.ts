@@ -85,7 +85,7 @@ describe.concurrent.each(["evm", "solana"] as const)(
       const native = client.config.nativeToken;
       const error = await failure(client.getBalance(ownerOf(kind), native));
       expect(error).toBeInstanceOf(ChainUnreachableError);
-      expect((error as ChainUnreachableError).details).toEqual({
+      expect((error as ChainUnreachableError).facts).toEqual({
         chain: client.config.name,
         method: balanceMethod(kind),
       });
@@ -108,7 +108,7 @@ describe.concurrent.each(["evm", "solana"] as const)(
         const client = clientAt(kind, silent.url, { timeoutMs: 300 });
         const error = await failure(client.getBalance(ownerOf(kind), client.config.nativeToken));
         expect(error).toBeInstanceOf(ChainTimeoutError);
-        expect((error as ChainTimeoutError).details).toEqual({
+        expect((error as ChainTimeoutError).facts).toEqual({
           chain: client.config.name,
           method: balanceMethod(kind),
           timeoutMs: 300,
@@ -116,6 +116,19 @@ describe.concurrent.each(["evm", "solana"] as const)(
         expect(inspect(error, { depth: 10 })).not.toContain(SECRET);
       } finally {
         silent.server.close();
+      }
+    });
+
+    it("a token balance read through a failing gateway is ChainUnreachableError too (viem's call error handling does not swallow it)", async () => {
+      const busy = await proxyFor(kind, () => ({ status: 503 }));
+      try {
+        const token = (kind === "evm" ? local.base : local.solana).config.tokens[0];
+        if (!token) throw new Error("the devnet serves no token");
+        const error = await failure(clientAt(kind, busy.url).getBalance(ownerOf(kind), token));
+        expect(error).toBeInstanceOf(ChainUnreachableError);
+        expect((error as ChainUnreachableError).facts.status).toBe(503);
+      } finally {
+        await busy.close();
       }
     });
 
@@ -127,13 +140,13 @@ describe.concurrent.each(["evm", "solana"] as const)(
           clientAt(kind, busy.url).getBalance(ownerOf(kind), local.base.config.nativeToken),
         );
         expect(busyError).toBeInstanceOf(ChainUnreachableError);
-        expect((busyError as ChainUnreachableError).details.status).toBe(503);
+        expect((busyError as ChainUnreachableError).facts.status).toBe(503);
         expect(busy.count(balanceMethod(kind))).toBe(4);
         const deniedError = await failure(
           clientAt(kind, denied.url).getBalance(ownerOf(kind), local.base.config.nativeToken),
         );
         expect(deniedError).toBeInstanceOf(ChainUnreachableError);
-        expect((deniedError as ChainUnreachableError).details.status).toBe(401);
+        expect((deniedError as ChainUnreachableError).facts.status).toBe(401);
         expect(denied.count(balanceMethod(kind))).toBe(1);
       } finally {
         await Promise.all([busy.close(), denied.close()]);
@@ -195,7 +208,7 @@ describe("refusals from the devnet", () => {
     });
     const error = await failure(local.base.broadcast(signed));
     expect(error).toBeInstanceOf(TransactionRejectedError);
-    expect((error as TransactionRejectedError).details).toEqual({
+    expect((error as TransactionRejectedError).facts).toEqual({
       chain: "base",
       method: "eth_sendRawTransaction",
       reason: "Insufficient funds for gas * price + value",
@@ -222,7 +235,7 @@ describe("refusals from the devnet", () => {
       // Same nonce, same fees: the node keeps the first ("replacement transaction underpriced").
       const error = await failure(local.base.broadcast(second));
       expect(error).toBeInstanceOf(NonceTakenError);
-      expect((error as NonceTakenError).details).toEqual({
+      expect((error as NonceTakenError).facts).toEqual({
         chain: "base",
         method: "eth_sendRawTransaction",
         nonce: 0,
@@ -244,7 +257,7 @@ describe("refusals from the devnet", () => {
     });
     const error = await failure(local.solana.broadcast(signed));
     expect(error).toBeInstanceOf(TransactionRejectedError);
-    expect((error as TransactionRejectedError).details).toEqual({
+    expect((error as TransactionRejectedError).facts).toEqual({
       chain: "solana",
       method: "sendTransaction",
       reason:
@@ -258,7 +271,7 @@ describe("refusals from the devnet", () => {
       const client = kind === "evm" ? local.base : local.solana;
       const error = await failure(client.getIncomingTransfers("not-a-transaction-hash", []));
       expect(error).toBeInstanceOf(ChainRequestError);
-      expect((error as ChainRequestError).details).toEqual({
+      expect((error as ChainRequestError).facts).toEqual({
         chain: client.config.name,
         method: kind === "evm" ? "eth_getTransactionReceipt" : "getTransaction",
         rpcCode: -32602,

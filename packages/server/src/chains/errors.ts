@@ -1,7 +1,7 @@
 /**
  * What can go wrong talking to a chain, as classes. The chain clients' RPC transports raise them (see
  * `EvmChain` and `SolanaChain`), mapping viem's typed errors and `@solana/kit`'s error codes; callers branch
- * with `instanceof`, never on message text. Each has a short message, typed `details` and the library's
+ * with `instanceof`, never on message text. Each has a short message, typed `facts` and the library's
  * error as its `cause` (viem's `BaseError` style).
  *
  * ```
@@ -26,7 +26,11 @@ export type ChainErrorDetails = { chain: string; method?: string };
 export abstract class ChainError<Details extends ChainErrorDetails = ChainErrorDetails> extends Error {
   /** The message without the facts. */
   readonly shortMessage: string;
-  readonly details: Details;
+  /**
+   * The facts, typed. Not named `details`: viem reads a `details` string off any error it meets (a transport's
+   * included), and an object there broke its error handling of the call (a 500 instead of a 502).
+   */
+  readonly facts: Details;
 
   constructor(shortMessage: string, details: Details, cause?: unknown) {
     const facts = Object.entries(details)
@@ -34,7 +38,7 @@ export abstract class ChainError<Details extends ChainErrorDetails = ChainErrorD
       .map(([key, value]) => `${key}: ${String(value)}`);
     super(`${shortMessage}\n\n${facts.join("\n")}`, cause === undefined ? undefined : { cause });
     this.shortMessage = shortMessage;
-    this.details = details;
+    this.facts = details;
   }
 }
 
@@ -65,7 +69,7 @@ export class ChainUnreachableError extends ChainUnavailableError<ChainCallDetail
    * upstream is busy or down.
    */
   get transient(): boolean {
-    const status = this.details.status;
+    const status = this.facts.status;
     return status === undefined || status === 429 || status === 502 || status === 503 || status === 504;
   }
 }

@@ -138,7 +138,7 @@ describe("SolanaChain on the local cluster", () => {
     // Preflight refuses it; landing it needs a node that skips preflight, so only the rejection is seen here.
     const rejection = await solana.broadcast(signed).catch((error: unknown) => error);
     expect(rejection).toBeInstanceOf(TransactionRejectedError);
-    expect((rejection as TransactionRejectedError).details.reason).toBe(
+    expect((rejection as TransactionRejectedError).facts.reason).toBe(
       "Transaction simulation failed: Error processing Instruction 2: custom program error: 0x1",
     );
   });

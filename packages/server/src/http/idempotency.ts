@@ -9,12 +9,13 @@ import {
 } from "../idempotency/idempotency.ts";
 import type { ErrorCode } from "../internal/errors.ts";
 import { errors } from "../internal/errors.ts";
+import { findTransactionForAccount, type TransactionRow } from "../transactions/transactions.ts";
 import type { App, Principal, Services } from "./types.ts";
 
 /** What a route declares to be idempotent: how to answer for a spend a dead process recorded. */
 export interface IdempotentRoute {
   /** The response for the transaction the request had recorded, read back instead of redone. */
-  resume(request: FastifyRequest, transactionId: string): Promise<StoredResponse>;
+  resume(request: FastifyRequest, transaction: TransactionRow): Promise<StoredResponse> | StoredResponse;
 }
 
 declare module "fastify" {
@@ -74,7 +75,12 @@ export function installIdempotency(app: App, services: Services): void {
     }
     request.idempotencyClaim = outcome.claim;
     if (outcome.kind === "resume") {
-      const response = await idempotent.resume(request, outcome.transactionId);
+      const recorded = await findTransactionForAccount(
+        services.store.db,
+        request.principal.accountId,
+        outcome.transactionId,
+      );
+      const response = await idempotent.resume(request, recorded);
       return reply.status(response.status).send(response.body);
     }
   });

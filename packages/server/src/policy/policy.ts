@@ -121,15 +121,7 @@ export async function updatePolicy(
     if (input.whitelist !== undefined) set.whitelist = input.whitelist;
     if (input.requireSpendAuthorization !== undefined)
       set.requireSpendAuthorization = input.requireSpendAuthorization;
-    const [row] = await tx
-      .update(walletPolicies)
-      .set(set)
-      .where(eq(walletPolicies.walletId, walletId))
-      .returning();
-    if (!row) throw new Error(`wallet ${walletId} has no policy row`);
-    const view = toPolicyView(row);
-    await recordEvent(tx, { walletId }, "policy.updated", view);
-    return view;
+    return writePolicy(tx, walletId, set);
   });
 }
 
@@ -144,16 +136,25 @@ export async function setPolicyStatus(
     const current = await lockPolicyRow(tx, walletId);
     if (current.status === "paused" && status === "active")
       await refuseLoosening(tx, walletId, ["Resuming spending"], changer);
-    const [row] = await tx
-      .update(walletPolicies)
-      .set({ status, updatedAt: new Date() })
-      .where(eq(walletPolicies.walletId, walletId))
-      .returning();
-    if (!row) throw new Error(`wallet ${walletId} has no policy row`);
-    const view = toPolicyView(row);
-    await recordEvent(tx, { walletId }, "policy.updated", view);
-    return view;
+    return writePolicy(tx, walletId, { status, updatedAt: new Date() });
   });
+}
+
+/** Writes a change to a locked policy row, with its `policy.updated` event. */
+async function writePolicy(
+  tx: Tx,
+  walletId: string,
+  set: Partial<typeof walletPolicies.$inferInsert>,
+): Promise<PolicyView> {
+  const [row] = await tx
+    .update(walletPolicies)
+    .set(set)
+    .where(eq(walletPolicies.walletId, walletId))
+    .returning();
+  if (!row) throw new Error(`wallet ${walletId} has no policy row`);
+  const view = toPolicyView(row);
+  await recordEvent(tx, { walletId }, "policy.updated", view);
+  return view;
 }
 
 async function lockPolicyRow(tx: Tx, walletId: string): Promise<PolicyRow> {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { whitelistEntryProblem } from "./whitelist.ts";
+import { vouchedHostname, whitelistEntryProblem } from "./whitelist.ts";
 
 const both = new Set(["evm", "solana"] as const);
 const CHECKSUMMED = "0x000000000000000000000000000000000000dEaD";
@@ -57,5 +57,15 @@ describe("whitelistEntryProblem", () => {
     expect(whitelistEntryProblem(CHECKSUMMED, new Set(["solana"]))).toBe(
       `"${CHECKSUMMED}" looks like an EVM address, but this deployment serves no EVM chain`,
     );
+  });
+});
+
+describe("vouchedHostname", () => {
+  it("lets a whitelisted hostname admit a payment only over https, or on this machine", () => {
+    expect(vouchedHostname(new URL("https://api.example.com/weather?q=1"))).toBe("api.example.com");
+    expect(vouchedHostname(new URL("http://api.example.com/weather"))).toBeUndefined();
+    expect(vouchedHostname(new URL("http://10.0.0.5:8080/data"))).toBeUndefined();
+    for (const local of ["http://localhost:4021/x", "http://127.0.0.1:4021/x", "http://[::1]:4021/x"])
+      expect(vouchedHostname(new URL(local))).toBe(new URL(local).hostname);
   });
 });

@@ -58,3 +58,16 @@ export function whitelistEntryProblem(entry: string, served: ReadonlySet<ChainKi
   ];
   return `${quoted} is not ${expected.slice(0, -1).join(", ")}${expected.length > 1 ? " or " : ""}${expected.at(-1)}`;
 }
+
+/**
+ * The hostname of an x402 resource that a whitelist entry may admit its payment by: one reached over https,
+ * or on this machine. A plain-http answer can be rewritten on the way (its payee with it), so over http a
+ * public host vouches for nothing and only the payee's address on the whitelist admits the payment.
+ * @example vouchedHostname(new URL("https://api.example.com/weather")) // "api.example.com"
+ */
+export function vouchedHostname(url: URL): string | undefined {
+  const host = url.hostname.toLowerCase();
+  const local =
+    host === "localhost" || host.endsWith(".localhost") || /^127\./.test(host) || host === "[::1]";
+  return url.protocol === "https:" || local ? url.hostname : undefined;
+}

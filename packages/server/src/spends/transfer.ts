@@ -100,7 +100,7 @@ export async function broadcastTransfer(
     await client.broadcast(signed);
   } catch (error) {
     if (!(error instanceof TransactionRejectedError)) throw error;
-    await onRejected?.(error.details.reason);
-    throw errors.broadcastRejected(client.config.name, error.details.reason, error);
+    await onRejected?.(error.facts.reason);
+    throw errors.broadcastRejected(client.config.name, error.facts.reason, error);
   }
 }

@@ -88,6 +88,21 @@ async function evmSettlement(
   claimedTx: string | undefined,
 ): Promise<PaymentSettlement> {
   const client = createPublicClient({ transport: http(chain.rpcUrl, { retryCount: 1, timeout: 15_000 }) });
+  // The transaction a receipt names, read first: one call settles the usual case. It counts only if it
+  // succeeded and used this very authorization on this token; anything else is searched for below.
+  if (claimedTx !== undefined && /^0x[0-9a-fA-F]{64}$/.test(claimedTx)) {
+    const receipt = await read(chain, () =>
+      client.getTransactionReceipt({ hash: claimedTx as Hash }).catch(() => null),
+    );
+    const usedHere = parseEventLogs({
+      abi: EIP3009_ABI,
+      eventName: "AuthorizationUsed",
+      args: { authorizer: payment.authorizer, nonce: payment.nonce },
+      logs: receipt?.logs ?? [],
+    }).some((log) => log.address.toLowerCase() === payment.token.toLowerCase());
+    if (receipt?.status === "success" && usedHere)
+      return { state: "settled", txHash: receipt.transactionHash };
+  }
   // The block is read before the state: if the authorization is unused after a block dated at or past
   // validBefore, no later block can use it.
   const head = await read(chain, () => client.getBlock({ blockTag: "latest" }));
@@ -101,20 +116,6 @@ async function evmSettlement(
   );
   // transferWithAuthorization requires block.timestamp < validBefore, and later blocks are dated later.
   if (!used) return head.timestamp >= payment.validBefore ? { state: "expired" } : { state: "pending" };
-  if (claimedTx !== undefined && /^0x[0-9a-fA-F]{64}$/.test(claimedTx)) {
-    const receipt = await read(chain, () =>
-      client.getTransactionReceipt({ hash: claimedTx as Hash }).catch(() => null),
-    );
-    const used = parseEventLogs({
-      abi: EIP3009_ABI,
-      eventName: "AuthorizationUsed",
-      args: { authorizer: payment.authorizer, nonce: payment.nonce },
-      logs: receipt?.logs ?? [],
-    }).some((log) => log.address.toLowerCase() === payment.token.toLowerCase());
-    if (receipt?.status === "success" && used) {
-      return { state: "settled", txHash: receipt.transactionHash };
-    }
-  }
   const logs = await read(chain, () =>
     client.getLogs({
       address: payment.token,

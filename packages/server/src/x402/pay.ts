@@ -22,6 +22,7 @@ import { getPolicyRow } from "../policy/policy.ts";
 import { usdMicros } from "../policy/pricing.ts";
 import { checkStaticRules, type SpendFacts } from "../policy/rules.ts";
 import { checkDailyLimit } from "../policy/spend-window.ts";
+import { vouchedHostname } from "../policy/whitelist.ts";
 import { admitSpend, failSpend } from "../spends/admission.ts";
 import { consumeSpendAuthorization, releaseRefusedSpendAuthorization } from "../spends/authorization.ts";
 import type { SpendDeps } from "../spends/send.ts";
@@ -128,8 +129,8 @@ export async function fetchAndPay(
       from,
       to: requirement.payTo,
       // The host that asked for the payment, not the one first asked: a whitelisted host's redirect to
-      // another host does not make that host's payee allowed.
-      alsoAllowedAs: [new URL(url).hostname],
+      // another host does not make that host's payee allowed. Over plain http, only off this machine, none.
+      alsoAllowedAs: [vouchedHostname(new URL(url))].filter((host) => host !== undefined),
       usdMicros: usdMicros(token, requirement.amount),
       spendDecisionId: request.spendDecisionId,
       resource: url,

@@ -90,7 +90,8 @@ function parseBlock(block: { text: string; index: number }[]): TourStep[] {
 export function normalise(text: string): string {
   return text
     .replace(/\b(usr|wal|key|tx|req|dec|rcp|evt|wh)_[A-Za-z0-9]+/g, "$1_<id>")
-    .replace(/\bwhsec_[A-Za-z0-9+/]+=*/g, "whsec_<secret>")
+    .replace(/\bwhsec_[A-Za-z0-9+/=]+/g, "whsec_<secret>")
+    .replace(/"nextCursor":"\d+\.\d+"/g, '"nextCursor":"<cursor>"')
     .replace(/\bsvc_[A-Za-z0-9]+/g, "svc_<key>")
     .replace(/\bazd_[A-Za-z0-9_-]+/g, "azd_<token>")
     .replace(/\beyJ[A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+){0,2}/g, "<jwt>")

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { approveSpend, rejectSpend } from "../../../approvals/approvals.ts";
-import { findTransactionForAccount, toTransactionView } from "../../../transactions/transactions.ts";
+import { toTransactionView } from "../../../transactions/transactions.ts";
 import { errorResponses, idParam, transactionResponse } from "../../schemas.ts";
 import { spendDeps } from "../../spend-deps.ts";
 import { type App, principalOf, type Services } from "../../types.ts";
@@ -18,16 +18,7 @@ export function registerDecideApproval(app: App, services: Services): void {
         auth: "account",
         role: "admin",
         idempotency: {
-          resume: async (request, transactionId) => ({
-            status: 200,
-            body: toTransactionView(
-              await findTransactionForAccount(
-                services.store.db,
-                principalOf(request).accountId,
-                transactionId,
-              ),
-            ),
-          }),
+          resume: (_request, row) => ({ status: 200, body: toTransactionView(row) }),
         },
       },
       schema: {

@@ -1,10 +1,6 @@
 import { z } from "zod";
 import { send } from "../../../spends/send.ts";
-import {
-  findTransactionForAccount,
-  type TransactionRow,
-  toTransactionView,
-} from "../../../transactions/transactions.ts";
+import { type TransactionRow, toTransactionView } from "../../../transactions/transactions.ts";
 import { onWallet } from "../../guards.ts";
 import { errorResponses, tokenAmount, transactionResponse, walletPathParams } from "../../schemas.ts";
 import { spendDeps } from "../../spend-deps.ts";
@@ -18,14 +14,7 @@ export function registerSend(app: App, services: Services): void {
     config: {
       ...onWallet("agent"),
       idempotency: {
-        resume: async (request, transactionId) => {
-          const row = await findTransactionForAccount(
-            services.store.db,
-            principalOf(request).accountId,
-            transactionId,
-          );
-          return { status: sendStatus(row), body: toTransactionView(row) };
-        },
+        resume: (_request, row) => ({ status: sendStatus(row), body: toTransactionView(row) }),
       },
     },
     schema: {

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { errors } from "../../../internal/errors.ts";
-import { findTransactionForAccount, toTransactionView } from "../../../transactions/transactions.ts";
+import { toTransactionView } from "../../../transactions/transactions.ts";
 import type { OutboundResponse } from "../../../x402/outbound-fetch.ts";
 import { fetchAndPay } from "../../../x402/pay.ts";
 import type { PaymentReceipt } from "../../../x402/receipt.ts";
@@ -114,12 +114,7 @@ export function registerX402Fetch(app: App, services: Services): void {
       idempotency: {
         // A process that died after recording the payment: the resource's answer is lost, the payment is
         // not redone; its transaction completes from the chain.
-        resume: async (request, transactionId) => {
-          const row = await findTransactionForAccount(
-            services.store.db,
-            principalOf(request).accountId,
-            transactionId,
-          );
+        resume: (_request, row) => {
           throw errors.paymentOutcomeUnknown(
             row.id,
             "The first attempt of this request ended without an answer",

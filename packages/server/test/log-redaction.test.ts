@@ -1,0 +1,79 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually } from "./support/eventually.ts";
+import { type RpcProxy, startRpcProxy } from "./support/rpc-proxy.ts";
+import { createTestServer, seedAccount, sharedDevnet, type TestServer } from "./support/test-server.ts";
+
+/** What a hosted RPC endpoint's URL carries: the provider's API key, as the last path segment. */
+const RPC_SECRET = "k3yOfTheRpcPr0vider9xQeWvG816bUx";
+
+let proxies: RpcProxy[] = [];
+let failing = false;
+let server: TestServer;
+
+beforeAll(async () => {
+  const devnet = await sharedDevnet();
+  // Real endpoints behind proxies that, once `failing`, answer every call 503 as an overloaded provider would.
+  const decide = () => (failing ? { status: 503 } : "forward");
+  proxies = [
+    await startRpcProxy(devnet.evm.rpcUrl, decide),
+    await startRpcProxy(devnet.solana.rpcUrl, decide),
+  ];
+  server = await createTestServer({
+    env: {
+      SVC_RPC_BASE: `${proxies[0]?.url}/v2/${RPC_SECRET}`,
+      SVC_USDC_BASE: devnet.evm.usdc,
+      SVC_RPC_SOLANA: `${proxies[1]?.url}/?api-key=${RPC_SECRET}`,
+      SVC_USDC_SOLANA: devnet.solana.usdcMint,
+    },
+  });
+});
+afterAll(async () => {
+  await server?.close();
+  await Promise.all(proxies.map((proxy) => proxy.close()));
+});
+
+/**
+ * The log's redaction, proven by requests that would leak without it. A provider's key in the RPC URL is
+ * what a failing chain call would write: viem puts the URL in its error messages, which the error handler
+ * and the background workers log with their causes (`scrubRpcUrl` takes it out; this test fails without).
+ * The JSON paths pino redacts (`REDACTED_LOG_PATHS`) stay as a second guard: no log call of the service
+ * writes a request's headers or body (operability.test.ts proves the password, key and token never appear).
+ */
+describe("an RPC endpoint's key (in its URL)", () => {
+  it("appears in no answer and no log line when the endpoint fails, for a request or in the background", async () => {
+    const { apiKey } = await seedAccount(server.api);
+    const wallet = await server.api.post("/v1/wallets", { name: "w", chains: ["base", "solana"] }, apiKey);
+    expect(wallet.status).toBe(201);
+    failing = true;
+    try {
+      const answers = [
+        await server.api.get(`/v1/wallets/${wallet.body.id}/balance`, apiKey),
+        await server.api.post(
+          `/v1/wallets/${wallet.body.id}/send`,
+          { to: "0x000000000000000000000000000000000000dEaD", amount: "1", chain: "base" },
+          apiKey,
+        ),
+        await server.api.post(
+          `/v1/wallets/${wallet.body.id}/send`,
+          { to: wallet.body.solana.address, amount: "1", chain: "solana", token: "SOL" },
+          apiKey,
+        ),
+      ];
+      for (const answer of answers) {
+        expect(answer.status, answer.text).toBe(502);
+        expect(answer.text).not.toContain(RPC_SECRET);
+      }
+      // The background watcher meets the failing endpoints too, and logs each failure with its cause chain.
+      await eventually(
+        () => server.logs.lines.filter((line) => line.includes("incoming-transfer")).length >= 2,
+        { describe: "the watcher to log the failing endpoints" },
+      );
+      const failures = server.logs.lines.filter((line) => line.includes('"err"'));
+      expect(failures.length).toBeGreaterThan(0);
+      expect(failures.some((line) => line.includes("503"))).toBe(true);
+      expect(server.logs.text()).not.toContain(RPC_SECRET);
+    } finally {
+      failing = false;
+    }
+  });
+});
