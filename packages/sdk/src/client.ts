@@ -23,6 +23,7 @@ import type {
   Transaction,
   WalletRecord,
   WebhookDelivery,
+  WebhookDeliveryQuery,
   WebhookEndpoint,
   X402DiscoverQuery,
   X402Service,
@@ -248,21 +249,29 @@ export class SvcWallet {
      */
     list(): Promise<WebhookEndpoint[]>;
     /**
+     * One endpoint, without its secret.
+     * @example
+     * const endpoint = await admin.webhooks.get("wh_…");
+     */
+    get(endpointId: string): Promise<WebhookEndpoint>;
+    /**
      * Removes an endpoint; nothing more is delivered to it.
      * @example
-     * await admin.webhooks.delete("whe_…");
+     * await admin.webhooks.delete("wh_…");
      */
     delete(endpointId: string): Promise<void>;
     /**
-     * Every delivery attempt to an endpoint, one entry each.
+     * The endpoint's delivery attempts, newest first, one entry each.
      * @example
-     * const attempts = await admin.webhooks.deliveries("whe_…");
+     * const attempts = await admin.webhooks.deliveries("wh_…", { eventId: "evt_…" });
      */
-    deliveries(endpointId: string): Promise<WebhookDelivery[]>;
+    deliveries(endpointId: string, query?: WebhookDeliveryQuery): Promise<WebhookDelivery[]>;
     /**
-     * Delivers one event to the endpoint again.
+     * Queues one more delivery of an event to the endpoint (one attempt, outside the endpoint's order,
+     * logged with `redelivery: true`). The event must be of a type the endpoint receives
+     * ({@link SvcValidationError} `event_not_subscribed` otherwise).
      * @example
-     * await admin.webhooks.redeliver("whe_…", "evt_…");
+     * await admin.webhooks.redeliver("wh_…", "evt_…");
      */
     redeliver(endpointId: string, eventId: string): Promise<void>;
   };
@@ -509,6 +518,12 @@ export class SvcWallet {
             idempotent: true,
           })
         ).data,
+      get: (endpointId) =>
+        transport.request<WebhookEndpoint>({
+          method: "GET",
+          path: `/webhook-endpoints/${id(endpointId, "endpointId")}`,
+          idempotent: true,
+        }),
       delete: async (endpointId) => {
         await transport.request<undefined>({
           method: "DELETE",
@@ -516,11 +531,12 @@ export class SvcWallet {
           idempotent: true,
         });
       },
-      deliveries: async (endpointId) =>
+      deliveries: async (endpointId, query = {}) =>
         (
           await transport.request<{ data: WebhookDelivery[] }>({
             method: "GET",
             path: `/webhook-endpoints/${id(endpointId, "endpointId")}/deliveries`,
+            query: { eventId: query.eventId, limit: query.limit },
             idempotent: true,
           })
         ).data,

@@ -569,12 +569,29 @@ export interface CreateWebhookEndpointInput {
  */
 export interface WebhookDelivery {
   eventId: string;
+  /** 1 for the first attempt at this event on this endpoint, redeliveries counted. */
   attempt: number;
-  status: string;
-  /** The receiver's HTTP status; null when it gave none (unreachable, timeout). */
+  /** `failed`: another attempt follows (or a redelivery failed); `gave_up`: failed for 3 days, skipped. */
+  status: "succeeded" | "failed" | "gave_up";
+  /** Sent because of `svc.webhooks.redeliver`. */
+  redelivery: boolean;
+  /** The receiver's HTTP status; null when it gave none (refused, unreachable, timeout). */
   responseStatus: number | null;
+  /** Why it failed: the status and the start of the answer, or what went wrong. */
   error?: string;
   at: string;
+}
+
+/**
+ * Query of `svc.webhooks.deliveries`.
+ * @example
+ * await admin.webhooks.deliveries(endpoint.id, { eventId: "evt_…" });
+ */
+export interface WebhookDeliveryQuery {
+  /** Only the attempts at this event. */
+  eventId?: string;
+  /** Default 50, at most 100. */
+  limit?: number;
 }
 
 /**
