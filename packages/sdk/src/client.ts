@@ -76,7 +76,10 @@ function strip<T extends object>(input: T): Partial<T> {
  * saved = events.cursor ?? saved;
  */
 export interface EventStream extends AsyncIterable<SvcEvent> {
-  /** The `nextCursor` after the last page handed over in full; undefined before the first one. */
+  /**
+   * The `nextCursor` after the last page handed over in full (before that, the query's `after`). Iterating
+   * the same stream again reads on from here.
+   */
   readonly cursor: string | undefined;
 }
 

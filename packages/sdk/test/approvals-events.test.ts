@@ -120,6 +120,22 @@ describe("a send above approvalAbove, through svc.approvals", () => {
     expect(second).toMatchObject({ status: 409, reason: "already_decided" });
   });
 
+  it("approve checks the policy again: a refusal is SvcPolicyViolationError and leaves it waiting", async () => {
+    const wallet = await heldWallet({ approvalAbove: "5" });
+    const payee = await newPayee();
+    const held = await wallet.send({ to: payee.address, amount: 7, token: "USDC", chain: "base" });
+    await wallet.policy.pause();
+    const refused = await world.admin.approvals.approve(held.id).catch((e) => e);
+    expect(refused).toBeInstanceOf(SvcPolicyViolationError);
+    expect(refused.reason).toBe("policy_paused");
+    expect(await world.admin.transactions.get(held.id)).toMatchObject({ status: "pending_approval" });
+    await wallet.policy.resume();
+    expect((await world.admin.approvals.approve(held.id)).status).toBe("pending");
+    expect(await wallet.waitForTransaction(held.id, { timeoutMs: 120_000 })).toMatchObject({
+      status: "confirmed",
+    });
+  });
+
   it("an agent key cannot approve or reject (SvcForbiddenError); the spend stays pending_approval", async () => {
     const wallet = await heldWallet({ approvalAbove: "5" });
     const payee = await newPayee();
