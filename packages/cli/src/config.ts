@@ -50,7 +50,8 @@ export async function readConfig(file: string): Promise<SavedConfig> {
   }
   try {
     const parsed: unknown = JSON.parse(text);
-    if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) throw new Error("not an object");
+    if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed))
+      throw new Error("not an object");
     const saved = parsed as Record<string, unknown>;
     const config: SavedConfig = {};
     for (const field of ["baseUrl", "apiKey", "keyId", "email"] as const) {
@@ -87,7 +88,10 @@ export function normalizeBaseUrl(value: string): string {
   try {
     url = new URL(value);
   } catch {
-    throw new CliError(`Base URL ${JSON.stringify(value)} is not a URL, e.g. http://127.0.0.1:8080/v1`, EXIT.usage);
+    throw new CliError(
+      `Base URL ${JSON.stringify(value)} is not a URL, e.g. http://127.0.0.1:8080/v1`,
+      EXIT.usage,
+    );
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") {
     throw new CliError(`Base URL ${JSON.stringify(value)} must be http:// or https://`, EXIT.usage);

@@ -38,7 +38,10 @@ export function createContext(options: GlobalOptions, env: NodeJS.ProcessEnv): C
   const json = options.json === true;
   const configFile = configPath(env);
   const resolved = async () =>
-    resolveCredentials({ flags: { apiKey: options.apiKey, baseUrl: options.baseUrl }, env }, await readConfig(configFile));
+    resolveCredentials(
+      { flags: { apiKey: options.apiKey, baseUrl: options.baseUrl }, env },
+      await readConfig(configFile),
+    );
   const credentials = async () => {
     const { baseUrl, apiKey } = await resolved();
     if (apiKey === undefined) {

@@ -98,7 +98,12 @@ export function describeFailure(error: unknown, options: { json: boolean; verbos
       lines.push(`  cause: ${cause instanceof Error ? cause.message : String(cause)}`);
       cause = cause instanceof Error ? cause.cause : undefined;
     }
-    if (!(error instanceof SvcError) && !(error instanceof CliError) && error instanceof Error && error.stack) {
+    if (
+      !(error instanceof SvcError) &&
+      !(error instanceof CliError) &&
+      error instanceof Error &&
+      error.stack
+    ) {
       lines.push(error.stack);
     }
   }

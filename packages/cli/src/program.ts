@@ -17,8 +17,11 @@ export function buildProgram(env: NodeJS.ProcessEnv): Command {
     .description("The Svc wallet service from a terminal: wallets, policies, sends, x402 payments, approvals")
     .version("0.1.0")
     .option("--api-key <key>", "API key (default $SVC_API_KEY, else the config file)")
-    .option("--base-url <url>", "service URL ending in /v1 (default $SVC_BASE_URL, else the config file, else http://127.0.0.1:8080/v1)")
-    .option("--json", "machine-readable output: one JSON value on stdout; failures as {\"error\":…} on stderr")
+    .option(
+      "--base-url <url>",
+      "service URL ending in /v1 (default $SVC_BASE_URL, else the config file, else http://127.0.0.1:8080/v1)",
+    )
+    .option("--json", 'machine-readable output: one JSON value on stdout; failures as {"error":…} on stderr')
     .option("-v, --verbose", "on failure, also print the status, details and cause")
     .showSuggestionAfterError()
     .exitOverride()

@@ -28,7 +28,13 @@ export function walletView(wallet: WalletRecord): string {
 export function walletTable(wallets: WalletRecord[]): string {
   if (wallets.length === 0) return "No wallets yet: svc wallets create <name> --chains base";
   return table(
-    [{ heading: "ID" }, { heading: "NAME" }, { heading: "CHAINS" }, { heading: "STATUS" }, { heading: "CREATED" }],
+    [
+      { heading: "ID" },
+      { heading: "NAME" },
+      { heading: "CHAINS" },
+      { heading: "STATUS" },
+      { heading: "CREATED" },
+    ],
     wallets.map((w) => [w.id, w.name, w.chains.join(","), w.status, when(w.createdAt)]),
   );
 }
@@ -66,7 +72,12 @@ export function balanceView(balance: Balance): string {
   ]);
   return [
     table(
-      [{ heading: "CHAIN" }, { heading: "TOKEN" }, { heading: "AMOUNT", align: "right" }, { heading: "USD", align: "right" }],
+      [
+        { heading: "CHAIN" },
+        { heading: "TOKEN" },
+        { heading: "AMOUNT", align: "right" },
+        { heading: "USD", align: "right" },
+      ],
       rows,
     ),
     `Total ${usd(balance.totalUsdValue)}`,

@@ -48,10 +48,10 @@ let loginKeyId: string;
 
 describe("svc login", () => {
   it("logs in with email and password, saving the base URL and a new admin key in a 0600 file", async () => {
-    const run = await svc(
-      ["login", "--email", owner.email, "--base-url", server.url, "--json"],
-      { ...env, SVC_PASSWORD: owner.password },
-    );
+    const run = await svc(["login", "--email", owner.email, "--base-url", server.url, "--json"], {
+      ...env,
+      SVC_PASSWORD: owner.password,
+    });
     expectOk(run);
     const result = run.json();
     expect(result).toEqual({
@@ -95,7 +95,10 @@ describe("svc login", () => {
 
 describe("wallets, faucet and balance", () => {
   it("creates wallets with a policy, lists and shows them", async () => {
-    const created = await svc(["wallets", "create", "payer", "--chains", "base", "--max-per-tx", "10", "--json"], env);
+    const created = await svc(
+      ["wallets", "create", "payer", "--chains", "base", "--max-per-tx", "10", "--json"],
+      env,
+    );
     expectOk(created);
     payer = created.json();
     expect(payer).toMatchObject({ name: "payer", chains: ["base"], status: "active" });
@@ -125,7 +128,9 @@ describe("wallets, faucet and balance", () => {
 
     const balance = (await svc(["balance", payer.id, "--json"], env)).json();
     expect(balance.walletId).toBe(payer.id);
-    expect(balance.balances).toContainEqual(expect.objectContaining({ chain: "base", token: "USDC", amount: "100" }));
+    expect(balance.balances).toContainEqual(
+      expect.objectContaining({ chain: "base", token: "USDC", amount: "100" }),
+    );
 
     const human = await svc(["balance", payer.id], env);
     expectOk(human);
@@ -165,7 +170,11 @@ describe("svc send", () => {
     const json = await svc(["send", payer.id, payee.evm.address, "25", "--json"], env);
     expect(json.code).toBe(3);
     expect(JSON.parse(json.stderr)).toEqual({
-      error: expect.objectContaining({ code: "PolicyViolation", reason: "max_per_tx", requestId: expect.any(String) }),
+      error: expect.objectContaining({
+        code: "PolicyViolation",
+        reason: "max_per_tx",
+        requestId: expect.any(String),
+      }),
     });
     const history = (await svc(["history", payer.id, "--type", "send", "--json"], env)).json();
     expect(history.total).toBe(1);
@@ -199,17 +208,24 @@ describe("svc policy and approvals", () => {
       dailyLimit: null,
       status: "active",
     });
-    const set = await svc(["policy", "set", payer.id, "--daily-limit", "50", "--approval-above", "5", "--json"], env);
+    const set = await svc(
+      ["policy", "set", payer.id, "--daily-limit", "50", "--approval-above", "5", "--json"],
+      env,
+    );
     expectOk(set);
     expect(set.json()).toMatchObject({ maxPerTx: "10", dailyLimit: "50", approvalAbove: "5" });
     const human = await svc(["policy", "show", payer.id], env);
     expect(human.stdout).toMatch(/^max per transaction\s+\$10\.00$/m);
     expect(human.stdout).toMatch(/^daily limit\s+\$50\.00$/m);
 
-    expect((await svc(["policy", "pause", payer.id, "--json"], env)).json()).toMatchObject({ status: "paused" });
+    expect((await svc(["policy", "pause", payer.id, "--json"], env)).json()).toMatchObject({
+      status: "paused",
+    });
     const refused = expectOneLineFailure(await svc(["send", payer.id, payee.evm.address, "1"], env), 3);
     expect(refused).toMatch(/PolicyViolation policy_paused/);
-    expect((await svc(["policy", "resume", payer.id, "--json"], env)).json()).toMatchObject({ status: "active" });
+    expect((await svc(["policy", "resume", payer.id, "--json"], env)).json()).toMatchObject({
+      status: "active",
+    });
 
     const nothing = await svc(["policy", "set", payer.id], env);
     expectOneLineFailure(nothing, 1);
@@ -224,7 +240,11 @@ describe("svc policy and approvals", () => {
 
     const waiting = (await svc(["approvals", "list", "--json"], env)).json();
     expect(waiting.map((tx: { id: string }) => tx.id)).toEqual([first.id, second.id]);
-    expect(waiting[0]).toMatchObject({ amount: "6", status: "pending_approval", expiresAt: expect.any(String) });
+    expect(waiting[0]).toMatchObject({
+      amount: "6",
+      status: "pending_approval",
+      expiresAt: expect.any(String),
+    });
 
     const approved = await svc(["approvals", "approve", first.id, "--json"], env);
     expectOk(approved);
@@ -241,16 +261,26 @@ describe("svc policy and approvals", () => {
 
 describe("svc keys", () => {
   it("creates an agent key bound to a wallet; it cannot loosen the policy; revoked it answers exit 2", async () => {
-    const created = await svc(["keys", "create", "agent one", "--role", "agent", "--wallets", payer.id, "--json"], env);
+    const created = await svc(
+      ["keys", "create", "agent one", "--role", "agent", "--wallets", payer.id, "--json"],
+      env,
+    );
     expectOk(created);
     const agent = created.json();
-    expect(agent).toMatchObject({ name: "agent one", role: "agent", walletIds: [payer.id], key: expect.stringMatching(/^svc_/) });
+    expect(agent).toMatchObject({
+      name: "agent one",
+      role: "agent",
+      walletIds: [payer.id],
+      key: expect.stringMatching(/^svc_/),
+    });
     const listed = (await svc(["keys", "list", "--json"], env)).json();
     expect(listed.find((key: { id: string }) => key.id === agent.id)).not.toHaveProperty("key");
 
     // Flag beats the config file: the agent key sees only its wallet.
     const asAgent = (args: string[]) => svc([...args, "--api-key", agent.key], env);
-    expect((await asAgent(["wallets", "list", "--json"])).json().map((w: { id: string }) => w.id)).toEqual([payer.id]);
+    expect((await asAgent(["wallets", "list", "--json"])).json().map((w: { id: string }) => w.id)).toEqual([
+      payer.id,
+    ]);
     const loosen = expectOneLineFailure(await asAgent(["policy", "set", payer.id, "--max-per-tx", "500"]), 2);
     expect(loosen).toMatch(/Forbidden insufficient_role/);
     expect((await asAgent(["policy", "set", payer.id, "--max-per-tx", "9", "--json"])).json()).toMatchObject({
@@ -276,12 +306,17 @@ describe("svc keys", () => {
   });
 
   it("no credential anywhere: exit 2 saying how to get one", async () => {
-    const line = expectOneLineFailure(await svc(["wallets", "list"], { HOME: home, SVC_CONFIG: path.join(home, "none.json") }), 2);
+    const line = expectOneLineFailure(
+      await svc(["wallets", "list"], { HOME: home, SVC_CONFIG: path.join(home, "none.json") }),
+      2,
+    );
     expect(line).toBe("error: No credential: run `svc login`, pass --api-key, or set SVC_API_KEY");
   });
 
   it("an unknown wallet is exit 5, an unreachable service exit 6, a usage error exit 1", async () => {
-    expect(expectOneLineFailure(await svc(["wallets", "show", "wal_doesnotexist"], env), 5)).toMatch(/NotFound/);
+    expect(expectOneLineFailure(await svc(["wallets", "show", "wal_doesnotexist"], env), 5)).toMatch(
+      /NotFound/,
+    );
     const closed = await svc(["wallets", "list", "--base-url", "http://127.0.0.1:9/v1"], env);
     expect(expectOneLineFailure(closed, 6)).toMatch(/ConnectionError network_error/);
     expect(expectOneLineFailure(await svc(["wallets", "frobnicate"], env), 1)).toMatch(/unknown command/);
@@ -305,9 +340,13 @@ describe("svc pay", () => {
     expect(JSON.parse(human.stdout)).toMatchObject({ city: "Lisbon" });
     expect(human.stderr).toMatch(/^Paid 0\.01 USDC on base \(tx_\w+, confirmed, 0x[0-9a-f]{64}\)\n$/);
 
-    const dear = await svc(["pay", payer.id, url, "--max-amount", "0.001"], env);
-    expect(dear.code).not.toBe(0);
-    expect(dear.stderr.trimEnd().split("\n")).toHaveLength(1);
+    // Dearer than --max-amount: refused before anything is signed (400 max_amount_exceeded), nothing paid.
+    const before = (await svc(["history", payer.id, "--type", "x402", "--json"], env)).json().total;
+    const dear = expectOneLineFailure(await svc(["pay", payer.id, url, "--max-amount", "0.001"], env), 1);
+    expect(dear).toMatch(
+      /^error: Every payment the resource accepts is over maxAmount 0\.001 \(ValidationError max_amount_exceeded, request req_\w+\)$/,
+    );
+    expect((await svc(["history", payer.id, "--type", "x402", "--json"], env)).json().total).toBe(before);
   });
 });
 
@@ -316,5 +355,7 @@ describe("svc wallets archive", () => {
     const run = await svc(["wallets", "archive", payee.id, "--json"], env);
     expectOk(run);
     expect(run.json()).toMatchObject({ id: payee.id, status: "archived" });
+    const refused = expectOneLineFailure(await svc(["send", payee.id, payer.evm.address, "0.5"], env), 1);
+    expect(refused).toMatch(/ValidationError wallet_archived/);
   });
 });

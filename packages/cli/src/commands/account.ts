@@ -56,11 +56,17 @@ export function addAccountCommands(program: Command, contextOf: (command: Comman
   keys
     .command("create <name>")
     .description("create an API key; its value is shown this once")
-    .addOption(new Option("--role <role>", "what the key may do").choices(["agent", "admin", "read"]).default("agent"))
+    .addOption(
+      new Option("--role <role>", "what the key may do").choices(["agent", "admin", "read"]).default("agent"),
+    )
     .option("--wallets <ids>", "comma-separated wallet ids the key is bound to (default: every wallet)")
     .option("--expires-at <time>", "ISO 8601 time after which the key stops working")
     .action(
-      async (name: string, options: { role: ApiKeyRole; wallets?: string; expiresAt?: string }, command: Command) => {
+      async (
+        name: string,
+        options: { role: ApiKeyRole; wallets?: string; expiresAt?: string },
+        command: Command,
+      ) => {
         const ctx = contextOf(command);
         const svc = await ctx.client();
         const created = await svc.apiKeys.create({

@@ -21,7 +21,9 @@ export function addApprovalCommands(program: Command, contextOf: (command: Comma
     .command("list")
     .description("held spends in one state (pending: oldest first)")
     .addOption(
-      new Option("--status <status>", "which").choices(["pending", "approved", "rejected", "expired"]).default("pending"),
+      new Option("--status <status>", "which")
+        .choices(["pending", "approved", "rejected", "expired"])
+        .default("pending"),
     )
     .option("--limit <n>", "at most this many", wholeNumber("--limit", 1, 100))
     .action(async (options: { status: string; limit?: number }, command: Command) => {
@@ -54,13 +56,22 @@ export function addApprovalCommands(program: Command, contextOf: (command: Comma
     });
   approvals
     .command("approve <transactionId>")
-    .description("approve a held spend (admin): checked against the policy again, then sent; waits for the chain")
+    .description(
+      "approve a held spend (admin): checked against the policy again, then sent; waits for the chain",
+    )
     .option("--no-wait", "return once broadcast, without waiting for the confirmation")
-    .option("--timeout <seconds>", "how long to wait for the confirmation", wholeNumber("--timeout", 1, 86_400), 120)
+    .option(
+      "--timeout <seconds>",
+      "how long to wait for the confirmation",
+      wholeNumber("--timeout", 1, 86_400),
+      120,
+    )
     .action(async (transactionId: string, options: { wait: boolean; timeout: number }, command: Command) => {
       const ctx = contextOf(command);
       const approved = await (await apiOf(ctx)).approve(transactionId);
-      const final = options.wait ? await waitForConfirmation(ctx, await ctx.client(), approved, options.timeout) : approved;
+      const final = options.wait
+        ? await waitForConfirmation(ctx, await ctx.client(), approved, options.timeout)
+        : approved;
       ctx.print(final, () => `Approved ${final.id}: ${final.status}\n${transactionView(final)}`);
     });
   approvals

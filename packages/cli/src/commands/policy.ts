@@ -23,12 +23,16 @@ export function addPolicyCommands(program: Command, contextOf: (command: Command
   withPolicyOptions(
     policy
       .command("set <walletId>")
-      .description("change any of the bounds (loosening needs an admin credential; an agent key may only tighten)"),
+      .description(
+        "change any of the bounds (loosening needs an admin credential; an agent key may only tighten)",
+      ),
   ).action(async (walletId: string, options: PolicyOptions, command: Command) => {
     const ctx = contextOf(command);
     const change = policyFromOptions(options);
     if (change === undefined) {
-      throw usage("policy set needs at least one of --max-per-tx, --daily-limit, --alert-above, --approval-above, --whitelist, --[no-]require-spend-authorization");
+      throw usage(
+        "policy set needs at least one of --max-per-tx, --daily-limit, --alert-above, --approval-above, --whitelist, --[no-]require-spend-authorization",
+      );
     }
     const updated = await (await (await ctx.client()).wallet.get(walletId)).policy.update(change);
     ctx.print(updated, () => policyView(updated));

@@ -35,7 +35,10 @@ export function addSpendCommands(program: Command, contextOf: (command: Command)
         const svc = await ctx.client();
         const wallet = await svc.wallet.get(walletId);
         const chain = chainOf(wallet.chains, options.chain);
-        const spinner = startSpinner(`Sending ${tokenAmount(amount, options.token)} on ${chain} to ${to}`, !ctx.json);
+        const spinner = startSpinner(
+          `Sending ${tokenAmount(amount, options.token)} on ${chain} to ${to}`,
+          !ctx.json,
+        );
         const sent = await wallet
           .send(
             { to, amount, token: options.token, chain },
@@ -119,10 +122,18 @@ export function addSpendCommands(program: Command, contextOf: (command: Command)
               ? `Paid ${tokenAmount(response.amountCharged ?? paid.amount, paid.token)} on ${paid.chain} (${paid.id}, ${paid.status}${paid.txHash ? `, ${paid.txHash}` : ""})\n`
               : `Nothing paid (HTTP ${response.status})\n`,
           );
-          process.stdout.write(typeof body === "string" ? (body.endsWith("\n") ? body : `${body}\n`) : `${JSON.stringify(body, null, 2)}\n`);
+          process.stdout.write(
+            typeof body === "string"
+              ? body.endsWith("\n")
+                ? body
+                : `${body}\n`
+              : `${JSON.stringify(body, null, 2)}\n`,
+          );
         }
         if (response.status >= 400) {
-          throw new CliError(`${url} answered HTTP ${response.status}`, EXIT.failed, { status: response.status });
+          throw new CliError(`${url} answered HTTP ${response.status}`, EXIT.failed, {
+            status: response.status,
+          });
         }
       },
     );

@@ -17,30 +17,39 @@ export function addWalletCommands(program: Command, contextOf: (command: Command
     wallets
       .command("create <name>")
       .description("create a wallet (admin), optionally with its policy")
-      .requiredOption("--chains <names>", "comma-separated chains, e.g. base,solana (see the service's /v1/chains)")
+      .requiredOption(
+        "--chains <names>",
+        "comma-separated chains, e.g. base,solana (see the service's /v1/chains)",
+      )
       .option("--metadata <json>", "a JSON object kept with the wallet"),
-  ).action(async (name: string, options: PolicyOptions & { chains: string; metadata?: string }, command: Command) => {
-    const ctx = contextOf(command);
-    let metadata: Record<string, unknown> | undefined;
-    if (options.metadata !== undefined) {
-      try {
-        metadata = JSON.parse(options.metadata);
-      } catch {
-        throw usage("--metadata must be a JSON object");
+  ).action(
+    async (
+      name: string,
+      options: PolicyOptions & { chains: string; metadata?: string },
+      command: Command,
+    ) => {
+      const ctx = contextOf(command);
+      let metadata: Record<string, unknown> | undefined;
+      if (options.metadata !== undefined) {
+        try {
+          metadata = JSON.parse(options.metadata);
+        } catch {
+          throw usage("--metadata must be a JSON object");
+        }
+        if (metadata === null || typeof metadata !== "object" || Array.isArray(metadata)) {
+          throw usage("--metadata must be a JSON object");
+        }
       }
-      if (metadata === null || typeof metadata !== "object" || Array.isArray(metadata)) {
-        throw usage("--metadata must be a JSON object");
-      }
-    }
-    const policy = policyFromOptions(options);
-    const wallet = await (await ctx.client()).wallet.create({
-      name,
-      chains: list(options.chains),
-      ...(metadata === undefined ? {} : { metadata }),
-      ...(policy === undefined ? {} : { policy }),
-    });
-    ctx.print(wallet, () => walletView(wallet));
-  });
+      const policy = policyFromOptions(options);
+      const wallet = await (await ctx.client()).wallet.create({
+        name,
+        chains: list(options.chains),
+        ...(metadata === undefined ? {} : { metadata }),
+        ...(policy === undefined ? {} : { policy }),
+      });
+      ctx.print(wallet, () => walletView(wallet));
+    },
+  );
   wallets
     .command("list")
     .description("every wallet the credential may see, newest first")
@@ -113,7 +122,11 @@ export function addWalletCommands(program: Command, contextOf: (command: Command
     .option("--token <symbol>", "USDC, ETH, SOL, …", "USDC")
     .option("--amount <amount>", "how much (default: the faucet's)")
     .action(
-      async (walletId: string, options: { chain?: string; token: string; amount?: string }, command: Command) => {
+      async (
+        walletId: string,
+        options: { chain?: string; token: string; amount?: string },
+        command: Command,
+      ) => {
         const ctx = contextOf(command);
         const wallet = await (await ctx.client()).wallet.get(walletId);
         const chain = chainOf(wallet.chains, options.chain);
@@ -127,7 +140,8 @@ export function addWalletCommands(program: Command, contextOf: (command: Command
           .finally(() => spinner.stop());
         ctx.print(
           received,
-          () => `Received ${tokenAmount(received.amount, received.token)} on ${chain}\n${transactionView(received)}`,
+          () =>
+            `Received ${tokenAmount(received.amount, received.token)} on ${chain}\n${transactionView(received)}`,
         );
       },
     );
