@@ -11,7 +11,7 @@ const json = argv.includes("--json");
 const verbose = argv.includes("--verbose") || argv.includes("-v");
 
 try {
-  await buildProgram(process.env).parseAsync(argv);
+  await buildProgram(process.env, json).parseAsync(argv);
 } catch (error) {
   if (error instanceof CommanderError) {
     // Commander printed its own one-line message (or the help / version, exit code 0).

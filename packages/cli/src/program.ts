@@ -10,9 +10,9 @@ import { type Context, createContext, type GlobalOptions } from "./context.ts";
  * The `svc` program: global options and every command. Commander's own usage errors throw (exitOverride)
  * so `main` decides the exit code.
  * @example
- * await buildProgram(process.env).parseAsync(process.argv);
+ * await buildProgram(process.env, false).parseAsync(process.argv);
  */
-export function buildProgram(env: NodeJS.ProcessEnv): Command {
+export function buildProgram(env: NodeJS.ProcessEnv, json: boolean): Command {
   const program = new Command("svc")
     .description("The Svc wallet service from a terminal: wallets, policies, sends, x402 payments, approvals")
     .version("0.1.0")
@@ -24,6 +24,15 @@ export function buildProgram(env: NodeJS.ProcessEnv): Command {
     .option("--json", 'machine-readable output: one JSON value on stdout; failures as {"error":…} on stderr')
     .option("-v, --verbose", "on failure, also print the status, details and cause")
     .showSuggestionAfterError()
+    .configureOutput({
+      // With --json a usage error is the same one-line JSON as any other failure.
+      outputError: (text, write) =>
+        write(
+          json
+            ? `${JSON.stringify({ error: { code: "UsageError", message: text.replace(/^error: /, "").trim() } })}\n`
+            : text,
+        ),
+    })
     .exitOverride()
     .addHelpText(
       "after",
@@ -40,12 +49,12 @@ Exit codes: 0 ok, 1 usage or invalid input, 2 credential or role, 3 policy refus
   addPolicyCommands(program, contextOf);
   addApprovalCommands(program, contextOf);
   // Subcommands report their usage errors the same way as the program.
-  const exitOverride = (command: Command): void => {
+  const sameErrors = (command: Command): void => {
     for (const sub of command.commands) {
-      sub.exitOverride();
-      exitOverride(sub);
+      sub.exitOverride().configureOutput(program.configureOutput());
+      sameErrors(sub);
     }
   };
-  exitOverride(program);
+  sameErrors(program);
   return program;
 }

@@ -176,6 +176,15 @@ describe("svc send", () => {
         requestId: expect.any(String),
       }),
     });
+    // --verbose: the same first line, then the status and the policy's numbers.
+    const verbose = await svc(["send", payer.id, payee.evm.address, "25", "--verbose"], env);
+    expect(verbose.code).toBe(3);
+    const [first, ...more] = verbose.stderr.trimEnd().split("\n");
+    expect(first).toBe(line.replace(/req_\w+/, (first ?? "").match(/req_\w+/)?.[0] ?? ""));
+    expect(more).toEqual([
+      "  status: 403",
+      expect.stringMatching(/^ {2}details: \{"rule":"maxPerTx","limit":"10\.00","requested":"25\.00"/),
+    ]);
     const history = (await svc(["history", payer.id, "--type", "send", "--json"], env)).json();
     expect(history.total).toBe(1);
   });
@@ -320,6 +329,11 @@ describe("svc keys", () => {
     const closed = await svc(["wallets", "list", "--base-url", "http://127.0.0.1:9/v1"], env);
     expect(expectOneLineFailure(closed, 6)).toMatch(/ConnectionError network_error/);
     expect(expectOneLineFailure(await svc(["wallets", "frobnicate"], env), 1)).toMatch(/unknown command/);
+    const usageJson = await svc(["send", "--json"], env);
+    expect(usageJson.code).toBe(1);
+    expect(JSON.parse(usageJson.stderr)).toEqual({
+      error: { code: "UsageError", message: "missing required argument 'walletId'" },
+    });
   });
 });
 
