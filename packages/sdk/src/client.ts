@@ -1,18 +1,30 @@
 import { SpendGate } from "./authz/gate.ts";
 import type { SpendAuthzConfig } from "./authz/types.ts";
-import { SvcValidationError } from "./errors.ts";
+import { SvcConnectionError, SvcValidationError } from "./errors.ts";
 import { NetworkDirectory } from "./network.ts";
-import { type FetchLike, Transport } from "./transport.ts";
+import { type FetchLike, sleep, Transport } from "./transport.ts";
 import type {
   Account,
   ApiKey,
+  Approval,
+  ApprovalQuery,
   Chain,
   CreateApiKeyInput,
   CreatedApiKey,
+  CreatedWebhookEndpoint,
   CreateWalletInput,
+  CreateWebhookEndpointInput,
+  EventIterateOptions,
+  EventPage,
+  EventQuery,
   LoginResult,
+  RequestOptions,
+  SvcEvent,
   Transaction,
   WalletRecord,
+  WebhookDelivery,
+  WebhookDeliveryQuery,
+  WebhookEndpoint,
   X402DiscoverQuery,
   X402Service,
 } from "./types.ts";
@@ -54,6 +66,33 @@ function badOption(message: string): SvcValidationError {
 
 function strip<T extends object>(input: T): Partial<T> {
   return Object.fromEntries(Object.entries(input).filter(([, value]) => value !== undefined)) as Partial<T>;
+}
+
+/**
+ * The events of `svc.events.iterate`: an async iterable that also tells how far it has read.
+ * @example
+ * const events = svc.events.iterate({ after: saved });
+ * for await (const event of events) handle(event);
+ * saved = events.cursor ?? saved;
+ */
+export interface EventStream extends AsyncIterable<SvcEvent> {
+  /**
+   * The `nextCursor` after the last page handed over in full (before that, the query's `after`). Iterating
+   * the same stream again reads on from here.
+   */
+  readonly cursor: string | undefined;
+}
+
+const DEFAULT_EVENT_POLL_MS = 2_000;
+
+/** A query's `type` as the service takes it: one type, or several separated by commas. */
+function typeParam(type: EventQuery["type"]): string | undefined {
+  if (type === undefined) return undefined;
+  const types = Array.isArray(type) ? type : [type];
+  if (types.length === 0 || types.some((t: string) => typeof t !== "string" || t === "" || t.includes(","))) {
+    throw badOption("events: `type` must be an event type or a non-empty array of them");
+  }
+  return types.join(",");
 }
 
 /**
@@ -140,6 +179,104 @@ export class SvcWallet {
      * const tx = await svc.transactions.get("tx_…");
      */
     get(transactionId: string): Promise<Transaction>;
+  };
+  /**
+   * The account's event log (api.md "Events and webhooks"), oldest first: a client without a public URL
+   * polls it instead of receiving webhooks. Admin credentials see every event, other keys those of their
+   * wallets.
+   */
+  readonly events: {
+    /**
+     * One page of events after a cursor. Keep `nextCursor` (always present) to read on or poll from it.
+     * @example
+     * const { data, nextCursor } = await svc.events.list({ type: "transaction.confirmed", limit: 100 });
+     */
+    list(query?: EventQuery): Promise<EventPage>;
+    /**
+     * Every event from `after` on, page after page. Without `follow` the iteration ends at the first empty
+     * page (the events there are so far); with `follow: true` it keeps polling from the last cursor,
+     * pausing `intervalMs` (default 2000) after an empty page, until `signal` aborts (which ends it without
+     * an error) or the loop breaks. `cursor` is the position after the last page handed over in full:
+     * save it to resume (events of a page left half-read come again).
+     * @example
+     * const events = svc.events.iterate({ after: saved, follow: true, signal: stop.signal });
+     * for await (const event of events) if (event.type === "approval.requested") notify(event.data);
+     * save(events.cursor);
+     */
+    iterate(options?: EventIterateOptions): EventStream;
+  };
+  /**
+   * Spends above a policy's `approvalAbove`, waiting for an owner's decision. An approval's id is its
+   * transaction's id. Deciding needs an admin credential (an agent key gets {@link SvcForbiddenError}).
+   */
+  readonly approvals: {
+    /**
+     * The held spends in one state (default `pending`, oldest first), each with its deadline `expiresAt`.
+     * @example
+     * const waiting = await admin.approvals.list();
+     */
+    list(query?: ApprovalQuery): Promise<Approval[]>;
+    /**
+     * Approves a held spend: the policy is checked again ({@link SvcPolicyViolationError} leaves it
+     * waiting), then it is signed and broadcast; resolves to the transaction, now `pending` with its
+     * `txHash`. One `Idempotency-Key` across retries, so a retried approve never pays twice; a spend
+     * decided already gives {@link SvcValidationError} `already_decided` (409).
+     * @example
+     * const tx = await admin.approvals.approve("tx_…");
+     * await wallet.waitForTransaction(tx.id); // confirmed
+     */
+    approve(transactionId: string, options?: RequestOptions): Promise<Transaction>;
+    /**
+     * Rejects a held spend: it ends `rejected` (`failureReason: "approval_rejected"`) and the daily limit
+     * has its room back. Same retries and errors as `approve`.
+     * @example
+     * await admin.approvals.reject("tx_…");
+     */
+    reject(transactionId: string, options?: RequestOptions): Promise<Transaction>;
+  };
+  /**
+   * Webhook endpoints (admin): the service posts each event to them, signed (check with
+   * {@link verifyWebhook}), at least once, in order per endpoint.
+   */
+  readonly webhooks: {
+    /**
+     * Registers an endpoint; its signing `secret` (`whsec_…`) is in this response only.
+     * @example
+     * const { id, secret } = await admin.webhooks.create({ url: "https://example.com/hooks/svc", events: ["approval.requested"] });
+     */
+    create(input: CreateWebhookEndpointInput): Promise<CreatedWebhookEndpoint>;
+    /**
+     * The account's endpoints, without their secrets.
+     * @example
+     * const endpoints = await admin.webhooks.list();
+     */
+    list(): Promise<WebhookEndpoint[]>;
+    /**
+     * One endpoint, without its secret.
+     * @example
+     * const endpoint = await admin.webhooks.get("wh_…");
+     */
+    get(endpointId: string): Promise<WebhookEndpoint>;
+    /**
+     * Removes an endpoint; nothing more is delivered to it.
+     * @example
+     * await admin.webhooks.delete("wh_…");
+     */
+    delete(endpointId: string): Promise<void>;
+    /**
+     * The endpoint's delivery attempts, newest first, one entry each.
+     * @example
+     * const attempts = await admin.webhooks.deliveries("wh_…", { eventId: "evt_…" });
+     */
+    deliveries(endpointId: string, query?: WebhookDeliveryQuery): Promise<WebhookDelivery[]>;
+    /**
+     * Queues one more delivery of an event to the endpoint (one attempt, outside the endpoint's order,
+     * logged with `redelivery: true`). The event must be of a type the endpoint receives
+     * ({@link SvcValidationError} `event_not_subscribed` otherwise).
+     * @example
+     * await admin.webhooks.redeliver("wh_…", "evt_…");
+     */
+    redeliver(endpointId: string, eventId: string): Promise<void>;
   };
   /** x402: paid resources (paying them is `wallet.fetch`). */
   readonly x402: {
@@ -283,6 +420,139 @@ export class SvcWallet {
           idempotent: true,
         });
         return page.data;
+      },
+    };
+    const listEvents = (query: EventQuery, signal?: AbortSignal): Promise<EventPage> => {
+      if (query === null || typeof query !== "object") throw badOption("events.list expects an object");
+      return transport.request<EventPage>({
+        method: "GET",
+        path: "/events",
+        query: {
+          after: query.after,
+          type: typeParam(query.type),
+          walletId: query.walletId,
+          limit: query.limit,
+        },
+        idempotent: true,
+        signal,
+      });
+    };
+    this.events = {
+      list: (query = {}) => listEvents(query),
+      iterate: (options = {}) => {
+        if (options === null || typeof options !== "object")
+          throw badOption("events.iterate expects an object");
+        const { follow = false, intervalMs = DEFAULT_EVENT_POLL_MS, signal, ...query } = options;
+        if (!Number.isSafeInteger(intervalMs) || intervalMs < 0)
+          throw badOption("events.iterate: `intervalMs` must be a whole number of milliseconds");
+        typeParam(query.type);
+        let cursor = query.after;
+        async function* events(): AsyncGenerator<SvcEvent> {
+          try {
+            for (;;) {
+              if (signal?.aborted) return;
+              const page = await listEvents(
+                cursor === undefined ? query : { ...query, after: cursor },
+                signal,
+              );
+              yield* page.data;
+              cursor = page.nextCursor;
+              if (page.data.length === 0) {
+                if (!follow) return;
+                await sleep(intervalMs, signal);
+              }
+            }
+          } catch (error) {
+            // Aborting is how a follower stops: it ends the iteration, it is not a failure.
+            if (signal?.aborted && (error === signal.reason || error instanceof SvcConnectionError)) return;
+            throw error;
+          }
+        }
+        return {
+          get cursor() {
+            return cursor;
+          },
+          [Symbol.asyncIterator]: events,
+        };
+      },
+    };
+    const decide =
+      (decision: "approve" | "reject") =>
+      (transactionId: string, options: RequestOptions = {}): Promise<Transaction> => {
+        const idempotencyKey = options.idempotencyKey ?? globalThis.crypto.randomUUID();
+        if (typeof idempotencyKey !== "string" || idempotencyKey.length < 1 || idempotencyKey.length > 255) {
+          throw badOption(`approvals.${decision}: \`idempotencyKey\` must be 1 to 255 characters`);
+        }
+        return transport.request<Transaction>({
+          method: "POST",
+          path: `/approvals/${id(transactionId, "transactionId")}/${decision}`,
+          idempotent: true,
+          idempotencyKey,
+          signal: options.signal,
+        });
+      };
+    this.approvals = {
+      list: async (query = {}) => {
+        if (query === null || typeof query !== "object") throw badOption("approvals.list expects an object");
+        const page = await transport.request<{ data: Approval[] }>({
+          method: "GET",
+          path: "/approvals",
+          query: { status: query.status, limit: query.limit },
+          idempotent: true,
+        });
+        return page.data;
+      },
+      approve: decide("approve"),
+      reject: decide("reject"),
+    };
+    this.webhooks = {
+      create: (input) =>
+        transport.request<CreatedWebhookEndpoint>({
+          method: "POST",
+          path: "/webhook-endpoints",
+          body: strip(input),
+          idempotent: false,
+        }),
+      list: async () =>
+        (
+          await transport.request<{ data: WebhookEndpoint[] }>({
+            method: "GET",
+            path: "/webhook-endpoints",
+            idempotent: true,
+          })
+        ).data,
+      get: (endpointId) =>
+        transport.request<WebhookEndpoint>({
+          method: "GET",
+          path: `/webhook-endpoints/${id(endpointId, "endpointId")}`,
+          idempotent: true,
+        }),
+      delete: async (endpointId) => {
+        await transport.request<undefined>({
+          method: "DELETE",
+          path: `/webhook-endpoints/${id(endpointId, "endpointId")}`,
+          idempotent: true,
+        });
+      },
+      deliveries: async (endpointId, query = {}) =>
+        (
+          await transport.request<{ data: WebhookDelivery[] }>({
+            method: "GET",
+            path: `/webhook-endpoints/${id(endpointId, "endpointId")}/deliveries`,
+            query: { eventId: query.eventId, limit: query.limit },
+            idempotent: true,
+          })
+        ).data,
+      redeliver: async (endpointId, eventId) => {
+        if (typeof eventId !== "string" || eventId === "")
+          throw badOption("eventId must be a non-empty string");
+        await transport.request<unknown>({
+          method: "POST",
+          path: `/webhook-endpoints/${id(endpointId, "endpointId")}/redeliver`,
+          body: { eventId },
+          // Each call asks for one more delivery: repeated only when the service surely did not act.
+          idempotent: false,
+        });
       },
     };
     this.transactions = {

@@ -226,6 +226,55 @@ export class SvcPaymentRejectedError extends SvcError {
   }
 }
 
+/**
+ * A webhook that does not verify (`verifyWebhook`): `reason` is `missing_headers`, `invalid_signature`,
+ * `timestamp_too_old`, `timestamp_too_new` or `invalid_payload`. Answer the sender 400 and ignore the body.
+ * @example
+ * try {
+ *   event = verifyWebhook(body, request.headers, secret);
+ * } catch (error) {
+ *   if (error instanceof SvcWebhookVerificationError) return reply.code(400).send();
+ *   throw error;
+ * }
+ */
+export class SvcWebhookVerificationError extends SvcError {
+  override name = "SvcWebhookVerificationError";
+  constructor(message: string, reason: string, cause?: unknown) {
+    super({
+      code: "WebhookVerificationError",
+      status: 0,
+      message,
+      reason,
+      ...(cause === undefined ? {} : { cause }),
+    });
+  }
+}
+
+/**
+ * `wallet.waitForTransaction` reached its deadline first (`reason: "wait_timeout"`); `transaction` is the
+ * last state read. The transaction itself goes on.
+ * @example
+ * try {
+ *   await wallet.waitForTransaction(tx.id, { timeoutMs: 30_000 });
+ * } catch (error) {
+ *   if (error instanceof SvcWaitTimeoutError) console.log("still", error.transaction.status);
+ * }
+ */
+export class SvcWaitTimeoutError extends SvcError {
+  override name = "SvcWaitTimeoutError";
+  readonly transaction: Transaction;
+  constructor(transaction: Transaction, waitedForMs: number, wanted: string) {
+    super({
+      code: "WaitTimeout",
+      status: 0,
+      message: `Transaction ${transaction.id} was still ${transaction.status} after ${waitedForMs} ms (waiting for ${wanted})`,
+      reason: "wait_timeout",
+      details: { transactionId: transaction.id, status: transaction.status },
+    });
+    this.transaction = transaction;
+  }
+}
+
 const BY_CODE: Record<string, new (init: SvcErrorInit) => SvcError> = {
   Unauthorized: SvcUnauthorizedError,
   Forbidden: SvcForbiddenError,

@@ -1,6 +1,6 @@
 /**
  * `@svc/sdk`: the client of the Svc wallet service. Runs on Node ≥ 20 and in any runtime with `fetch`;
- * no runtime dependencies. Node-only extras (the file-backed settlement store) are in `@svc/sdk/node`.
+ * one runtime dependency, `standardwebhooks` (plain JavaScript), for `verifyWebhook`. Node-only extras (the file-backed settlement store) are in `@svc/sdk/node`.
  * @example
  * import { SvcWallet } from "@svc/sdk";
  * const svc = new SvcWallet({ apiKey: process.env.SVC_API_KEY! });
@@ -34,7 +34,7 @@ export type {
   SpendSettleRequest,
   SpendSettleResult,
 } from "./authz/types.ts";
-export { DEFAULT_BASE_URL, SvcWallet, type SvcWalletOptions } from "./client.ts";
+export { DEFAULT_BASE_URL, type EventStream, SvcWallet, type SvcWalletOptions } from "./client.ts";
 export {
   errorFromResponse,
   SvcAuthzError,
@@ -51,11 +51,14 @@ export {
   SvcSpendDeniedError,
   SvcUnauthorizedError,
   SvcValidationError,
+  SvcWaitTimeoutError,
+  SvcWebhookVerificationError,
 } from "./errors.ts";
 export { NATIVE_ASSET, type TokenFacts } from "./network.ts";
 export type { FetchLike } from "./transport.ts";
 export type * from "./types.ts";
 export { type TransactionList, Wallet, WalletPolicy } from "./wallet.ts";
+export { verifyWebhook, type WebhookHeaders } from "./webhooks.ts";
 export {
   type PaidResponse,
   parseX402Challenge,

@@ -146,7 +146,8 @@ export interface Policy {
   dailyLimit: string | null;
   whitelist: string[];
   alertAbove: string | null;
-  approvalAbove?: string | null;
+  /** A spend above this USD value waits for an admin's approval (`pending_approval`); null = never. */
+  approvalAbove: string | null;
   requireSpendAuthorization?: boolean;
   status: "active" | "paused";
   updatedAt: string;
@@ -166,6 +167,34 @@ export interface CreateWalletInput {
 }
 
 /**
+ * Where a transaction stands: a spend above the policy's `approvalAbove` starts `pending_approval` and goes
+ * to `pending` when approved or ends `rejected` (rejected or expired); a broadcast one goes from `pending`
+ * to `confirmed` or `failed`.
+ * @example
+ * const final: TransactionStatus[] = ["confirmed", "failed", "rejected"];
+ */
+export type TransactionStatus = "pending_approval" | "pending" | "confirmed" | "failed" | "rejected";
+
+/**
+ * Where an approval stands (`GET /v1/approvals?status=`).
+ * @example
+ * const held = await svc.approvals.list({ status: "pending" satisfies ApprovalStatus });
+ */
+export type ApprovalStatus = "pending" | "approved" | "rejected" | "expired";
+
+/**
+ * The owner's decision on a spend above `approvalAbove`, as a transaction carries it.
+ * @example
+ * if (tx.approval?.status === "pending") console.log("waiting for an admin until", tx.approval.expiresAt);
+ */
+export interface TransactionApproval {
+  status: ApprovalStatus;
+  /** When it ends `rejected` (`failureReason: "approval_expired"`) if nobody decides. */
+  expiresAt: string;
+  decidedAt?: string;
+}
+
+/**
  * A transaction (spec 2.4 and api.md). `amount` is a decimal string in token units.
  * @example
  * const tx: Transaction = await svc.transactions.get("tx_…");
@@ -181,12 +210,52 @@ export interface Transaction {
   from: string;
   txHash?: string;
   timestamp: string;
-  status: "pending" | "confirmed" | "failed" | "pending_approval" | "rejected";
+  status: TransactionStatus;
   confirmedAt?: string;
   failureReason?: string;
   spendDecisionId?: string;
   /** x402: the URL of the resource paid for. */
   resource?: string;
+  /** Present on a spend that was held for approval (above the policy's `approvalAbove`). */
+  approval?: TransactionApproval;
+}
+
+/**
+ * A held spend as `svc.approvals.list` gives it: the transaction, with its approval deadline as `expiresAt`.
+ * Its id is the transaction's id.
+ * @example
+ * for (const held of await admin.approvals.list()) console.log(held.id, held.amount, held.to, held.expiresAt);
+ */
+export type Approval = Transaction & { expiresAt: string };
+
+/**
+ * Query of `svc.approvals.list`.
+ * @example
+ * await admin.approvals.list({ status: "expired", limit: 20 });
+ */
+export interface ApprovalQuery {
+  /** Default `pending` (oldest first). */
+  status?: ApprovalStatus;
+  limit?: number;
+}
+
+/**
+ * Options of `wallet.waitForTransaction`.
+ * @example
+ * await wallet.waitForTransaction(tx.id, { until: "confirmed", timeoutMs: 120_000 });
+ */
+export interface WaitForTransactionOptions {
+  /**
+   * The status (or statuses) to wait for. Default: any status but `pending_approval` and `pending`. Waiting
+   * also ends at a final status (`confirmed`, `failed`, `rejected`), which cannot change any more.
+   */
+  until?: TransactionStatus | TransactionStatus[];
+  /** Give up after this long (throws {@link SvcWaitTimeoutError}); default 60000. */
+  timeoutMs?: number;
+  /** Pause between reads; default 1000. */
+  intervalMs?: number;
+  /** Aborts the wait. */
+  signal?: AbortSignal;
 }
 
 /**
@@ -355,3 +424,181 @@ export interface X402DiscoverQuery {
   query?: string;
   limit?: number;
 }
+
+/**
+ * The kinds of event the service writes (api.md "Events and webhooks").
+ * @example
+ * const type: EventType = "transaction.confirmed";
+ */
+export type EventType =
+  | "transaction.created"
+  | "transaction.confirmed"
+  | "transaction.failed"
+  | "transaction.received"
+  | "spend.alert"
+  | "approval.requested"
+  | "approval.approved"
+  | "approval.rejected"
+  | "approval.expired"
+  | "policy.updated"
+  | "wallet.archived"
+  | "api_key.created"
+  | "api_key.revoked";
+
+/**
+ * What a `spend.alert` event carries: a spend above the policy's `alertAbove` (the spend proceeds).
+ * @example
+ * if (event.type === "spend.alert") console.log(event.data.usdValue, ">", event.data.alertAbove);
+ */
+export interface SpendAlert {
+  alertAbove: string;
+  usdValue: string;
+  transaction: Transaction;
+}
+
+/**
+ * The resource each event type carries as `data`, as it stood when the change committed.
+ * @example
+ * const tx: EventData["approval.requested"] = event.data;
+ */
+export interface EventData {
+  "transaction.created": Transaction;
+  "transaction.confirmed": Transaction;
+  "transaction.failed": Transaction;
+  "transaction.received": Transaction;
+  "spend.alert": SpendAlert;
+  "approval.requested": Transaction;
+  "approval.approved": Transaction;
+  "approval.rejected": Transaction;
+  "approval.expired": Transaction;
+  "policy.updated": Policy;
+  "wallet.archived": WalletRecord;
+  "api_key.created": ApiKey;
+  "api_key.revoked": ApiKey;
+}
+
+/**
+ * An event (`GET /v1/events`); narrowing on `type` types `data`. Its `id` is a webhook delivery's `webhook-id`.
+ * @example
+ * for await (const event of svc.events.iterate({ type: "transaction.confirmed" })) console.log(event.data.txHash);
+ */
+export type SvcEvent = {
+  [T in EventType]: { id: string; type: T; createdAt: string; data: EventData[T] };
+}[EventType];
+
+/**
+ * One page of events, oldest first; `nextCursor` is always present (read on, or poll, from it).
+ * @example
+ * const { data, nextCursor } = await svc.events.list({ after: savedCursor });
+ */
+export interface EventPage {
+  data: SvcEvent[];
+  nextCursor: string;
+}
+
+/**
+ * Query of `svc.events.list`.
+ * @example
+ * await svc.events.list({ type: ["approval.requested", "spend.alert"], walletId: "wal_…", limit: 100 });
+ */
+export interface EventQuery {
+  /** A `nextCursor` from an earlier page; omitted = from the first event. */
+  after?: string;
+  /** Only these types. */
+  type?: EventType | EventType[];
+  /** Only events about this wallet. */
+  walletId?: string;
+  /** Page size (the service's default 50, at most 100). */
+  limit?: number;
+}
+
+/**
+ * Options of `svc.events.iterate`: the query, and whether to keep polling once the events run out.
+ * @example
+ * const stop = new AbortController();
+ * for await (const event of svc.events.iterate({ follow: true, intervalMs: 2000, signal: stop.signal })) handle(event);
+ */
+export interface EventIterateOptions extends EventQuery {
+  /** Keep polling from the last cursor once the events run out (until `signal` aborts); default false. */
+  follow?: boolean;
+  /** With `follow`: the pause after an empty page; default 2000. */
+  intervalMs?: number;
+  /** Ends the iteration (without an error). */
+  signal?: AbortSignal;
+}
+
+/**
+ * A webhook endpoint (`/v1/webhook-endpoints`); the signing secret is only in the creation response.
+ * @example
+ * for (const endpoint of await admin.webhooks.list()) console.log(endpoint.url, endpoint.events ?? "all");
+ */
+export interface WebhookEndpoint {
+  id: string;
+  url: string;
+  /** The event types delivered; null = every type. */
+  events: EventType[] | null;
+  description: string | null;
+  createdAt: string;
+}
+
+/**
+ * The creation response of a webhook endpoint: the only time its `secret` (`whsec_…`) is shown.
+ * @example
+ * const { id, secret } = await admin.webhooks.create({ url: "https://example.com/hooks/svc" });
+ */
+export interface CreatedWebhookEndpoint extends WebhookEndpoint {
+  secret: string;
+}
+
+/**
+ * Input of `svc.webhooks.create`.
+ * @example
+ * const input: CreateWebhookEndpointInput = { url: "https://example.com/hooks/svc", events: ["approval.requested"] };
+ */
+export interface CreateWebhookEndpointInput {
+  url: string;
+  /** Only these types; omitted = every type. */
+  events?: EventType[];
+  description?: string;
+}
+
+/**
+ * One delivery attempt of an event to an endpoint (`GET /v1/webhook-endpoints/:id/deliveries`).
+ * @example
+ * const failed = (await admin.webhooks.deliveries(endpoint.id)).filter((d) => d.status !== "succeeded");
+ */
+export interface WebhookDelivery {
+  eventId: string;
+  /** 1 for the first attempt at this event on this endpoint, redeliveries counted. */
+  attempt: number;
+  /** `failed`: another attempt follows (or a redelivery failed); `gave_up`: failed for 3 days, skipped. */
+  status: "succeeded" | "failed" | "gave_up";
+  /** Sent because of `svc.webhooks.redeliver`. */
+  redelivery: boolean;
+  /** The receiver's HTTP status; null when it gave none (refused, unreachable, timeout). */
+  responseStatus: number | null;
+  /** Why it failed: the status and the start of the answer, or what went wrong. */
+  error?: string;
+  at: string;
+}
+
+/**
+ * Query of `svc.webhooks.deliveries`.
+ * @example
+ * await admin.webhooks.deliveries(endpoint.id, { eventId: "evt_…" });
+ */
+export interface WebhookDeliveryQuery {
+  /** Only the attempts at this event. */
+  eventId?: string;
+  /** Default 50, at most 100. */
+  limit?: number;
+}
+
+/**
+ * A verified webhook body (`verifyWebhook`): the event's type, when it was sent, and its data.
+ * @example
+ * const event: WebhookEvent = verifyWebhook(body, request.headers, secret);
+ */
+export type WebhookEvent = {
+  [T in EventType]: { type: T; timestamp: string; data: EventData[T] };
+}[EventType];

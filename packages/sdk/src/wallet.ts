@@ -1,8 +1,14 @@
 import { creditsFor, decimalFromNumber, toAtomic, toDecimalAmount, usdToAtomicCap } from "./amounts.ts";
 import type { GatedSpend, SpendGate } from "./authz/gate.ts";
-import { SvcAuthzError, SvcPaymentRejectedError, SvcValidationError } from "./errors.ts";
+import {
+  SvcAuthzError,
+  SvcConnectionError,
+  SvcPaymentRejectedError,
+  SvcValidationError,
+  SvcWaitTimeoutError,
+} from "./errors.ts";
 import type { NetworkDirectory, TokenFacts } from "./network.ts";
-import type { FetchLike, Transport } from "./transport.ts";
+import { type FetchLike, sleep, type Transport } from "./transport.ts";
 import type {
   Balance,
   FaucetInput,
@@ -14,6 +20,8 @@ import type {
   Transaction,
   TransactionPage,
   TransactionQuery,
+  TransactionStatus,
+  WaitForTransactionOptions,
   WalletRecord,
   X402FetchInit,
 } from "./types.ts";
@@ -38,6 +46,17 @@ export interface ClientContext {
 const FETCH_KEYS = new Set(["method", "headers", "body", "chain", "maxAmount", "idempotencyKey", "signal"]);
 const FETCH_METHODS = new Set(["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]);
 const DECIMAL_AMOUNT = /^(0|[1-9]\d{0,30})(\.\d{1,18})?$/;
+const TRANSACTION_STATUSES = new Set<TransactionStatus>([
+  "pending_approval",
+  "pending",
+  "confirmed",
+  "failed",
+  "rejected",
+]);
+/** Statuses a transaction never leaves. */
+const FINAL_STATUSES = new Set<TransactionStatus>(["confirmed", "failed", "rejected"]);
+const DEFAULT_WAIT_TIMEOUT_MS = 60_000;
+const DEFAULT_WAIT_INTERVAL_MS = 1_000;
 
 /** Atomic units as whole tokens, e.g. 10000n with 6 decimals → "0.01". */
 function formatAtomic(amount: bigint, decimals: number): string {
@@ -188,9 +207,12 @@ export class Wallet implements WalletRecord {
    * carries one `Idempotency-Key` (generated, or `options.idempotencyKey`) across its retries, so a retried
    * send never pays twice. With the gate on, the daemon authorizes first (a denial throws
    * {@link SvcSpendDeniedError} and nothing is submitted) and the broadcast is settled before this resolves.
+   * A spend above the policy's `approvalAbove` is not an error: it resolves to the transaction with status
+   * `pending_approval` (no `txHash` yet) and its `approval.expiresAt`; an admin decides it through
+   * `svc.approvals`, and {@link Wallet.waitForTransaction} follows it.
    * @example
    * const tx = await wallet.send({ to: "0xc202…f741", amount: 10, token: "USDC", chain: "base" });
-   * // tx.txHash, tx.spendDecisionId (with the gate), tx.status === "pending"
+   * // tx.txHash, tx.spendDecisionId (with the gate), tx.status === "pending" (or "pending_approval")
    */
   async send(input: SendInput, options: RequestOptions = {}): Promise<Transaction> {
     if (input === null || typeof input !== "object")
@@ -230,6 +252,68 @@ export class Wallet implements WalletRecord {
     // Rule 4.8.5: a decision obtained by the caller skips the daemon here, and its settlement is the caller's.
     if (spendDecisionId !== undefined || gate === undefined) return submit(spendDecisionId);
     return this.spendThroughGate(gate, facts, decimal, to, submit, (tx) => tx.txHash);
+  }
+
+  /**
+   * Reads one of this wallet's transactions until it has left `pending_approval` and `pending` (or reached
+   * one of `until`), and resolves to it. Waiting ends too at a final status (`confirmed`, `failed`,
+   * `rejected`), since it cannot change any more: check `status`. Reads every `intervalMs` (default 1000)
+   * and throws {@link SvcWaitTimeoutError} (with the last state read) once `timeoutMs` (default 60000) has
+   * passed; the transaction itself goes on.
+   * @example
+   * const held = await wallet.send({ to, amount: 250, chain: "base" }); // status "pending_approval"
+   * await admin.approvals.approve(held.id);
+   * const done = await wallet.waitForTransaction(held.id, { timeoutMs: 120_000 }); // done.status "confirmed"
+   */
+  async waitForTransaction(
+    transactionId: string,
+    options: WaitForTransactionOptions = {},
+  ): Promise<Transaction> {
+    if (typeof transactionId !== "string" || transactionId === "")
+      throw invalid("waitForTransaction: `transactionId` must be a non-empty string");
+    if (options === null || typeof options !== "object")
+      throw invalid("waitForTransaction expects an object");
+    const { timeoutMs = DEFAULT_WAIT_TIMEOUT_MS, intervalMs = DEFAULT_WAIT_INTERVAL_MS, signal } = options;
+    if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 0)
+      throw invalid("waitForTransaction: `timeoutMs` must be a whole number of milliseconds");
+    if (!Number.isSafeInteger(intervalMs) || intervalMs < 0)
+      throw invalid("waitForTransaction: `intervalMs` must be a whole number of milliseconds");
+    const until = options.until === undefined ? undefined : [options.until].flat();
+    if (
+      until !== undefined &&
+      (until.length === 0 || until.some((status) => !TRANSACTION_STATUSES.has(status)))
+    ) {
+      throw invalid(`waitForTransaction: \`until\` must be among ${[...TRANSACTION_STATUSES].join(", ")}`);
+    }
+    const reached = (status: TransactionStatus): boolean =>
+      FINAL_STATUSES.has(status) ||
+      (until === undefined ? status !== "pending" && status !== "pending_approval" : until.includes(status));
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const tx = await this.#ctx.transport.request<Transaction>({
+        method: "GET",
+        path: `/transactions/${encodeURIComponent(transactionId)}`,
+        idempotent: true,
+        signal,
+      });
+      if (tx.walletId !== this.id) {
+        throw invalid(`waitForTransaction: ${transactionId} is not a transaction of wallet ${this.id}`);
+      }
+      if (reached(tx.status)) return tx;
+      const left = deadline - Date.now();
+      if (left <= 0) {
+        throw new SvcWaitTimeoutError(tx, timeoutMs, until?.join(" or ") ?? "it to leave pending");
+      }
+      await sleep(Math.min(intervalMs, left), signal).catch((error: unknown) => {
+        throw new SvcConnectionError({
+          code: "ConnectionError",
+          status: 0,
+          message: "waitForTransaction aborted by the caller",
+          reason: "aborted",
+          cause: error,
+        });
+      });
+    }
   }
 
   /**

@@ -110,6 +110,30 @@ describe("retries", () => {
     expect(Number(after ?? 0) - Number(before ?? 0)).toBe(7);
   });
 
+  it("an approve whose answer is lost is retried with the same Idempotency-Key: the held spend is broadcast once, not refused as already decided", async () => {
+    const payer = await fundedWallet(world.admin, { approvalAbove: "5" }, "held, then dropped");
+    const target = await world.admin.wallet.create({ name: "approval payee", chains: ["base"] });
+    const held = await payer.send({
+      to: target.evm?.address as string,
+      amount: 6,
+      token: "USDC",
+      chain: "base",
+    });
+    expect(held.status).toBe("pending_approval");
+    proxy.requests.length = 0;
+    proxy.inject(/^POST \/v1\/approvals\/\S+\/approve /, "cut-response");
+    const approved = await throughProxy().approvals.approve(held.id);
+    const approves = proxy.requests.filter((r) => r.line.includes("/approve "));
+    expect(approves).toHaveLength(2);
+    expect(approves[0]?.idempotencyKey).toBeDefined();
+    expect(approves[1]?.idempotencyKey).toBe(approves[0]?.idempotencyKey);
+    expect(approved).toMatchObject({ id: held.id, approval: { status: "approved" } });
+    const done = await payer.waitForTransaction(held.id, { timeoutMs: 120_000 });
+    expect(done).toMatchObject({ status: "confirmed", txHash: approved.txHash });
+    const { balances } = await target.balance();
+    expect(balances.find((b) => b.chain === "base" && b.token === "USDC")?.amount).toBe("6");
+  });
+
   it("a 5xx answer is retried (same key) and the send goes through once", async () => {
     const payer = await fundedWallet(world.admin, {}, "503");
     const wallet = await throughProxy().wallet.get(payer.id);

@@ -18,6 +18,7 @@ import { ApiClient, LogCapture, seedAccount } from "../test/support/api-client.t
 import { createFreshDatabase } from "../test/support/databases.ts";
 import { benchSendRatio } from "./send-ratio.ts";
 import { benchSends } from "./sends.ts";
+import { benchWebhooks } from "./webhooks.ts";
 import { benchX402 } from "./x402.ts";
 
 const MAIN = fileURLToPath(new URL("../src/main.ts", import.meta.url));
@@ -210,9 +211,10 @@ async function x402() {
   await benchX402("pglite", { pgliteMemory: true });
 }
 
-// BENCH_ONLY=http, ratio, sends or x402 runs one part.
+// BENCH_ONLY=http, ratio, sends, x402 or webhooks runs one part.
 const only = process.env.BENCH_ONLY;
 if (only === undefined || only === "http") await main();
 if (only === undefined || only === "ratio") await sends(benchSendRatio);
 if (only === undefined || only === "sends") await sends(benchSends);
 if (only === undefined || only === "x402") await x402();
+if (only === undefined || only === "webhooks") await sends(benchWebhooks);

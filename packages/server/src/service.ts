@@ -22,7 +22,11 @@ import { type LocalChains, openLocalChains } from "./local-chains.ts";
 import { IncomingWatcher } from "./receives/watcher.ts";
 import { Confirmer } from "./spends/confirmer.ts";
 import { Keyring } from "./wallets/keyring.ts";
+import { WebhookDeliverer } from "./webhooks/delivery.ts";
 import { OutboundFetcher } from "./x402/outbound-fetch.ts";
+
+/** How long a webhook receiver has to answer one delivery. */
+const WEBHOOK_TIMEOUT_MS = 10_000;
 
 /** A running service: its address, its parts for tests, and how to stop it. */
 export interface RunningService {
@@ -32,6 +36,8 @@ export interface RunningService {
   keyring: Keyring;
   /** Settles pending spends; tests run passes by hand with a long interval. */
   confirmer: Confirmer;
+  /** Sends events to webhook endpoints. */
+  webhooks: WebhookDeliverer;
   close(): Promise<void>;
 }
 
@@ -84,6 +90,7 @@ export async function startService(config: Config, options: StartOptions = {}): 
   let local: LocalChains | undefined;
   let chains: ChainRegistry | undefined;
   let outbound: OutboundFetcher | undefined;
+  let webhookOutbound: OutboundFetcher | undefined;
   try {
     const now = options.now ?? (() => new Date());
     const keyring = new Keyring(secrets.masterKey);
@@ -121,6 +128,14 @@ export async function startService(config: Config, options: StartOptions = {}): 
       config.network.watchIntervalMs,
     );
     outbound = new OutboundFetcher({ allow: config.outboundAllow });
+    // Webhooks pass the same guard, with a short timeout and no redirects (a receiver answers where it was
+    // registered; a redirect could lead the signed event anywhere).
+    webhookOutbound = new OutboundFetcher({
+      allow: config.outboundAllow,
+      timeoutMs: WEBHOOK_TIMEOUT_MS,
+      maxRedirects: 0,
+      maxResponseBytes: 1024 * 1024,
+    });
     const authzd = config.authzd ? new AuthzdClient(config.authzd, logger) : undefined;
     // Cursors exist before the first request, so nothing paid to a new wallet can fall before them.
     await watcher.initialize();
@@ -159,19 +174,28 @@ export async function startService(config: Config, options: StartOptions = {}): 
     );
     confirmer.start();
     watcher.start();
+    const webhooks = new WebhookDeliverer(
+      { db: store.db, keyring, outbound: webhookOutbound, log: logger, now },
+      config.webhookPollMs,
+    );
+    webhooks.start();
     const limiter = rateLimiter;
     const localChains = local;
     const outboundFetcher = outbound;
+    const webhookFetcher = webhookOutbound;
     return {
       app,
       url,
       store,
       keyring,
       confirmer,
+      webhooks,
       close: async () => {
+        await webhooks.stop();
         await confirmer.stop();
         await watcher.stop();
         await app.close();
+        await webhookFetcher.close();
         await outboundFetcher.close();
         await limiter.close();
         await store.close();
@@ -180,6 +204,7 @@ export async function startService(config: Config, options: StartOptions = {}): 
       },
     };
   } catch (error) {
+    await webhookOutbound?.close();
     await outbound?.close();
     await rateLimiter?.close();
     await store.close();

@@ -293,3 +293,29 @@ export function policyInput(chains: ChainRegistry) {
     });
   });
 }
+
+export const webhookEndpointView = z
+  .object({
+    id: z.string(),
+    url: z.string(),
+    events: z
+      .array(z.string())
+      .nullable()
+      .meta({ description: "the event types sent to this endpoint; null = every type" }),
+    description: z.string().nullable(),
+    createdAt: timestamp,
+  })
+  .meta({
+    id: "WebhookEndpoint",
+    description: "A URL the account's events are sent to (Standard Webhooks); never its signing secret",
+    example: {
+      id: "wh_5nR2kW8qT1vY4zB7dF0hJ3",
+      url: "https://example.com/hooks/svc",
+      events: ["transaction.confirmed", "spend.alert"],
+      description: "ops alerts",
+      createdAt: "2026-01-01T00:00:00.000Z",
+    },
+  });
+
+/** The path parameters of every route under `/v1/webhook-endpoints/:id`. */
+export const webhookEndpointPathParams = z.object({ id: idParam("wh") });

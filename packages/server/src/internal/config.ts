@@ -122,6 +122,7 @@ const envSchema = z.object({
   SVC_TRUST_PROXY: trustedProxies.default([]),
   SVC_CONFIRMER_INTERVAL_MS: positiveInt.default(1000),
   SVC_APPROVAL_TTL_SECONDS: positiveInt.default(3600),
+  SVC_WEBHOOK_POLL_MS: positiveInt.default(200),
   SVC_NETWORK_PROFILE: z.enum(["devnet", "testnet", "mainnet"]).default("devnet"),
   SVC_RPC_BASE: httpUrl.optional(),
   SVC_RPC_ETHEREUM: httpUrl.optional(),
@@ -228,6 +229,11 @@ export interface Config {
   confirmerIntervalMs: number;
   /** How long a spend above `approvalAbove` waits for an admin's decision before it expires. */
   approvalTtlSeconds: number;
+  /**
+   * How often the webhook deliverer looks for events to send: an event reaches its endpoints about this long
+   * (at most) after it commits.
+   */
+  webhookPollMs: number;
   network: NetworkConfig;
   /**
    * The authorization daemon that spend decisions are verified with, as the service's own identity (holding
@@ -283,6 +289,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     trustProxy: e.SVC_TRUST_PROXY,
     confirmerIntervalMs: e.SVC_CONFIRMER_INTERVAL_MS,
     approvalTtlSeconds: e.SVC_APPROVAL_TTL_SECONDS,
+    webhookPollMs: e.SVC_WEBHOOK_POLL_MS,
     network: networkConfig(e),
     authzd: authzdConfig(e),
     outboundAllow:

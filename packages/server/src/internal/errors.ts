@@ -298,6 +298,26 @@ export const errors = {
       "NotFound",
       `No approval ${txId}: no spend of this account waited for one with this id`,
     ),
+  webhookEndpointNotFound: (endpointId: string) =>
+    new AppError(404, "NotFound", `Webhook endpoint ${endpointId} not found`),
+  eventNotFound: (eventId: string) => new AppError(404, "NotFound", `Event ${eventId} not found`),
+  /** A redelivery of an event the endpoint does not receive (its `events` leave that type out). */
+  eventNotSubscribed: (eventId: string, type: string, endpointId: string) =>
+    new AppError(
+      409,
+      "ValidationError",
+      `Event ${eventId} is a ${type}, which webhook endpoint ${endpointId} does not receive`,
+      "event_not_subscribed",
+      { eventId, type },
+    ),
+  tooManyWebhookEndpoints: (max: number) =>
+    new AppError(
+      409,
+      "ValidationError",
+      `An account has at most ${max} webhook endpoints; delete one first`,
+      "too_many_webhook_endpoints",
+      { max },
+    ),
   routeNotFound: (method: string, url: string) =>
     new AppError(404, "NotFound", `No route ${method} ${url.split("?")[0]}`, "route_not_found"),
 

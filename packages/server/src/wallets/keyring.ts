@@ -54,6 +54,21 @@ export class Keyring {
     }
   }
 
+  /**
+   * Seals a secret the service keeps but never shows again (a webhook endpoint's signing secret) under the
+   * master key; `associatedData` names its owner (`webhook_endpoints:<id>`), so a sealed value copied to
+   * another row does not open there.
+   * @example const sealed = keyring.sealSecret(Buffer.from(secret), `webhook_endpoints:${id}`);
+   */
+  sealSecret(plaintext: Buffer, associatedData: string): Buffer {
+    return seal(this.#masterKey, plaintext, associatedData);
+  }
+
+  /** Reverses {@link sealSecret}; throws when the value was sealed for another owner or is damaged. */
+  openSecret(sealed: Buffer, associatedData: string): Buffer {
+    return open(this.#masterKey, sealed, associatedData);
+  }
+
   /** Generates the wallet's data key and one key pair per chain kind, all sealed. */
   generateWalletKeys(
     walletId: string,

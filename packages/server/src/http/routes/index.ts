@@ -21,6 +21,12 @@ import { registerSetPolicyStatus } from "./wallets/policy/set-status.ts";
 import { registerUpdatePolicy } from "./wallets/policy/update.ts";
 import { registerSend } from "./wallets/send.ts";
 import { registerListTransactions } from "./wallets/transactions/list.ts";
+import { registerCreateWebhookEndpoint } from "./webhook-endpoints/create.ts";
+import { registerDeleteWebhookEndpoint } from "./webhook-endpoints/delete.ts";
+import { registerListWebhookDeliveries } from "./webhook-endpoints/deliveries/list.ts";
+import { registerGetWebhookEndpoint } from "./webhook-endpoints/get.ts";
+import { registerListWebhookEndpoints } from "./webhook-endpoints/list.ts";
+import { registerRedeliverWebhook } from "./webhook-endpoints/redeliver.ts";
 import { registerX402Fetch } from "./x402/fetch.ts";
 import { registerListX402Services } from "./x402/services.ts";
 
@@ -56,4 +62,10 @@ export function registerRoutes(app: App, services: Services): void {
   registerListEvents(app, services);
   registerListApprovals(app, services);
   registerDecideApproval(app, services);
+  registerCreateWebhookEndpoint(app, services);
+  registerListWebhookEndpoints(app, services);
+  registerGetWebhookEndpoint(app, services);
+  registerDeleteWebhookEndpoint(app, services);
+  registerListWebhookDeliveries(app, services);
+  registerRedeliverWebhook(app, services);
 }

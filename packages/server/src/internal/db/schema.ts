@@ -200,3 +200,44 @@ export const events = pgTable("events", {
   data: json("data").$type<Record<string, unknown>>().notNull(),
   createdAt: createdAt(),
 });
+
+export const webhookEndpoints = pgTable("webhook_endpoints", {
+  id: text("id").primaryKey(),
+  accountId: text("account_id").notNull(),
+  url: text("url").notNull(),
+  /** The event types sent; null = every type. */
+  eventTypes: text("event_types").array(),
+  description: text("description"),
+  /** The signing secret sealed under the master key; never stored in clear. */
+  sealedSecret: bytea("sealed_secret").notNull(),
+  createdAt: createdAt(),
+  deletedAt: timestamp("deleted_at", { withTimezone: true, mode: "date" }),
+  cursorTxId: bigint("cursor_tx_id", { mode: "bigint" }).notNull(),
+  cursorSeq: bigint("cursor_seq", { mode: "bigint" }).notNull(),
+  /** The snapshot the endpoint was created in: events it sees committed before, and are not sent. */
+  startSnapshot: text("start_snapshot").notNull(),
+  attempts: integer("attempts").notNull(),
+  firstAttemptAt: timestamp("first_attempt_at", { withTimezone: true, mode: "date" }),
+  nextAttemptAt: timestamp("next_attempt_at", { withTimezone: true, mode: "date" }),
+  leaseOwner: text("lease_owner"),
+  leasedUntil: timestamp("leased_until", { withTimezone: true, mode: "date" }),
+});
+
+export const webhookDeliveries = pgTable("webhook_deliveries", {
+  id: bigserial("id", { mode: "bigint" }).primaryKey(),
+  endpointId: text("endpoint_id").notNull(),
+  eventId: text("event_id").notNull(),
+  attempt: integer("attempt").notNull(),
+  status: text("status", { enum: ["succeeded", "failed", "gave_up"] }).notNull(),
+  redelivery: boolean("redelivery").notNull(),
+  responseStatus: integer("response_status"),
+  error: text("error"),
+  at: timestamp("at", { withTimezone: true, mode: "date" }).notNull(),
+});
+
+export const webhookRedeliveries = pgTable("webhook_redeliveries", {
+  id: bigserial("id", { mode: "bigint" }).primaryKey(),
+  endpointId: text("endpoint_id").notNull(),
+  eventId: text("event_id").notNull(),
+  requestedAt: timestamp("requested_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+});

@@ -1,0 +1,227 @@
+/**
+ * Webhook endpoints: URLs an account's events are sent to, signed as Standard Webhooks specifies. The
+ * sending itself is `delivery.ts`; here are the records an admin creates, reads and deletes.
+ */
+import { randomBytes } from "node:crypto";
+import { isIP } from "node:net";
+import { and, desc, eq, isNull, sql } from "drizzle-orm";
+import type { EventType } from "../events/events.ts";
+import { newId } from "../internal/crypto.ts";
+import { events, webhookDeliveries, webhookEndpoints, webhookRedeliveries } from "../internal/db/schema.ts";
+import type { Db } from "../internal/db/store.ts";
+import { errors } from "../internal/errors.ts";
+import type { Keyring } from "../wallets/keyring.ts";
+import { DestinationGuard } from "../x402/destinations.ts";
+
+/** Endpoints an account may have at once (deleted ones do not count). */
+export const MAX_ENDPOINTS_PER_ACCOUNT = 20;
+
+export type WebhookEndpointRow = typeof webhookEndpoints.$inferSelect;
+
+/** An endpoint as the API shows it; never its secret. */
+export interface WebhookEndpointView {
+  id: string;
+  url: string;
+  /** The event types sent; null = every type. */
+  events: EventType[] | null;
+  description: string | null;
+  createdAt: string;
+}
+
+export function toEndpointView(row: WebhookEndpointRow): WebhookEndpointView {
+  return {
+    id: row.id,
+    url: row.url,
+    events: (row.eventTypes as EventType[] | null) ?? null,
+    description: row.description,
+    createdAt: row.createdAt.toISOString(),
+  };
+}
+
+/** The associated data a secret is sealed with: the endpoint's own id, so it opens for that row only. */
+export function secretAssociatedData(endpointId: string): string {
+  return `webhook_endpoints:${endpointId}`;
+}
+
+/** A new signing secret in the Standard Webhooks form: `whsec_` and 32 random bytes in base64. */
+function generateSecret(): string {
+  return `whsec_${randomBytes(32).toString("base64")}`;
+}
+
+/**
+ * Checks a target URL as far as can be told without a network call: http or https, no credentials, and an
+ * IP-literal host the outbound guard allows. A hostname is checked at each delivery, on what it resolves to.
+ */
+export function checkTargetUrl(text: string, outboundAllow: readonly string[]): URL {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw errors.invalidBody("url must be an absolute http:// or https:// URL");
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:")
+    throw errors.invalidBody(`url must be http:// or https://, not ${url.protocol}`);
+  if (url.username !== "" || url.password !== "")
+    throw errors.invalidBody("url must not carry credentials (user:password@)");
+  const host = url.hostname.replace(/^\[|\]$/g, "");
+  if (isIP(host) !== 0) {
+    const verdict = new DestinationGuard(outboundAllow).checkAddress(host);
+    if (!verdict.allowed)
+      throw errors.destinationNotAllowed(
+        `Refusing to send webhooks to ${host}: a ${verdict.kind} address (${verdict.range}); webhooks reach public addresses only unless SVC_OUTBOUND_ALLOW exempts them`,
+        { host, kind: verdict.kind, range: verdict.range },
+      );
+  }
+  return url;
+}
+
+export interface CreateEndpointInput {
+  url: string;
+  events?: EventType[] | undefined;
+  description?: string | undefined;
+}
+
+/**
+ * Creates an endpoint and its signing secret; the secret is in the result and, sealed, in the store, and
+ * nowhere else. The endpoint receives the events that commit after it: its cursor starts at the oldest
+ * transaction still running, and the events its own snapshot already saw are passed over (`start_snapshot`).
+ * @example const { endpoint, secret } = await createEndpoint(db, keyring, accountId, { url });
+ */
+export async function createEndpoint(
+  db: Db,
+  keyring: Keyring,
+  accountId: string,
+  input: CreateEndpointInput,
+): Promise<{ endpoint: WebhookEndpointRow; secret: string }> {
+  const id = newId("wh");
+  const secret = generateSecret();
+  const sealedSecret = keyring.sealSecret(Buffer.from(secret, "utf8"), secretAssociatedData(id));
+  const eventTypes = input.events ? [...new Set(input.events)] : null;
+  const endpoint = await db.transaction(async (tx) => {
+    // Counted under a lock on the account's row, so racing creations cannot pass the limit together.
+    await tx.execute(sql`SELECT 1 FROM accounts WHERE id = ${accountId} FOR UPDATE`);
+    const [{ count } = { count: 0 }] = await tx
+      .select({ count: sql<number>`count(*)::int` })
+      .from(webhookEndpoints)
+      .where(and(eq(webhookEndpoints.accountId, accountId), isNull(webhookEndpoints.deletedAt)));
+    if (count >= MAX_ENDPOINTS_PER_ACCOUNT) throw errors.tooManyWebhookEndpoints(MAX_ENDPOINTS_PER_ACCOUNT);
+    const [row] = await tx
+      .insert(webhookEndpoints)
+      .values({
+        id,
+        accountId,
+        url: input.url,
+        eventTypes,
+        description: input.description ?? null,
+        sealedSecret,
+        cursorTxId: sql`pg_snapshot_xmin(pg_current_snapshot())::text::bigint`,
+        cursorSeq: 0n,
+        startSnapshot: sql`pg_current_snapshot()::text`,
+        attempts: 0,
+      })
+      .returning();
+    if (!row) throw errors.internal(new Error("insert returned no row"));
+    return row;
+  });
+  return { endpoint, secret };
+}
+
+/** The account's endpoints not deleted, newest first. */
+export async function listEndpoints(db: Db, accountId: string): Promise<WebhookEndpointRow[]> {
+  return await db
+    .select()
+    .from(webhookEndpoints)
+    .where(and(eq(webhookEndpoints.accountId, accountId), isNull(webhookEndpoints.deletedAt)))
+    .orderBy(desc(webhookEndpoints.createdAt), desc(webhookEndpoints.id));
+}
+
+/** An endpoint of the account that is not deleted; NotFound otherwise (another account's included). */
+export async function findEndpoint(db: Db, accountId: string, id: string): Promise<WebhookEndpointRow> {
+  const [row] = await db
+    .select()
+    .from(webhookEndpoints)
+    .where(
+      and(
+        eq(webhookEndpoints.id, id),
+        eq(webhookEndpoints.accountId, accountId),
+        isNull(webhookEndpoints.deletedAt),
+      ),
+    );
+  if (!row) throw errors.webhookEndpointNotFound(id);
+  return row;
+}
+
+/**
+ * Deletes an endpoint: nothing more is sent to it (an attempt already under way ends and is logged). Deleting
+ * a deleted endpoint succeeds again; one the account never had is NotFound.
+ */
+export async function deleteEndpoint(db: Db, accountId: string, id: string, now: Date): Promise<void> {
+  const ofAccount = and(eq(webhookEndpoints.id, id), eq(webhookEndpoints.accountId, accountId));
+  const [deleted] = await db
+    .update(webhookEndpoints)
+    .set({ deletedAt: now })
+    .where(and(ofAccount, isNull(webhookEndpoints.deletedAt)))
+    .returning({ id: webhookEndpoints.id });
+  if (deleted) return;
+  const [existing] = await db.select({ id: webhookEndpoints.id }).from(webhookEndpoints).where(ofAccount);
+  if (!existing) throw errors.webhookEndpointNotFound(id);
+}
+
+/** One attempt to deliver an event, as the API shows it. */
+export interface DeliveryView {
+  eventId: string;
+  attempt: number;
+  status: "succeeded" | "failed" | "gave_up";
+  redelivery: boolean;
+  responseStatus: number | null;
+  error?: string;
+  at: string;
+}
+
+/** The endpoint's delivery attempts, newest first, at most `limit`; only those of `eventId` when given. */
+export async function listDeliveries(
+  db: Db,
+  accountId: string,
+  endpointId: string,
+  options: { eventId?: string | undefined; limit: number },
+): Promise<DeliveryView[]> {
+  await findEndpoint(db, accountId, endpointId);
+  const conditions = [eq(webhookDeliveries.endpointId, endpointId)];
+  if (options.eventId !== undefined) conditions.push(eq(webhookDeliveries.eventId, options.eventId));
+  const rows = await db
+    .select()
+    .from(webhookDeliveries)
+    .where(and(...conditions))
+    .orderBy(desc(webhookDeliveries.id))
+    .limit(options.limit);
+  return rows.map((row) => ({
+    eventId: row.eventId,
+    attempt: row.attempt,
+    status: row.status,
+    redelivery: row.redelivery,
+    responseStatus: row.responseStatus,
+    ...(row.error === null ? {} : { error: row.error }),
+    at: row.at.toISOString(),
+  }));
+}
+
+/**
+ * Queues one more attempt to send an event to an endpoint, outside its order and whatever became of the
+ * event before. The event must be the account's and of a type the endpoint receives.
+ */
+export async function requestRedelivery(
+  db: Db,
+  accountId: string,
+  endpointId: string,
+  eventId: string,
+): Promise<void> {
+  const endpoint = await findEndpoint(db, accountId, endpointId);
+  const [event] = await db
+    .select({ type: events.type })
+    .from(events)
+    .where(and(eq(events.id, eventId), eq(events.accountId, accountId)));
+  if (!event) throw errors.eventNotFound(eventId);
+  if (endpoint.eventTypes !== null && !endpoint.eventTypes.includes(event.type))
+    throw errors.eventNotSubscribed(eventId, event.type, endpointId);
+  await db.insert(webhookRedeliveries).values({ endpointId, eventId });
+}
