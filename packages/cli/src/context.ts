@@ -1,4 +1,4 @@
-import { SvcWallet, type Transaction } from "@svc/sdk";
+import { SvcWallet, type Transaction, type Wallet } from "@svc/sdk";
 import { configPath, readConfig, resolveCredentials } from "./config.ts";
 import { CliError, EXIT } from "./failure.ts";
 import { startSpinner, tokenAmount } from "./output.ts";
@@ -22,8 +22,6 @@ export interface Context {
   client(): Promise<SvcWallet>;
   /** The resolved base URL (no credential needed). */
   baseUrl(): Promise<string>;
-  /** The resolved base URL and API key; throws exit code 2 when there is no API key. */
-  credentials(): Promise<{ baseUrl: string; apiKey: string }>;
   /** Prints `human()` to stdout, or `value` as one line of JSON with `--json`. */
   print(value: unknown, human: () => string): void;
 }
@@ -55,7 +53,6 @@ export function createContext(options: GlobalOptions, env: NodeJS.ProcessEnv): C
     env,
     configFile,
     baseUrl: async () => (await resolved()).baseUrl,
-    credentials,
     client: async () => new SvcWallet(await credentials()),
     print: (value, human) => {
       process.stdout.write(`${json ? JSON.stringify(value) : human()}\n`);
@@ -63,17 +60,16 @@ export function createContext(options: GlobalOptions, env: NodeJS.ProcessEnv): C
   };
 }
 
-const FINAL = new Set(["confirmed", "failed", "rejected"]);
-
 /**
- * Follows a broadcast transaction until it is final, with a spinner on a terminal; polls every 500 ms until
- * `timeoutSeconds` pass (then exit code 8: it may still confirm). A failed transaction is exit code 7.
+ * Follows a broadcast transaction until it is final (the SDK's `waitForTransaction`, read every 500 ms),
+ * with a spinner on a terminal. Still pending at `timeoutSeconds`: the SDK's `WaitTimeout`, exit code 8 (it
+ * may yet confirm). Failed or rejected: exit code 7.
  * @example
- * const confirmed = await waitForConfirmation(ctx, svc, tx, 120);
+ * const confirmed = await waitForConfirmation(ctx, wallet, tx, 120);
  */
 export async function waitForConfirmation(
   ctx: Context,
-  svc: SvcWallet,
+  wallet: Wallet,
   sent: Transaction,
   timeoutSeconds: number,
 ): Promise<Transaction> {
@@ -82,23 +78,9 @@ export async function waitForConfirmation(
     `Confirming ${tokenAmount(sent.amount, sent.token)} on ${sent.chain} (${sent.txHash ?? sent.id})`,
     !ctx.json,
   );
-  const deadline = Date.now() + timeoutSeconds * 1000;
-  let tx = sent;
-  try {
-    while (!FINAL.has(tx.status)) {
-      if (Date.now() >= deadline) {
-        throw new CliError(
-          `${tx.id} is still ${tx.status} after ${timeoutSeconds} s; it may yet confirm: svc history ${tx.walletId}`,
-          EXIT.timeout,
-          { transactionId: tx.id, ...(tx.txHash === undefined ? {} : { txHash: tx.txHash }) },
-        );
-      }
-      await new Promise((resolve) => setTimeout(resolve, 500));
-      tx = await svc.transactions.get(tx.id);
-    }
-  } finally {
-    spinner.stop();
-  }
+  const tx = await wallet
+    .waitForTransaction(sent.id, { timeoutMs: timeoutSeconds * 1000, intervalMs: 500 })
+    .finally(() => spinner.stop());
   if (tx.status !== "confirmed") {
     throw new CliError(
       `${tx.id} ${tx.status} on ${tx.chain}${tx.failureReason ? `: ${tx.failureReason}` : ""}`,

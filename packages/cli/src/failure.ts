@@ -60,6 +60,7 @@ const BY_CODE: Record<string, number> = {
   InsufficientFunds: EXIT.funds,
   NotFound: EXIT.notFound,
   ConnectionError: EXIT.network,
+  WaitTimeout: EXIT.timeout,
 };
 
 /**

@@ -1,6 +1,5 @@
-import type { Command } from "commander";
-import { Option } from "commander";
-import { approvalsApi } from "../approvals-api.ts";
+import type { ApprovalStatus } from "@svc/sdk";
+import { type Command, Option } from "commander";
 import { type Context, waitForConfirmation } from "../context.ts";
 import { table, tokenAmount, when } from "../output.ts";
 import { wholeNumber } from "../parse.ts";
@@ -13,10 +12,6 @@ import { transactionView } from "../views.ts";
  */
 export function addApprovalCommands(program: Command, contextOf: (command: Command) => Context): void {
   const approvals = program.command("approvals").description("spends held above a policy's approvalAbove");
-  const apiOf = async (ctx: Context) => {
-    const { baseUrl, apiKey } = await ctx.credentials();
-    return approvalsApi(baseUrl, apiKey);
-  };
   approvals
     .command("list")
     .description("held spends in one state (pending: oldest first)")
@@ -26,9 +21,9 @@ export function addApprovalCommands(program: Command, contextOf: (command: Comma
         .default("pending"),
     )
     .option("--limit <n>", "at most this many", wholeNumber("--limit", 1, 100))
-    .action(async (options: { status: string; limit?: number }, command: Command) => {
+    .action(async (options: { status: ApprovalStatus; limit?: number }, command: Command) => {
       const ctx = contextOf(command);
-      const held = await (await apiOf(ctx)).list(options);
+      const held = await (await ctx.client()).approvals.list(options);
       ctx.print(held, () =>
         held.length === 0
           ? `No ${options.status} approvals`
@@ -68,9 +63,10 @@ export function addApprovalCommands(program: Command, contextOf: (command: Comma
     )
     .action(async (transactionId: string, options: { wait: boolean; timeout: number }, command: Command) => {
       const ctx = contextOf(command);
-      const approved = await (await apiOf(ctx)).approve(transactionId);
+      const svc = await ctx.client();
+      const approved = await svc.approvals.approve(transactionId);
       const final = options.wait
-        ? await waitForConfirmation(ctx, await ctx.client(), approved, options.timeout)
+        ? await waitForConfirmation(ctx, await svc.wallet.get(approved.walletId), approved, options.timeout)
         : approved;
       ctx.print(final, () => `Approved ${final.id}: ${final.status}\n${transactionView(final)}`);
     });
@@ -79,7 +75,7 @@ export function addApprovalCommands(program: Command, contextOf: (command: Comma
     .description("reject a held spend (admin): nothing is sent and the daily limit has its room back")
     .action(async (transactionId: string, _options: unknown, command: Command) => {
       const ctx = contextOf(command);
-      const rejected = await (await apiOf(ctx)).reject(transactionId);
+      const rejected = await (await ctx.client()).approvals.reject(transactionId);
       ctx.print(rejected, () => `Rejected ${rejected.id}\n${transactionView(rejected)}`);
     });
 }

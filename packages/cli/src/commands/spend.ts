@@ -53,7 +53,7 @@ export function addSpendCommands(program: Command, contextOf: (command: Command)
           );
           return;
         }
-        const final = options.wait ? await waitForConfirmation(ctx, svc, sent, options.timeout) : sent;
+        const final = options.wait ? await waitForConfirmation(ctx, wallet, sent, options.timeout) : sent;
         ctx.print(final, () => {
           const headline =
             final.status === "confirmed"
