@@ -6,7 +6,12 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestServer, seedAccount, type TestServer } from "../../server/test/support/test-server.ts";
+import {
+  createTestServer,
+  seedAccount,
+  sharedDevnet,
+  type TestServer,
+} from "../../server/test/support/test-server.ts";
 import { type Run, svc } from "./support.ts";
 
 let server: TestServer;
@@ -371,5 +376,31 @@ describe("svc wallets archive", () => {
     expect(run.json()).toMatchObject({ id: payee.id, status: "archived" });
     const refused = expectOneLineFailure(await svc(["send", payee.id, payer.evm.address, "0.5"], env), 1);
     expect(refused).toMatch(/ValidationError wallet_archived/);
+  });
+});
+
+describe("svc send --timeout", () => {
+  it("a send still pending when --timeout runs out: exit 8, one line naming the transaction", async () => {
+    const { evm } = await sharedDevnet();
+    const rpc = async (method: string, params: unknown[] = []) => {
+      const response = await fetch(evm.rpcUrl, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+      });
+      const body = (await response.json()) as { error?: unknown };
+      if (body.error) throw new Error(`${method}: ${JSON.stringify(body.error)}`);
+    };
+    // No block is mined while automine is off: the broadcast transaction stays pending, whatever the clock.
+    await rpc("evm_setAutomine", [false]);
+    let run: Run;
+    try {
+      run = await svc(["send", payer.id, payee.evm.address, "0.5", "--timeout", "1"], env);
+    } finally {
+      await rpc("evm_setAutomine", [true]);
+      await rpc("evm_mine");
+    }
+    const line = expectOneLineFailure(run, 8);
+    expect(line).toMatch(/^error: Transaction tx_\w+ was still pending after 1000 ms .*\(WaitTimeout/);
   });
 });
