@@ -1,0 +1,81 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { configPath, normalizeBaseUrl, readConfig, resolveCredentials, writeConfig } from "./config.ts";
+
+describe("resolveCredentials", () => {
+  const saved = { baseUrl: "http://saved:1/v1", apiKey: "svc_saved" };
+  it("takes each value from the flag, else the environment, else the config file", () => {
+    const env = { SVC_BASE_URL: "http://env:2/v1", SVC_API_KEY: "svc_env" };
+    expect(
+      resolveCredentials({ flags: { apiKey: "svc_flag", baseUrl: "http://flag:3/v1" }, env }, saved),
+    ).toEqual({
+      apiKey: "svc_flag",
+      baseUrl: "http://flag:3/v1",
+    });
+    expect(resolveCredentials({ flags: {}, env }, saved)).toEqual({
+      apiKey: "svc_env",
+      baseUrl: "http://env:2/v1",
+    });
+    expect(resolveCredentials({ flags: {}, env: {} }, saved)).toEqual({
+      apiKey: "svc_saved",
+      baseUrl: "http://saved:1/v1",
+    });
+    // Independently: a key from the environment, the URL from the file.
+    expect(resolveCredentials({ flags: {}, env: { SVC_API_KEY: "svc_env" } }, saved)).toEqual({
+      apiKey: "svc_env",
+      baseUrl: "http://saved:1/v1",
+    });
+  });
+
+  it("defaults the base URL to the local service and leaves the key undefined", () => {
+    expect(resolveCredentials({ flags: {}, env: {} }, {})).toEqual({
+      apiKey: undefined,
+      baseUrl: "http://127.0.0.1:8080/v1",
+    });
+  });
+});
+
+describe("normalizeBaseUrl", () => {
+  it("adds /v1 to a bare origin, keeps a path, refuses what is not an http URL", () => {
+    expect(normalizeBaseUrl("http://127.0.0.1:8080")).toBe("http://127.0.0.1:8080/v1");
+    expect(normalizeBaseUrl("https://svc.example.com/")).toBe("https://svc.example.com/v1");
+    expect(normalizeBaseUrl("https://svc.example.com/v1/")).toBe("https://svc.example.com/v1");
+    expect(() => normalizeBaseUrl("localhost:8080")).toThrow(/must be http/);
+    expect(() => normalizeBaseUrl("not a url")).toThrow(/is not a URL/);
+  });
+});
+
+describe("the config file", () => {
+  it("is $SVC_CONFIG, else under XDG_CONFIG_HOME, else ~/.config", () => {
+    expect(configPath({ SVC_CONFIG: "/tmp/x.json" })).toBe("/tmp/x.json");
+    expect(configPath({ XDG_CONFIG_HOME: "/cfg" })).toBe("/cfg/svc/config.json");
+    expect(configPath({})).toBe(path.join(os.homedir(), ".config", "svc", "config.json"));
+  });
+
+  it("is written 0600 and read back; an absent file is empty, a broken one a clear error", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "svc-config-"));
+    try {
+      const file = path.join(dir, "svc", "config.json");
+      expect(await readConfig(file)).toEqual({});
+      await writeConfig(file, {
+        baseUrl: "http://a/v1",
+        apiKey: "svc_k",
+        keyId: "key_1",
+        email: "a@example.com",
+      });
+      expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+      expect(await readConfig(file)).toEqual({
+        baseUrl: "http://a/v1",
+        apiKey: "svc_k",
+        keyId: "key_1",
+        email: "a@example.com",
+      });
+      fs.writeFileSync(file, "[1,2]");
+      await expect(readConfig(file)).rejects.toThrow(/is not a JSON object/);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,58 @@
+import { describe, expect, it } from "vitest";
+import { fields, table, usd, when } from "./output.ts";
+import { policyFromOptions, usdBound } from "./parse.ts";
+
+describe("human output", () => {
+  it("aligns table columns, numbers on the right, with no trailing spaces", () => {
+    expect(
+      table(
+        [{ heading: "TOKEN" }, { heading: "AMOUNT", align: "right" }, { heading: "NOTE" }],
+        [
+          ["USDC", "100", ""],
+          ["ETH", "0.01", "gas"],
+        ],
+      ),
+    ).toBe(["TOKEN  AMOUNT  NOTE", "USDC      100", "ETH      0.01  gas"].join("\n"));
+    expect(
+      fields([
+        ["id", "wal_1"],
+        ["status", "active"],
+      ]),
+    ).toBe("id      wal_1\nstatus  active");
+  });
+
+  it("writes dollars with at least two decimals, keeping every decimal given", () => {
+    expect(usd("10")).toBe("$10.00");
+    expect(usd("2.5")).toBe("$2.50");
+    expect(usd("0.015")).toBe("$0.015");
+    expect(usd(null)).toBe("none");
+    expect(when("2026-11-23T01:20:03.512Z")).toBe("2026-11-23 01:20:03Z");
+    expect(when(null)).toBe("never");
+  });
+});
+
+describe("policy options", () => {
+  it("reads USD bounds and none, refusing anything else", () => {
+    const parse = usdBound("--max-per-tx");
+    expect(parse("10")).toBe("10");
+    expect(parse("$2.50")).toBe("2.50");
+    expect(parse("none")).toBeNull();
+    expect(() => parse("1e3")).toThrow(/--max-per-tx must be a USD amount/);
+    expect(() => parse("-1")).toThrow(/--max-per-tx/);
+    expect(() => parse("0.0000001")).toThrow(/--max-per-tx/);
+  });
+
+  it("builds the policy change from the options given, none when none were", () => {
+    expect(policyFromOptions({})).toBeUndefined();
+    expect(
+      policyFromOptions({ maxPerTx: "10", whitelist: "none", requireSpendAuthorization: false }),
+    ).toEqual({
+      maxPerTx: "10",
+      whitelist: [],
+      requireSpendAuthorization: false,
+    });
+    expect(policyFromOptions({ whitelist: "0xa, api.example.com" })).toEqual({
+      whitelist: ["0xa", "api.example.com"],
+    });
+  });
+});

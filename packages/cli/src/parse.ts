@@ -1,0 +1,77 @@
+import type { PolicyInput } from "@svc/sdk";
+import { usage } from "./failure.ts";
+
+/**
+ * A whole number option within bounds, for commander's option parsers.
+ * @example
+ * new Option("--limit <n>").argParser(wholeNumber("--limit", 1, 100));
+ */
+export function wholeNumber(name: string, min: number, max: number): (value: string) => number {
+  return (value) => {
+    if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) {
+      throw usage(`${name} must be a whole number from ${min} to ${max}, not ${JSON.stringify(value)}`);
+    }
+    return Number(value);
+  };
+}
+
+/**
+ * A comma-separated list, empty items dropped.
+ * @example
+ * list("base, solana"); // ["base", "solana"]
+ */
+export function list(value: string): string[] {
+  return value
+    .split(",")
+    .map((item) => item.trim())
+    .filter((item) => item !== "");
+}
+
+const USD = /^(0|[1-9]\d*)(\.\d{1,6})?$/;
+
+/**
+ * A USD bound: a decimal amount (`10`, `2.50`, at most 6 decimals), or `none` (no bound, sent as null).
+ * @example
+ * usdBound("--max-per-tx")("10"); // "10"
+ * usdBound("--daily-limit")("none"); // null
+ */
+export function usdBound(name: string): (value: string) => string | null {
+  return (value) => {
+    const trimmed = value.trim().replace(/^\$/, "");
+    if (trimmed.toLowerCase() === "none") return null;
+    if (!USD.test(trimmed)) {
+      throw usage(`${name} must be a USD amount like 10 or 2.50 (at most 6 decimals), or none`);
+    }
+    return trimmed;
+  };
+}
+
+/** The policy options `wallets create` and `policy set` share, as commander parses them. */
+export interface PolicyOptions {
+  maxPerTx?: string | null;
+  dailyLimit?: string | null;
+  alertAbove?: string | null;
+  approvalAbove?: string | null;
+  whitelist?: string;
+  requireSpendAuthorization?: boolean;
+}
+
+/**
+ * The policy fields given on the command line (undefined when none was).
+ * @example
+ * policyFromOptions({ maxPerTx: "10", whitelist: "none" }); // { maxPerTx: "10", whitelist: [] }
+ */
+export function policyFromOptions(options: PolicyOptions): PolicyInput | undefined {
+  const policy: PolicyInput = {};
+  if (options.maxPerTx !== undefined) policy.maxPerTx = options.maxPerTx;
+  if (options.dailyLimit !== undefined) policy.dailyLimit = options.dailyLimit;
+  if (options.alertAbove !== undefined) policy.alertAbove = options.alertAbove;
+  if (options.approvalAbove !== undefined) policy.approvalAbove = options.approvalAbove;
+  if (options.whitelist !== undefined) {
+    policy.whitelist = options.whitelist.trim().toLowerCase() === "none" ? [] : list(options.whitelist);
+  }
+  if (options.requireSpendAuthorization !== undefined) {
+    policy.requireSpendAuthorization = options.requireSpendAuthorization;
+  }
+  return Object.keys(policy).length === 0 ? undefined : policy;
+}

@@ -1,0 +1,406 @@
+/**
+ * `svc` run as a process against a real service on the local chains: every command in sequence, `--json`
+ * parsed and asserted, sends confirmed on chain, refusals with their exit codes and one line on stderr.
+ */
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  createTestServer,
+  seedAccount,
+  sharedDevnet,
+  type TestServer,
+} from "../../server/test/support/test-server.ts";
+import { type Run, svc } from "./support.ts";
+
+let server: TestServer;
+let owner: Awaited<ReturnType<typeof seedAccount>>;
+let home: string;
+let configFile: string;
+/** The environment of a logged-in user: the config file only, no key in the environment. */
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  server = await createTestServer({ x402Demo: true });
+  owner = await seedAccount(server.api, "cli");
+  home = fs.mkdtempSync(path.join(os.tmpdir(), "svc-cli-"));
+  configFile = path.join(home, "config", "svc.json");
+  env = { HOME: home, SVC_CONFIG: configFile };
+});
+afterAll(async () => {
+  await server?.close();
+  if (home) fs.rmSync(home, { recursive: true, force: true });
+});
+
+/** The run failed with `code` and said one line on stderr, nothing on stdout, no stack trace. */
+function expectOneLineFailure(run: Run, code: number): string {
+  expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(code);
+  expect(run.stdout).toBe("");
+  const lines = run.stderr.trimEnd().split("\n");
+  expect(lines, run.stderr).toHaveLength(1);
+  expect(run.stderr).not.toMatch(/\n\s+at /);
+  return lines[0] as string;
+}
+
+function expectOk(run: Run): void {
+  expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0);
+}
+
+let payer: { id: string; evm: { address: string } };
+let payee: { id: string; evm: { address: string } };
+let loginKeyId: string;
+
+describe("svc login", () => {
+  it("logs in with email and password, saving the base URL and a new admin key in a 0600 file", async () => {
+    const run = await svc(["login", "--email", owner.email, "--base-url", server.url, "--json"], {
+      ...env,
+      SVC_PASSWORD: owner.password,
+    });
+    expectOk(run);
+    const result = run.json();
+    expect(result).toEqual({
+      email: owner.email,
+      baseUrl: `${server.url}/v1`,
+      keyId: expect.stringMatching(/^key_/),
+      configFile,
+    });
+    expect(fs.statSync(configFile).mode & 0o777).toBe(0o600);
+    expect(fs.statSync(path.dirname(configFile)).mode & 0o777).toBe(0o700);
+    const saved = JSON.parse(fs.readFileSync(configFile, "utf8"));
+    expect(saved).toEqual({
+      baseUrl: `${server.url}/v1`,
+      apiKey: expect.stringMatching(/^svc_/),
+      keyId: result.keyId,
+      email: owner.email,
+    });
+    // The key is never printed.
+    expect(run.stdout + run.stderr).not.toContain(saved.apiKey);
+    loginKeyId = result.keyId;
+  });
+
+  it("logging in again (password on stdin) replaces the key, revokes the old one and restores mode 0600", async () => {
+    fs.chmodSync(configFile, 0o644);
+    const run = await svc(["login", "--email", owner.email, "--json"], env, `${owner.password}\n`);
+    expectOk(run);
+    const { keyId } = run.json();
+    expect(keyId).not.toBe(loginKeyId);
+    expect(fs.statSync(configFile).mode & 0o777).toBe(0o600);
+    const keys = (await svc(["keys", "list", "--json"], env)).json<{ id: string; role: string }[]>();
+    expect(keys.map((key) => key.id)).toContain(keyId);
+    expect(keys.map((key) => key.id)).not.toContain(loginKeyId);
+  });
+
+  it("a wrong password: exit 2 and the service's message with its request id", async () => {
+    const run = await svc(["login", "--email", owner.email], { ...env, SVC_PASSWORD: "not-the-password-1" });
+    const line = expectOneLineFailure(run, 2);
+    expect(line).toMatch(/^error: .+ \(Unauthorized invalid_credentials, request req_\w+\)$/);
+  });
+});
+
+describe("wallets, faucet and balance", () => {
+  it("creates wallets with a policy, lists and shows them", async () => {
+    const created = await svc(
+      ["wallets", "create", "payer", "--chains", "base", "--max-per-tx", "10", "--json"],
+      env,
+    );
+    expectOk(created);
+    payer = created.json();
+    expect(payer).toMatchObject({ name: "payer", chains: ["base"], status: "active" });
+    expect(payer.evm.address).toMatch(/^0x[0-9a-fA-F]{40}$/);
+    payee = (await svc(["wallets", "create", "payee", "--chains", "base", "--json"], env)).json();
+
+    const listed = await svc(["wallets", "list", "--json"], env);
+    expect(listed.json().map((w: { id: string }) => w.id)).toEqual([payee.id, payer.id]);
+    expect((await svc(["wallets", "show", payer.id, "--json"], env)).json()).toEqual(payer);
+
+    const human = await svc(["wallets", "list"], env);
+    expectOk(human);
+    const [header, ...rows] = human.stdout.trimEnd().split("\n");
+    expect(header).toMatch(/^ID\s+NAME\s+CHAINS\s+STATUS\s+CREATED$/);
+    // Aligned: every row's name starts under the heading's NAME.
+    const nameColumn = (header as string).indexOf("NAME");
+    for (const row of rows) expect(row.slice(nameColumn)).toMatch(/^pay(er|ee)\s/);
+  });
+
+  it("the faucet funds the payer, and balance shows it", async () => {
+    const gas = await svc(["faucet", payer.id, "--token", "ETH", "--amount", "0.01", "--json"], env);
+    expectOk(gas);
+    expect(gas.json()).toMatchObject({ type: "receive", token: "ETH", amount: "0.01", status: "confirmed" });
+    const usdc = await svc(["faucet", payer.id, "--amount", "100", "--json"], env);
+    expectOk(usdc);
+    expect(usdc.json()).toMatchObject({ type: "receive", token: "USDC", amount: "100", chain: "base" });
+
+    const balance = (await svc(["balance", payer.id, "--json"], env)).json();
+    expect(balance.walletId).toBe(payer.id);
+    expect(balance.balances).toContainEqual(
+      expect.objectContaining({ chain: "base", token: "USDC", amount: "100" }),
+    );
+
+    const human = await svc(["balance", payer.id], env);
+    expectOk(human);
+    expect(human.stdout).toMatch(/^CHAIN\s+TOKEN\s+AMOUNT\s+USD$/m);
+    expect(human.stdout).toMatch(/^base\s+USDC\s+100\s+\$100\.00$/m);
+    expect(human.stdout).toMatch(/^Total \$\d+\.\d{2,}$/m);
+  });
+});
+
+describe("svc send", () => {
+  it("sends within the policy and waits until the chain confirms it", async () => {
+    const run = await svc(["send", payer.id, payee.evm.address, "1.5", "--json"], env);
+    expectOk(run);
+    const tx = run.json();
+    expect(tx).toMatchObject({
+      type: "send",
+      status: "confirmed",
+      amount: "1.5",
+      token: "USDC",
+      chain: "base",
+      to: payee.evm.address,
+      walletId: payer.id,
+    });
+    expect(tx.txHash).toMatch(/^0x[0-9a-f]{64}$/);
+    // Not a TTY: no spinner, nothing on stderr.
+    expect(run.stderr).toBe("");
+    const payeeBalance = (await svc(["balance", payee.id, "--json"], env)).json();
+    expect(payeeBalance.balances).toContainEqual(expect.objectContaining({ token: "USDC", amount: "1.5" }));
+  });
+
+  it("a send over maxPerTx: exit 3, the policy's message and request id on one line, nothing moved", async () => {
+    const run = await svc(["send", payer.id, payee.evm.address, "25"], env);
+    const line = expectOneLineFailure(run, 3);
+    expect(line).toMatch(
+      /^error: Per-transaction limit of \$10\.00 exceeded: this spend is \$25\.00 \(PolicyViolation max_per_tx, request req_\w+\)$/,
+    );
+    const json = await svc(["send", payer.id, payee.evm.address, "25", "--json"], env);
+    expect(json.code).toBe(3);
+    expect(JSON.parse(json.stderr)).toEqual({
+      error: expect.objectContaining({
+        code: "PolicyViolation",
+        reason: "max_per_tx",
+        requestId: expect.any(String),
+      }),
+    });
+    // --verbose: the same first line, then the status and the policy's numbers.
+    const verbose = await svc(["send", payer.id, payee.evm.address, "25", "--verbose"], env);
+    expect(verbose.code).toBe(3);
+    const [first, ...more] = verbose.stderr.trimEnd().split("\n");
+    expect(first).toBe(line.replace(/req_\w+/, (first ?? "").match(/req_\w+/)?.[0] ?? ""));
+    expect(more).toEqual([
+      "  status: 403",
+      expect.stringMatching(/^ {2}details: \{"rule":"maxPerTx","limit":"10\.00","requested":"25\.00"/),
+    ]);
+    const history = (await svc(["history", payer.id, "--type", "send", "--json"], env)).json();
+    expect(history.total).toBe(1);
+  });
+
+  it("an amount with more decimals than the token has: exit 1 before any request", async () => {
+    const line = expectOneLineFailure(await svc(["send", payer.id, payee.evm.address, "0.0000001"], env), 1);
+    expect(line).toMatch(/^error: .*decimals/);
+  });
+
+  it("history lists the send and the faucet receipts, newest first", async () => {
+    const page = (await svc(["history", payer.id, "--json"], env)).json();
+    expect(page).toMatchObject({ total: 3, offset: 0, limit: 20 });
+    expect(page.data.map((tx: { type: string; token: string }) => `${tx.type} ${tx.token}`).sort()).toEqual([
+      "receive ETH",
+      "receive USDC",
+      "send USDC",
+    ]);
+    const human = await svc(["history", payer.id], env);
+    expect(human.stdout).toMatch(/^TIME\s+TYPE\s+STATUS\s+AMOUNT\s+CHAIN\s+COUNTERPARTY\s+ID$/m);
+    expect(human.stdout).toMatch(/send\s+confirmed\s+-1\.5 USDC\s+base\s+0x/);
+    expect(human.stdout).toMatch(/^1–3 of 3$/m);
+  });
+});
+
+describe("svc policy and approvals", () => {
+  it("shows, sets, pauses and resumes the policy", async () => {
+    expect((await svc(["policy", "show", payer.id, "--json"], env)).json()).toMatchObject({
+      walletId: payer.id,
+      maxPerTx: "10",
+      dailyLimit: null,
+      status: "active",
+    });
+    const set = await svc(
+      ["policy", "set", payer.id, "--daily-limit", "50", "--approval-above", "5", "--json"],
+      env,
+    );
+    expectOk(set);
+    expect(set.json()).toMatchObject({ maxPerTx: "10", dailyLimit: "50", approvalAbove: "5" });
+    const human = await svc(["policy", "show", payer.id], env);
+    expect(human.stdout).toMatch(/^max per transaction\s+\$10\.00$/m);
+    expect(human.stdout).toMatch(/^daily limit\s+\$50\.00$/m);
+
+    expect((await svc(["policy", "pause", payer.id, "--json"], env)).json()).toMatchObject({
+      status: "paused",
+    });
+    const refused = expectOneLineFailure(await svc(["send", payer.id, payee.evm.address, "1"], env), 3);
+    expect(refused).toMatch(/PolicyViolation policy_paused/);
+    expect((await svc(["policy", "resume", payer.id, "--json"], env)).json()).toMatchObject({
+      status: "active",
+    });
+
+    const nothing = await svc(["policy", "set", payer.id], env);
+    expectOneLineFailure(nothing, 1);
+  });
+
+  it("a spend above approvalAbove is held; approve sends it, reject ends it", async () => {
+    const held = await svc(["send", payer.id, payee.evm.address, "6", "--json"], env);
+    expectOk(held);
+    const first = held.json();
+    expect(first.status).toBe("pending_approval");
+    const second = (await svc(["send", payer.id, payee.evm.address, "7", "--json"], env)).json();
+
+    const waiting = (await svc(["approvals", "list", "--json"], env)).json();
+    expect(waiting.map((tx: { id: string }) => tx.id)).toEqual([first.id, second.id]);
+    expect(waiting[0]).toMatchObject({
+      amount: "6",
+      status: "pending_approval",
+      expiresAt: expect.any(String),
+    });
+
+    const approved = await svc(["approvals", "approve", first.id, "--json"], env);
+    expectOk(approved);
+    expect(approved.json()).toMatchObject({ id: first.id, status: "confirmed", txHash: expect.any(String) });
+    const rejected = await svc(["approvals", "reject", second.id, "--json"], env);
+    expectOk(rejected);
+    expect(rejected.json()).toMatchObject({ id: second.id, status: "rejected" });
+
+    const again = expectOneLineFailure(await svc(["approvals", "approve", second.id], env), 1);
+    expect(again).toMatch(/ValidationError already_decided/);
+    expect((await svc(["approvals", "list", "--json"], env)).json()).toEqual([]);
+  });
+});
+
+describe("svc keys", () => {
+  it("creates an agent key bound to a wallet; it cannot loosen the policy; revoked it answers exit 2", async () => {
+    const created = await svc(
+      ["keys", "create", "agent one", "--role", "agent", "--wallets", payer.id, "--json"],
+      env,
+    );
+    expectOk(created);
+    const agent = created.json();
+    expect(agent).toMatchObject({
+      name: "agent one",
+      role: "agent",
+      walletIds: [payer.id],
+      key: expect.stringMatching(/^svc_/),
+    });
+    const listed = (await svc(["keys", "list", "--json"], env)).json();
+    expect(listed.find((key: { id: string }) => key.id === agent.id)).not.toHaveProperty("key");
+
+    // Flag beats the config file: the agent key sees only its wallet.
+    const asAgent = (args: string[]) => svc([...args, "--api-key", agent.key], env);
+    expect((await asAgent(["wallets", "list", "--json"])).json().map((w: { id: string }) => w.id)).toEqual([
+      payer.id,
+    ]);
+    const loosen = expectOneLineFailure(await asAgent(["policy", "set", payer.id, "--max-per-tx", "500"]), 2);
+    expect(loosen).toMatch(/Forbidden insufficient_role/);
+    expect((await asAgent(["policy", "set", payer.id, "--max-per-tx", "9", "--json"])).json()).toMatchObject({
+      maxPerTx: "9",
+    });
+    // The environment beats the config file too.
+    const viaEnv = await svc(["wallets", "list", "--json"], { ...env, SVC_API_KEY: agent.key });
+    expect(viaEnv.json()).toHaveLength(1);
+
+    expectOk(await svc(["keys", "revoke", agent.id], env));
+    const revoked = expectOneLineFailure(await asAgent(["wallets", "list"]), 2);
+    expect(revoked).toMatch(/\(Unauthorized key_revoked, request req_\w+\)$/);
+  });
+
+  it("a bad key: exit 2 with the service's message, no stack trace, even with --json", async () => {
+    const bad = `svc_${"x".repeat(40)}`;
+    const line = expectOneLineFailure(await svc(["wallets", "list", "--api-key", bad], env), 2);
+    expect(line).toMatch(/^error: .+ \(Unauthorized invalid_credentials, request req_\w+\)$/);
+    expect(line).not.toContain(bad);
+    const json = await svc(["wallets", "list", "--api-key", bad, "--json"], env);
+    expect(json.code).toBe(2);
+    expect(JSON.parse(json.stderr).error).toMatchObject({ code: "Unauthorized", status: 401 });
+  });
+
+  it("no credential anywhere: exit 2 saying how to get one", async () => {
+    const line = expectOneLineFailure(
+      await svc(["wallets", "list"], { HOME: home, SVC_CONFIG: path.join(home, "none.json") }),
+      2,
+    );
+    expect(line).toBe("error: No credential: run `svc login`, pass --api-key, or set SVC_API_KEY");
+  });
+
+  it("an unknown wallet is exit 5, an unreachable service exit 6, a usage error exit 1", async () => {
+    expect(expectOneLineFailure(await svc(["wallets", "show", "wal_doesnotexist"], env), 5)).toMatch(
+      /NotFound/,
+    );
+    const closed = await svc(["wallets", "list", "--base-url", "http://127.0.0.1:9/v1"], env);
+    expect(expectOneLineFailure(closed, 6)).toMatch(/ConnectionError network_error/);
+    expect(expectOneLineFailure(await svc(["wallets", "frobnicate"], env), 1)).toMatch(/unknown command/);
+    const usageJson = await svc(["send", "--json"], env);
+    expect(usageJson.code).toBe(1);
+    expect(JSON.parse(usageJson.stderr)).toEqual({
+      error: { code: "UsageError", message: "missing required argument 'walletId'" },
+    });
+  });
+});
+
+describe("svc pay", () => {
+  it("pays the local x402 demo within --max-amount and prints its body", async () => {
+    const started = server.logs.lines.map((line) => JSON.parse(line)).find((line) => line.x402Demo);
+    const { url } = started.x402Demo as { url: string };
+    const run = await svc(["pay", payer.id, url, "--max-amount", "0.05", "--json"], env);
+    expectOk(run);
+    expect(run.json()).toMatchObject({
+      status: 200,
+      body: { city: "Lisbon", forecast: "sunny" },
+      amountCharged: "0.01",
+      transaction: { type: "x402", status: "confirmed", resource: url, walletId: payer.id },
+    });
+    const human = await svc(["pay", payer.id, url], env);
+    expectOk(human);
+    expect(JSON.parse(human.stdout)).toMatchObject({ city: "Lisbon" });
+    expect(human.stderr).toMatch(/^Paid 0\.01 USDC on base \(tx_\w+, confirmed, 0x[0-9a-f]{64}\)\n$/);
+
+    // Dearer than --max-amount: refused before anything is signed (400 max_amount_exceeded), nothing paid.
+    const before = (await svc(["history", payer.id, "--type", "x402", "--json"], env)).json().total;
+    const dear = expectOneLineFailure(await svc(["pay", payer.id, url, "--max-amount", "0.001"], env), 1);
+    expect(dear).toMatch(
+      /^error: Every payment the resource accepts is over maxAmount 0\.001 \(ValidationError max_amount_exceeded, request req_\w+\)$/,
+    );
+    expect((await svc(["history", payer.id, "--type", "x402", "--json"], env)).json().total).toBe(before);
+  });
+});
+
+describe("svc wallets archive", () => {
+  it("archives a wallet; a send from it is refused", async () => {
+    const run = await svc(["wallets", "archive", payee.id, "--json"], env);
+    expectOk(run);
+    expect(run.json()).toMatchObject({ id: payee.id, status: "archived" });
+    const refused = expectOneLineFailure(await svc(["send", payee.id, payer.evm.address, "0.5"], env), 1);
+    expect(refused).toMatch(/ValidationError wallet_archived/);
+  });
+});
+
+describe("svc send --timeout", () => {
+  it("a send still pending when --timeout runs out: exit 8, one line naming the transaction", async () => {
+    const { evm } = await sharedDevnet();
+    const rpc = async (method: string, params: unknown[] = []) => {
+      const response = await fetch(evm.rpcUrl, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+      });
+      const body = (await response.json()) as { error?: unknown };
+      if (body.error) throw new Error(`${method}: ${JSON.stringify(body.error)}`);
+    };
+    // No block is mined while automine is off: the broadcast transaction stays pending, whatever the clock.
+    await rpc("evm_setAutomine", [false]);
+    let run: Run;
+    try {
+      run = await svc(["send", payer.id, payee.evm.address, "0.5", "--timeout", "1"], env);
+    } finally {
+      await rpc("evm_setAutomine", [true]);
+      await rpc("evm_mine");
+    }
+    const line = expectOneLineFailure(run, 8);
+    expect(line).toMatch(/^error: Transaction tx_\w+ was still pending after 1000 ms .*\(WaitTimeout/);
+  });
+});
