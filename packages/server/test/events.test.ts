@@ -66,7 +66,10 @@ describe("events", () => {
   it("are written once by each change that causes them, and never by a refused change", async () => {
     const owner = await seedAccount(server.api);
     // The seed's own key is the first event.
-    const start = await allEvents(owner.apiKey);
+    const start = await eventually(async () => {
+      const seen = await allEvents(owner.apiKey);
+      return seen.length > 0 && seen;
+    });
     expect(start.map((e) => e.type)).toEqual(["api_key.created"]);
     expect(start[0]?.data).toMatchObject({ id: owner.apiKeyId, role: "admin" });
     expect(JSON.stringify(start)).not.toContain(owner.apiKey);
@@ -215,7 +218,11 @@ describe("events", () => {
     });
     expect(owned).toHaveLength(2);
     const stranger = await seedAccount(server.api, "stranger");
-    expect((await allEvents(stranger.apiKey)).map((e) => e.type)).toEqual(["api_key.created"]);
+    const strangers = await eventually(async () => {
+      const seen = await allEvents(stranger.apiKey);
+      return seen.length > 0 && seen;
+    });
+    expect(strangers.map((e) => e.type)).toEqual(["api_key.created"]);
     expect((await server.api.get(`/v1/events?walletId=${mine.body.id}`, stranger.apiKey)).status).toBe(404);
   });
 });
@@ -235,7 +242,11 @@ describe("the event cursor on PostgreSQL", () => {
         expect(page.status, page.text).toBe(200);
         return page.body as { data: EventView[]; nextCursor: string };
       };
-      const first = await read("0.0");
+      // Events are listed once every older transaction has ended (other databases' too): wait for the first.
+      const first = await eventually(async () => {
+        const page = await read("0.0");
+        return page.data.length > 0 && page;
+      });
       expect(first.data.map((e) => e.type)).toEqual(["api_key.created"]);
 
       // A change whose transaction starts now and commits last, as a slow request's would.
@@ -258,7 +269,10 @@ describe("the event cursor on PostgreSQL", () => {
       expect(during.nextCursor).toBe(first.nextCursor);
       await client.query("COMMIT");
 
-      const after = await read(during.nextCursor);
+      const after = await eventually(async () => {
+        const page = await read(during.nextCursor);
+        return page.data.length >= 2 && page;
+      });
       expect(after.data.map((e) => e.data.late ?? e.data.maxPerTx)).toEqual([true, "5"]);
     } finally {
       await client.end().catch(() => {});

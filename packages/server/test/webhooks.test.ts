@@ -382,7 +382,10 @@ describe("webhook deliveries", () => {
     expect(notSubscribed.status).toBe(409);
     expect(expectErrorShape(notSubscribed).reason).toBe("event_not_subscribed");
     const stranger = await seedAccount(server.api, "stranger");
-    const strangersEvent = (await accountEvents(server.api, stranger.apiKey))[0]?.id;
+    // Listed once every transaction older than its own has ended (on PostgreSQL, a moment after the commit).
+    const strangersEvent = await eventually(
+      async () => (await accountEvents(server.api, stranger.apiKey))[0]?.id,
+    );
     for (const id of ["evt_doesnotexist", strangersEvent]) {
       const missing = await server.api.post(
         `/v1/webhook-endpoints/${endpoint.id}/redeliver`,
