@@ -8,12 +8,12 @@ import { and, asc, desc, eq, inArray, lte } from "drizzle-orm";
 import type { AuthzdClient } from "../authzd/client.ts";
 import { type EventType, recordEvent } from "../events/events.ts";
 import { attachTransaction, type IdempotencyClaim } from "../idempotency/idempotency.ts";
-import { transactions, walletPolicies, wallets } from "../internal/db/schema.ts";
+import { transactions, wallets } from "../internal/db/schema.ts";
 import type { Db, Tx } from "../internal/db/store.ts";
-import { errors } from "../internal/errors.ts";
+import { AppError, errors } from "../internal/errors.ts";
 import { checkStaticRules, type SpendFacts } from "../policy/rules.ts";
 import { checkDailyLimit, reservedInWindow } from "../policy/spend-window.ts";
-import { releaseReservation, signedColumns } from "../spends/admission.ts";
+import { lockSpendingPolicy, releaseReservation, signedColumns } from "../spends/admission.ts";
 import { broadcastRecorded } from "../spends/broadcast.ts";
 import { allocateNonce } from "../spends/nonces.ts";
 import type { SpendDeps } from "../spends/send.ts";
@@ -42,7 +42,10 @@ export const APPROVAL_STATUSES = [
 
 /** A held spend of the account, by its id; NotFound when the account has no such spend waiting or decided. */
 async function findApproval(db: Db, accountId: string, transactionId: string): Promise<TransactionRow> {
-  const row = await findTransactionForAccount(db, accountId, transactionId).catch(() => undefined);
+  const row = await findTransactionForAccount(db, accountId, transactionId).catch((error: unknown) => {
+    if (error instanceof AppError && error.status === 404) return undefined;
+    throw error;
+  });
   if (!row?.approvalStatus) throw errors.approvalNotFound(transactionId);
   return row;
 }
@@ -86,18 +89,8 @@ export async function approveSpend(
   let approved: TransactionRow;
   try {
     approved = await deps.db.transaction(async (tx) => {
-      const [policy] = await tx
-        .select()
-        .from(walletPolicies)
-        .where(eq(walletPolicies.walletId, held.walletId))
-        .for("update");
-      if (!policy) throw new Error(`wallet ${held.walletId} has no policy row`);
+      const policy = await lockSpendingPolicy(tx, held.walletId);
       const current = await lockHeld(tx, held.id);
-      const [walletNow] = await tx
-        .select({ status: wallets.status })
-        .from(wallets)
-        .where(eq(wallets.id, held.walletId));
-      if (walletNow?.status !== "active") throw errors.walletArchived(held.walletId);
       const now = deps.now?.() ?? new Date();
       checkStaticRules(policy, spend);
       await checkDailyLimit(tx, policy, spend, now, reservedInWindow(current, now));

@@ -3,7 +3,7 @@
  * an event exists exactly when its change committed. Clients poll them (`GET /v1/events`) and webhook
  * endpoints receive them.
  */
-import { and, asc, eq, gt, inArray, isNotNull, or, type SQL, sql } from "drizzle-orm";
+import { and, asc, eq, gt, inArray, or, type SQL, sql } from "drizzle-orm";
 import { newId } from "../internal/crypto.ts";
 import { events, wallets } from "../internal/db/schema.ts";
 import type { Db, Tx } from "../internal/db/store.ts";
@@ -120,7 +120,7 @@ export async function listEvents(
   ];
   if (filter.walletIds !== undefined) {
     if (filter.walletIds.length === 0) return { rows: [], nextCursor: after };
-    conditions.push(isNotNull(events.walletId), inArray(events.walletId, [...filter.walletIds]));
+    conditions.push(inArray(events.walletId, [...filter.walletIds]));
   }
   if (filter.types !== undefined) conditions.push(inArray(events.type, [...filter.types]));
   const rows = await db

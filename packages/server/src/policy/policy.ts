@@ -157,7 +157,8 @@ async function writePolicy(
   return view;
 }
 
-async function lockPolicyRow(tx: Tx, walletId: string): Promise<PolicyRow> {
+/** Reads a wallet's policy row under a row lock: the lock every spend, policy change and archive takes. */
+export async function lockPolicyRow(tx: Tx, walletId: string): Promise<PolicyRow> {
   const [row] = await tx
     .select()
     .from(walletPolicies)

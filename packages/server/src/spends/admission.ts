@@ -2,10 +2,11 @@ import { and, eq } from "drizzle-orm";
 import type { SignedTransfer } from "../chains/types.ts";
 import { recordEvent } from "../events/events.ts";
 import { attachTransaction, type IdempotencyClaim } from "../idempotency/idempotency.ts";
-import { transactions, walletPolicies, wallets } from "../internal/db/schema.ts";
+import { transactions, wallets } from "../internal/db/schema.ts";
 import { type Db, type Tx, withDomainErrors } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 import { formatUsd } from "../internal/money.ts";
+import { lockPolicyRow, type PolicyRow } from "../policy/policy.ts";
 import { checkStaticRules, isAboveAlert, needsApproval, type SpendFacts } from "../policy/rules.ts";
 import { addToHour, checkDailyLimit } from "../policy/spend-window.ts";
 import { insertTransaction, type TransactionRow, toTransactionView } from "../transactions/transactions.ts";
@@ -67,18 +68,7 @@ async function admitLocked(
   options: Parameters<typeof admitSpend>[2],
 ): Promise<TransactionRow> {
   return db.transaction(async (tx) => {
-    const [policy] = await tx
-      .select()
-      .from(walletPolicies)
-      .where(eq(walletPolicies.walletId, spend.walletId))
-      .for("update");
-    if (!policy) throw new Error(`wallet ${spend.walletId} has no policy row`);
-    // Archiving also takes this lock (archiveWallet), so a spend and an archive cannot interleave.
-    const [wallet] = await tx
-      .select({ status: wallets.status })
-      .from(wallets)
-      .where(eq(wallets.id, spend.walletId));
-    if (wallet?.status !== "active") throw errors.walletArchived(spend.walletId);
+    const policy = await lockSpendingPolicy(tx, spend.walletId);
     checkStaticRules(policy, spend);
     const now = options.now ?? new Date();
     await checkDailyLimit(tx, policy, spend, now);
@@ -127,6 +117,17 @@ async function admitLocked(
     if (options.idempotency) await attachTransaction(tx, options.idempotency, row.id);
     return row;
   });
+}
+
+/**
+ * Locks a wallet's policy row for a spend and refuses an archived wallet. Archiving takes the same lock
+ * (archiveWallet), so a spend and an archive cannot interleave.
+ */
+export async function lockSpendingPolicy(tx: Tx, walletId: string): Promise<PolicyRow> {
+  const policy = await lockPolicyRow(tx, walletId);
+  const [wallet] = await tx.select({ status: wallets.status }).from(wallets).where(eq(wallets.id, walletId));
+  if (wallet?.status !== "active") throw errors.walletArchived(walletId);
+  return policy;
 }
 
 /**
