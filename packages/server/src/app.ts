@@ -2,6 +2,7 @@ import fastJson from "fast-json-stringify";
 import Fastify, { type FastifyBaseLogger, LogController } from "fastify";
 import { validatorCompiler, type ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
+import { registerConsole } from "./http/console.ts";
 import { BODY_LIMIT_BYTES, installErrorHandling, renderFrameworkError } from "./http/error-handler.ts";
 import { installGuards } from "./http/guards.ts";
 import { installIdempotency } from "./http/idempotency.ts";
@@ -77,5 +78,6 @@ export async function createApp(
   registerRoutes(app, services);
   await registerMcp(app, services);
   await registerDocsRoutes(app);
+  await registerConsole(app);
   return app;
 }

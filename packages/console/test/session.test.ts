@@ -1,0 +1,52 @@
+/**
+ * The console in a real browser against a started service: registering, the session across a reload,
+ * logging out, and a wrong password's error.
+ */
+import { randomBytes } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestServer, type TestServer } from "../../server/test/support/test-server.ts";
+import { type ConsoleUser, openUser, registerThroughConsole } from "./support/browser.ts";
+
+let server: TestServer;
+let user: ConsoleUser;
+const email = `owner-${randomBytes(4).toString("hex")}@example.com`;
+const password = "correct-horse-battery-staple";
+
+beforeAll(async () => {
+  server = await createTestServer();
+  user = await openUser(server.url);
+});
+afterAll(async () => {
+  await user?.close();
+  await server?.close();
+});
+
+describe("the session", () => {
+  it("registers, lands on an empty wallets page, and keeps the session across a reload", async () => {
+    const { page } = user;
+    await registerThroughConsole(user, email, password);
+    await page.getByText("No wallets yet").waitFor();
+    await page.reload();
+    await page.getByRole("heading", { name: "Wallets" }).waitFor();
+    expect(await page.getByText(email).isVisible()).toBe(true);
+    expect(user.errors).toEqual([]);
+    await user.screenshot("session-registered");
+  });
+
+  it("logs out, and a wrong password shows the service's message and request id", async () => {
+    const { page } = user;
+    await page.getByRole("button", { name: "Log out" }).click();
+    await page.getByLabel("Email").fill(email);
+    await page.getByLabel("Password").fill("not-the-password-at-all");
+    await page.getByRole("button", { name: "Log in" }).last().click();
+    const alert = page.getByRole("alert");
+    await alert.waitFor();
+    expect(await alert.textContent()).toMatch(/Invalid email or password/i);
+    expect(await alert.textContent()).toMatch(/Request id req_/);
+    await user.screenshot("session-wrong-password");
+    // The right password gets in.
+    await page.getByLabel("Password").fill(password);
+    await page.getByRole("button", { name: "Log in" }).last().click();
+    await page.getByRole("heading", { name: "Wallets" }).waitFor();
+  });
+});

@@ -1,0 +1,89 @@
+/**
+ * A real headless Chromium for the console's tests. On Linux x64 it is the build shipped inside the npm
+ * package `@sparticuz/chromium` (nothing to install beyond `npm install`); elsewhere, or to use another
+ * build, `CHROMIUM_PATH` names the executable.
+ *
+ * `@sparticuz/chromium` runs `--single-process`, where every context of one browser shares storage: each
+ * user of a test gets a browser of their own ({@link openUser}).
+ */
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import chromium from "@sparticuz/chromium";
+import { type Browser, type Page, chromium as playwright } from "playwright-core";
+
+/** Where each flow's screenshot goes (CI keeps the directory); `SVC_SCREENSHOT_DIR` moves it. */
+export const SCREENSHOT_DIR =
+  process.env.SVC_SCREENSHOT_DIR ?? fileURLToPath(new URL("../../test-results/screenshots", import.meta.url));
+
+async function launch(): Promise<Browser> {
+  const configured = process.env.CHROMIUM_PATH;
+  if (configured) return playwright.launch({ executablePath: configured, headless: true });
+  if (process.platform !== "linux" || process.arch !== "x64") {
+    throw new Error(
+      "@sparticuz/chromium ships a Linux x64 build only: set CHROMIUM_PATH to a Chromium or Chrome executable",
+    );
+  }
+  return playwright.launch({
+    executablePath: await chromium.executablePath(),
+    args: chromium.args,
+    headless: true,
+  });
+}
+
+/** One person at the console: their own browser, one page, and what the page printed as an error. */
+export interface ConsoleUser {
+  page: Page;
+  /** Console errors and uncaught exceptions the page has had so far (CSP violations included). */
+  errors: string[];
+  /** Saves a full-page screenshot as `<name>.png` in {@link SCREENSHOT_DIR}. */
+  screenshot(name: string): Promise<string>;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the console of the service at `baseUrl` in a new browser.
+ * @example
+ * const owner = await openUser(server.url, { width: 1280, height: 900 });
+ * await owner.page.getByRole("tab", { name: "Register" }).click();
+ */
+export async function openUser(
+  baseUrl: string,
+  viewport: { width: number; height: number } = { width: 1280, height: 900 },
+): Promise<ConsoleUser> {
+  const browser = await launch();
+  const context = await browser.newContext({ viewport, baseURL: baseUrl });
+  await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: baseUrl });
+  const page = await context.newPage();
+  const errors: string[] = [];
+  page.on("console", (message) => {
+    if (message.type() === "error") errors.push(message.text());
+  });
+  page.on("pageerror", (error) => errors.push(error.message));
+  await page.goto("/");
+  return {
+    page,
+    errors,
+    async screenshot(name) {
+      fs.mkdirSync(SCREENSHOT_DIR, { recursive: true });
+      const file = path.join(SCREENSHOT_DIR, `${name}.png`);
+      await page.screenshot({ path: file, fullPage: true });
+      return file;
+    },
+    close: () => browser.close(),
+  };
+}
+
+/** Registers an account through the console's form and waits for the wallets page. */
+export async function registerThroughConsole(
+  user: ConsoleUser,
+  email: string,
+  password: string,
+): Promise<void> {
+  const { page } = user;
+  await page.getByRole("tab", { name: "Register" }).click();
+  await page.getByLabel("Email").fill(email);
+  await page.getByLabel("Password").fill(password);
+  await page.getByRole("button", { name: "Create account" }).click();
+  await page.getByRole("heading", { name: "Wallets" }).waitFor();
+}

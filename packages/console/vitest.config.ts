@@ -1,0 +1,14 @@
+import { defineConfig } from "vitest/config";
+import { ciReport } from "../../vitest.shared.ts";
+
+export default defineConfig({
+  test: {
+    ...ciReport("console"),
+    include: ["src/**/*.test.ts", "test/**/*.test.ts"],
+    globalSetup: ["test/build-console.ts"],
+    // Each file starts a service, local chains and a headless Chromium; room on 2 cores.
+    testTimeout: 180_000,
+    hookTimeout: 300_000,
+    maxWorkers: 1,
+  },
+});
