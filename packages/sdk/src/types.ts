@@ -296,6 +296,27 @@ export interface Balance {
 }
 
 /**
+ * A wallet's rolling 24 h as its daily limit counts it (sends and x402 payments waiting for approval,
+ * pending or confirmed), in total and by hour; USD decimal strings.
+ * @example
+ * const { used, dailyLimit, hours } = await wallet.spending();
+ */
+export interface WalletSpending {
+  walletId: string;
+  /** The policy's daily limit; null = none. */
+  dailyLimit: string | null;
+  /** What the window holds: the figure the daily limit is checked against. */
+  used: string;
+  /** Room left under the limit; null without one. */
+  remaining: string | null;
+  windowStart: string;
+  /** When the oldest spend leaves the window. */
+  resetsAt: string;
+  /** The window's 24 hours, oldest first; a spend counts in the hour it was made. */
+  hours: { start: string; usd: string }[];
+}
+
+/**
  * Input of `wallet.send` (spec 4.7).
  * @example
  * await wallet.send({ to: "0xc202…", amount: 10, token: "USDC", chain: "base" });

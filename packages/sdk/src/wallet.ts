@@ -23,6 +23,7 @@ import type {
   TransactionStatus,
   WaitForTransactionOptions,
   WalletRecord,
+  WalletSpending,
   X402FetchInit,
 } from "./types.ts";
 import {
@@ -555,6 +556,19 @@ export class Wallet implements WalletRecord {
     return this.#ctx.transport.request<Balance>({
       method: "GET",
       path: `/wallets/${encodeURIComponent(this.id)}/balance`,
+      idempotent: true,
+    });
+  }
+
+  /**
+   * Spending in the rolling 24 h against the daily limit, in total and by hour, as the service counts it.
+   * @example
+   * const { used, remaining } = await wallet.spending(); // "12.50", "37.50"
+   */
+  spending(): Promise<WalletSpending> {
+    return this.#ctx.transport.request<WalletSpending>({
+      method: "GET",
+      path: `/wallets/${encodeURIComponent(this.id)}/spending`,
       idempotent: true,
     });
   }

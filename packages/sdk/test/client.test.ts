@@ -288,6 +288,20 @@ describe("chains, wallets, transactions", () => {
     expect(await wallet.policy.get()).toMatchObject({ maxPerTx: "5", status: "active" });
   });
 
+  it("spending() gives the daily limit's figures and the spends by hour", async () => {
+    const wallet = await fundedWallet(world.admin, { dailyLimit: "20" }, "spending");
+    await wallet.send({ to: payee.evm?.address as string, amount: 3, chain: "base" });
+    const spending = await wallet.spending();
+    expect(spending).toMatchObject({
+      walletId: wallet.id,
+      dailyLimit: "20.00",
+      used: "3.00",
+      remaining: "17.00",
+    });
+    expect(spending.hours).toHaveLength(24);
+    expect(spending.hours.at(-1)?.usd).toBe("3.00");
+  });
+
   it("archive() archives: the record says so and a send is refused", async () => {
     const wallet = await world.admin.wallet.create({ name: "to archive", chains: ["base"] });
     await wallet.archive();

@@ -1,5 +1,6 @@
 import { fundEvm } from "@svc/devnet";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { windowSpending } from "../src/policy/spend-window.ts";
 import { admitSpend, failSpend } from "../src/spends/admission.ts";
 import { findToken } from "../src/spends/transfer.ts";
 import { devnetClients } from "./support/chains.ts";
@@ -76,6 +77,19 @@ describe("the rolling 24 h window", () => {
     await expect(spend(5, now)).rejects.toThrow(
       "Daily limit of $10.00 exceeded: $6.00 used in the last 24h, this spend is $5.00",
     );
+    // The spending view counts what the limit counts, hour by hour: the $2 in the window's first hour,
+    // the $3 two hours back, the $1 in the last hour.
+    const seen = await windowSpending(db, created.id, now);
+    expect(seen.used).toBe(6_000_000n);
+    expect(seen.hours).toHaveLength(24);
+    expect(seen.hours.reduce((sum, hour) => sum + hour.usdMicros, 0n)).toBe(seen.used);
+    expect(seen.hours.map((hour) => hour.usdMicros).filter((usd) => usd > 0n)).toEqual([
+      2_000_000n,
+      3_000_000n,
+      1_000_000n,
+    ]);
+    expect(seen.hours[0]?.usdMicros).toBe(2_000_000n);
+    expect(seen.hours[23]?.usdMicros).toBe(1_000_000n);
     // A failed spend gives its $3 back: 3 used, so $5 fits, then $3 more does not, and $2 does.
     await failSpend(db, failing.id, "test: never landed");
     await spend(5, now);
@@ -121,5 +135,52 @@ describe("the rolling 24 h window", () => {
     } finally {
       server.clock.reset();
     }
+  });
+
+  it("GET /v1/wallets/:id/spending shows the limit's own figures, by hour, to every credential of the wallet", async () => {
+    const devnet = await sharedDevnet();
+    const { apiKey } = await seedAccount(server.api);
+    const create = (name: string) =>
+      server.api.post("/v1/wallets", { name, chains: ["base"], policy: { dailyLimit: "10" } }, apiKey);
+    const wallet = (await create("spending")).body;
+    const other = (await create("other")).body;
+    await fundEvm(devnet, wallet.evm.address, { eth: 10n ** 18n, usdc: 100_000_000n });
+    const spending = (key = apiKey, id = wallet.id) => server.api.get(`/v1/wallets/${id}/spending`, key);
+
+    const empty = await spending();
+    expect(empty.status).toBe(200);
+    expect(empty.body).toMatchObject({
+      walletId: wallet.id,
+      dailyLimit: "10.00",
+      used: "0.00",
+      remaining: "10.00",
+    });
+    expect(empty.body.hours).toHaveLength(24);
+
+    const sent = await server.api.post(
+      `/v1/wallets/${wallet.id}/send`,
+      { to: "0x000000000000000000000000000000000000dEaD", amount: "6.5", chain: "base" },
+      apiKey,
+    );
+    expect(sent.status, sent.text).toBe(201);
+    const after = (await spending()).body;
+    expect(after).toMatchObject({ used: "6.50", remaining: "3.50" });
+    expect(after.hours.at(-1).usd).toBe("6.50");
+    expect(after.hours.slice(0, 23).every((hour: { usd: string }) => hour.usd === "0.00")).toBe(true);
+    // The refusal of the next spend quotes the same figure.
+    const refused = await server.api.post(
+      `/v1/wallets/${wallet.id}/send`,
+      { to: "0x000000000000000000000000000000000000dEaD", amount: "5", chain: "base" },
+      apiKey,
+    );
+    expect(expectErrorShape(refused).details).toMatchObject({ used: after.used, resetsAt: after.resetsAt });
+
+    // A read key of this wallet sees it; a key bound to another wallet does not learn it exists.
+    const key = async (role: string, walletIds: string[]) =>
+      (await server.api.post("/v1/api-keys", { name: role, role, walletIds }, apiKey)).body.key as string;
+    expect((await spending(await key("read", [wallet.id]))).body.used).toBe("6.50");
+    const stranger = await spending(await key("agent", [other.id]));
+    expect(stranger.status).toBe(404);
+    expect(expectErrorShape(stranger).code).toBe("NotFound");
   });
 });

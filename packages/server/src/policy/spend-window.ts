@@ -66,6 +66,55 @@ async function windowResetsAt(db: Db | Tx, walletId: string, now: Date): Promise
   return new Date((oldest?.createdAt ?? now).getTime() + DAY_MS);
 }
 
+/** A wallet's rolling 24 h as the daily limit counts it, and the same spends hour by hour. */
+export interface WindowSpending {
+  windowStart: Date;
+  /** USD micros the window holds: the figure the daily limit is checked against. */
+  used: bigint;
+  /** When the oldest spend leaves the window (now, when there is none). */
+  resetsAt: Date;
+  /** 24 consecutive hours ending at `now`, oldest first; a spend counts in the hour it was made. */
+  hours: { start: Date; usdMicros: bigint }[];
+}
+
+/**
+ * What the daily limit sees of a wallet at `now`: the window's total (the very sum the limit check uses) and
+ * the spends it holds, by hour, for a chart.
+ * @example const { used, hours } = await windowSpending(db, "wal_…", new Date());
+ */
+export async function windowSpending(
+  db: Db | Tx,
+  walletId: string,
+  now = new Date(),
+): Promise<WindowSpending> {
+  const windowStart = new Date(now.getTime() - DAY_MS);
+  const [used, resetsAt, rows] = await Promise.all([
+    windowUsage(db, walletId, now),
+    windowResetsAt(db, walletId, now),
+    db
+      .select({ createdAt: transactions.createdAt, usdMicros: transactions.usdMicros })
+      .from(transactions)
+      .where(
+        and(
+          eq(transactions.walletId, walletId),
+          holdsReservation,
+          gt(transactions.createdAt, windowStart),
+          lt(transactions.createdAt, now),
+        ),
+      ),
+  ]);
+  const hours = Array.from({ length: 24 }, (_, i) => ({
+    start: new Date(windowStart.getTime() + i * HOUR_MS),
+    usdMicros: 0n,
+  }));
+  for (const row of rows) {
+    if (row.usdMicros === null) continue;
+    const index = Math.min(23, Math.floor((row.createdAt.getTime() - windowStart.getTime()) / HOUR_MS));
+    (hours[index] as { usdMicros: bigint }).usdMicros += row.usdMicros;
+  }
+  return { windowStart, used, resetsAt, hours };
+}
+
 /** Adds (or, negative, gives back) a spend's USD to its hour bucket. */
 export async function addToHour(db: Db | Tx, walletId: string, at: Date, usdMicros: bigint): Promise<void> {
   await db

@@ -20,6 +20,7 @@ import { registerGetPolicy } from "./wallets/policy/get.ts";
 import { registerSetPolicyStatus } from "./wallets/policy/set-status.ts";
 import { registerUpdatePolicy } from "./wallets/policy/update.ts";
 import { registerSend } from "./wallets/send.ts";
+import { registerGetSpending } from "./wallets/spending/get.ts";
 import { registerListTransactions } from "./wallets/transactions/list.ts";
 import { registerCreateWebhookEndpoint } from "./webhook-endpoints/create.ts";
 import { registerDeleteWebhookEndpoint } from "./webhook-endpoints/delete.ts";
@@ -49,6 +50,7 @@ export function registerRoutes(app: App, services: Services): void {
   registerGetWallet(app, services);
   registerArchiveWallet(app, services);
   registerGetBalance(app, services);
+  registerGetSpending(app, services);
   registerFaucet(app, services);
   registerListChains(app, services);
   registerListTransactions(app, services);
