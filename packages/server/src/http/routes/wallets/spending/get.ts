@@ -17,11 +17,9 @@ const spendingView = z
     remaining: usd("USD left under the daily limit").nullable(),
     windowStart: timestamp,
     resetsAt: timestamp.meta({ description: "when the oldest spend in the window leaves it" }),
-    hours: z
-      .array(z.object({ start: timestamp, usd: usd("USD spent in this hour") }))
-      .meta({
-        description: "the 24 hours of the window, oldest first; a spend counts in the hour it was made",
-      }),
+    hours: z.array(z.object({ start: timestamp, usd: usd("USD spent in this hour") })).meta({
+      description: "the 24 hours of the window, oldest first; a spend counts in the hour it was made",
+    }),
   })
   .meta({
     id: "WalletSpending",
