@@ -8,7 +8,8 @@ import { WalletPage } from "./pages/wallet.tsx";
 import { WalletsPage } from "./pages/wallets.tsx";
 import { WebhooksPage } from "./pages/webhooks.tsx";
 import { Link, match, navigate, usePath } from "./router.tsx";
-import { signOut, useSession } from "./session.ts";
+import { signOut, svc, useSession } from "./session.ts";
+import { useResource } from "./ui/resource.ts";
 
 const SECTIONS = [
   { path: "/wallets", label: "Wallets" },
@@ -37,6 +38,18 @@ function View(props: { path: string }) {
   );
 }
 
+/** How many spends wait for approval, read every 5 s, beside "Approvals" in the navigation. */
+function PendingBadge() {
+  const pending = useResource(() => svc().approvals.list(), [], { intervalMs: 5000 });
+  const count = pending.data?.length ?? 0;
+  if (count === 0) return null;
+  return (
+    <span className="badge" aria-label={`${count} waiting`}>
+      {count}
+    </span>
+  );
+}
+
 export function App() {
   const session = useSession();
   const path = usePath();
@@ -60,6 +73,7 @@ export function App() {
               current={path === section.path || path.startsWith(`${section.path}/`)}
             >
               {section.label}
+              {section.path === "/approvals" && <PendingBadge />}
             </Link>
           ))}
         </nav>

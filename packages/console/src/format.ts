@@ -7,10 +7,11 @@ const amountFormat = new Intl.NumberFormat(undefined, {
   minimumFractionDigits: 2,
   maximumFractionDigits: 18,
 });
-const usdFormat = new Intl.NumberFormat(undefined, {
+const usdFormat = new Intl.NumberFormat(undefined, { style: "currency", currency: "USD" });
+/** Below a cent (an x402 call's price), the digits that make it up. */
+const smallUsdFormat = new Intl.NumberFormat(undefined, {
   style: "currency",
   currency: "USD",
-  minimumFractionDigits: 2,
   maximumFractionDigits: 6,
 });
 
@@ -21,9 +22,11 @@ export function formatAmount(amount: string, token: string): string {
   return `${amountFormat.format(amount as Decimal)} ${token}`;
 }
 
-/** `"12.3"` → `$12.30`; null (price unknown) → `—`. */
+/** `"12.3"` → `$12.30`, `"3089.800724"` → `$3,089.80`, `"0.001"` → `$0.001`; null (price unknown) → `—`. */
 export function formatUsd(amount: string | null | undefined): string {
-  return amount === null || amount === undefined ? "—" : usdFormat.format(amount as Decimal);
+  if (amount === null || amount === undefined) return "—";
+  const small = /^0\.00/.test(amount) && /[1-9]/.test(amount);
+  return (small ? smallUsdFormat : usdFormat).format(amount as Decimal);
 }
 
 const timeFormat = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" });

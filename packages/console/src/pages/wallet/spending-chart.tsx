@@ -1,0 +1,112 @@
+/**
+ * Today's spending against the daily limit: the service's own figures (`wallet.spending()`), the rolling
+ * 24 h as bars by hour, with the running total as a line and the limit as a rule. The figures are also
+ * written out, for readers who do not see the chart.
+ */
+import type { WalletSpending } from "@svc/sdk";
+import { formatRelative, formatTime, formatUsd } from "../../format.ts";
+
+const WIDTH = 720;
+const HEIGHT = 180;
+const PAD = { top: 12, right: 8, bottom: 22, left: 8 };
+
+/** USD decimal string → micro-dollars (exact), then a number for drawing only. */
+function micros(usd: string): number {
+  const [whole = "0", fraction = ""] = usd.split(".");
+  return Number(BigInt(whole) * 1_000_000n + BigInt(fraction.padEnd(6, "0").slice(0, 6) || "0"));
+}
+
+const hourLabel = new Intl.DateTimeFormat(undefined, { hour: "numeric" });
+
+export function SpendingChart(props: { spending: WalletSpending }) {
+  const { spending } = props;
+  const perHour = spending.hours.map((hour) => micros(hour.usd));
+  const running: number[] = [];
+  perHour.reduce((sum, value, i) => {
+    running[i] = sum + value;
+    return sum + value;
+  }, 0);
+  const limit = spending.dailyLimit === null ? null : micros(spending.dailyLimit);
+  const top = Math.max(limit ?? 0, running.at(-1) ?? 0, 1);
+  const plotW = WIDTH - PAD.left - PAD.right;
+  const plotH = HEIGHT - PAD.top - PAD.bottom;
+  const slot = plotW / 24;
+  const y = (value: number) => PAD.top + plotH - (value / top) * plotH;
+  const over = limit !== null && micros(spending.used) > limit;
+  const line = running.map((value, i) => `${PAD.left + slot * (i + 1)},${y(value)}`).join(" ");
+
+  const summary =
+    spending.dailyLimit === null
+      ? `${formatUsd(spending.used)} spent in the last 24 h; no daily limit.`
+      : `${formatUsd(spending.used)} of ${formatUsd(spending.dailyLimit)} used in the last 24 h; ${formatUsd(spending.remaining)} left.`;
+
+  return (
+    <figure className="spending">
+      <figcaption>
+        <strong>{summary}</strong>
+        {micros(spending.used) > 0 && (
+          <span className="muted">
+            {" "}
+            The oldest spend leaves the window {formatRelative(spending.resetsAt)} (
+            {formatTime(spending.resetsAt)}).
+          </span>
+        )}
+      </figcaption>
+      {spending.dailyLimit !== null && (
+        <div
+          className={`meter${over ? " meter-over" : ""}`}
+          role="meter"
+          aria-label="Daily limit used"
+          aria-valuemin={0}
+          aria-valuemax={100}
+          aria-valuenow={Math.min(100, Math.round((micros(spending.used) / (limit || 1)) * 100))}
+        >
+          {/* Set through the DOM (CSSOM), which the CSP allows, unlike a style attribute in markup. */}
+          <span
+            className="meter-fill"
+            style={{ width: `${Math.min(100, (micros(spending.used) / (limit || 1)) * 100)}%` }}
+          />
+        </div>
+      )}
+      <svg
+        viewBox={`0 0 ${WIDTH} ${HEIGHT}`}
+        role="img"
+        aria-labelledby="spending-title"
+        className="spending-chart"
+      >
+        <title id="spending-title">Spending by hour over the last 24 hours. {summary}</title>
+        {perHour.map((value, i) => (
+          <rect
+            key={spending.hours[i]?.start}
+            className="bar"
+            x={PAD.left + slot * i + slot * 0.15}
+            width={slot * 0.7}
+            y={y(value)}
+            height={Math.max(0, PAD.top + plotH - y(value))}
+          >
+            <title>
+              {hourLabel.format(new Date(spending.hours[i]?.start ?? 0))}: {formatUsd(spending.hours[i]?.usd)}
+            </title>
+          </rect>
+        ))}
+        <polyline className="running" points={`${PAD.left},${y(0)} ${line}`} fill="none" />
+        {limit !== null && (
+          <>
+            <line className="limit" x1={PAD.left} x2={WIDTH - PAD.right} y1={y(limit)} y2={y(limit)} />
+            <text className="limit-label" x={WIDTH - PAD.right - 4} y={y(limit) - 4} textAnchor="end">
+              limit {formatUsd(spending.dailyLimit)}
+            </text>
+          </>
+        )}
+        {[0, 6, 12, 18].map((i) => (
+          <text key={i} className="axis" x={PAD.left + slot * i} y={HEIGHT - 6}>
+            {hourLabel.format(new Date(spending.hours[i]?.start ?? 0))}
+          </text>
+        ))}
+        <text className="axis" x={WIDTH - PAD.right} y={HEIGHT - 6} textAnchor="end">
+          now
+        </text>
+      </svg>
+    </figure>
+  );
+}
