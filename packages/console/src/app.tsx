@@ -44,8 +44,9 @@ function PendingBadge() {
   const count = pending.data?.length ?? 0;
   if (count === 0) return null;
   return (
-    <span className="badge" aria-label={`${count} waiting`}>
+    <span className="badge">
       {count}
+      <span className="visually-hidden"> waiting</span>
     </span>
   );
 }

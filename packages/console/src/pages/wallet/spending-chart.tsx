@@ -32,7 +32,6 @@ export function SpendingChart(props: { spending: WalletSpending }) {
   const plotH = HEIGHT - PAD.top - PAD.bottom;
   const slot = plotW / 24;
   const y = (value: number) => PAD.top + plotH - (value / top) * plotH;
-  const over = limit !== null && micros(spending.used) > limit;
   const line = running.map((value, i) => `${PAD.left + slot * (i + 1)},${y(value)}`).join(" ");
 
   const summary =
@@ -52,21 +51,17 @@ export function SpendingChart(props: { spending: WalletSpending }) {
           </span>
         )}
       </figcaption>
-      {spending.dailyLimit !== null && (
-        <div
-          className={`meter${over ? " meter-over" : ""}`}
-          role="meter"
+      {limit !== null && (
+        <meter
+          className="meter"
           aria-label="Daily limit used"
-          aria-valuemin={0}
-          aria-valuemax={100}
-          aria-valuenow={Math.min(100, Math.round((micros(spending.used) / (limit || 1)) * 100))}
-        >
-          {/* Set through the DOM (CSSOM), which the CSP allows, unlike a style attribute in markup. */}
-          <span
-            className="meter-fill"
-            style={{ width: `${Math.min(100, (micros(spending.used) / (limit || 1)) * 100)}%` }}
-          />
-        </div>
+          min={0}
+          max={limit || 1}
+          value={Math.min(micros(spending.used), limit || 1)}
+          low={limit * 0.5}
+          high={limit * 0.8}
+          optimum={0}
+        />
       )}
       <svg
         viewBox={`0 0 ${WIDTH} ${HEIGHT}`}
