@@ -1,7 +1,10 @@
+import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 import { ciReport } from "../../vitest.shared.ts";
 
 export default defineConfig({
+  // As in vite.config.ts: the SDK's sources.
+  resolve: { alias: { "@svc/sdk": fileURLToPath(new URL("../sdk/src/index.ts", import.meta.url)) } },
   test: {
     ...ciReport("console"),
     include: ["src/**/*.test.ts", "test/**/*.test.ts"],

@@ -1,8 +1,104 @@
-/** Events. (To be built.) */
+/**
+ * The event feed, newest first. The API reads events oldest first after a cursor: the page reads up to the
+ * present once, keeps the latest ones, then polls from the cursor every 2.5 s, so new events appear
+ * without a reload.
+ */
+import type { EventType, SvcEvent } from "@svc/sdk";
+import { useState } from "react";
+import { describeEvent, EVENT_TYPES, eventWalletId } from "../events.ts";
+import { formatRelative, formatTime } from "../format.ts";
+import { Link } from "../router.tsx";
+import { svc } from "../session.ts";
+import { Empty, ErrorNotice, Loading } from "../ui/feedback.tsx";
+import { useResource } from "../ui/resource.ts";
+
+const POLL_MS = 2500;
+/** How many events the feed keeps on screen. */
+const KEEP = 200;
+/** At most this many pages are read to catch up at first (100 events each). */
+const CATCH_UP_PAGES = 50;
+
+interface Feed {
+  events: SvcEvent[];
+  cursor: string | undefined;
+}
+
 export function EventsPage() {
+  const [type, setType] = useState<EventType | "">("");
   return (
     <section>
-      <h1>Events</h1>
+      <div className="heading">
+        <h1>Events</h1>
+        <label>
+          Type
+          <select value={type} onChange={(e) => setType(e.target.value as EventType | "")}>
+            <option value="">All</option>
+            {EVENT_TYPES.map((t) => (
+              <option key={t} value={t}>
+                {t}
+              </option>
+            ))}
+          </select>
+        </label>
+      </div>
+      <p className="hint">Live: new events appear here within a few seconds.</p>
+      {/* A new filter is a new feed. */}
+      <EventFeed key={type} type={type} />
     </section>
+  );
+}
+
+function EventFeed(props: { type: EventType | "" }) {
+  const { type } = props;
+  const [feed, setFeed] = useState<Feed>({ events: [], cursor: undefined });
+  const [caughtUp, setCaughtUp] = useState(false);
+  const poll = useResource(
+    async () => {
+      let { cursor, events } = feed;
+      let pages = 0;
+      for (;;) {
+        const page = await svc().events.list({
+          limit: 100,
+          ...(cursor ? { after: cursor } : {}),
+          ...(type ? { type } : {}),
+        });
+        cursor = page.nextCursor;
+        events = [...page.data.slice().reverse(), ...events].slice(0, KEEP);
+        pages += 1;
+        if (page.data.length < 100 || pages >= CATCH_UP_PAGES) break;
+      }
+      setFeed({ events, cursor });
+      setCaughtUp(true);
+      return events.length;
+    },
+    [feed.cursor],
+    { intervalMs: POLL_MS },
+  );
+
+  return (
+    <>
+      <ErrorNotice error={poll.error} />
+      {!caughtUp && <Loading label="Loading events…" />}
+      {caughtUp && feed.events.length === 0 && <Empty>No events{type ? ` of type ${type}` : ""} yet.</Empty>}
+      {feed.events.length > 0 && (
+        <ol className="feed" aria-label="Events, newest first">
+          {feed.events.map((event) => {
+            const walletId = eventWalletId(event);
+            return (
+              <li key={event.id}>
+                <span className="event-type">{event.type}</span>
+                <span className="event-what">{describeEvent(event)}</span>
+                <span className="event-meta">
+                  {walletId && <Link to={`/wallets/${walletId}`}>wallet</Link>}{" "}
+                  <time dateTime={event.createdAt} title={formatTime(event.createdAt)}>
+                    {formatRelative(event.createdAt)}
+                  </time>
+                </span>
+              </li>
+            );
+          })}
+        </ol>
+      )}
+    </>
   );
 }

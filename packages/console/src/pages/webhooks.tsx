@@ -1,8 +1,233 @@
-/** Webhooks. (To be built.) */
+/**
+ * Webhook endpoints: the service posts each event to them, signed. Listing, registering one (its signing
+ * secret shown once), each endpoint's recent deliveries, and removing one.
+ */
+import type { CreatedWebhookEndpoint, EventType, WebhookEndpoint } from "@svc/sdk";
+import { type FormEvent, useState } from "react";
+import { EVENT_TYPES } from "../events.ts";
+import { formatRelative, formatTime } from "../format.ts";
+import { svc } from "../session.ts";
+import { CopyButton } from "../ui/copy-button.tsx";
+import { Empty, ErrorNotice, fieldError, Loading } from "../ui/feedback.tsx";
+import { useAction, useResource } from "../ui/resource.ts";
+
 export function WebhooksPage() {
+  const endpoints = useResource(() => svc().webhooks.list(), []);
+  const [created, setCreated] = useState<CreatedWebhookEndpoint | undefined>(undefined);
   return (
     <section>
       <h1>Webhooks</h1>
+      <p className="hint">
+        The service posts every event to these URLs, signed per the Standard Webhooks specification; check the
+        signature with <code>verifyWebhook</code> from <code>@svc/sdk</code>. The Events page shows the same
+        events.
+      </p>
+      {created && (
+        <div className="panel created-key" role="status">
+          <h2>Endpoint created</h2>
+          <p>
+            Its signing secret, for checking what it receives: <strong>you will not see it again.</strong>
+          </p>
+          <p className="secret">
+            <code>{created.secret}</code> <CopyButton value={created.secret} label="Copy secret" />
+          </p>
+          <button type="button" onClick={() => setCreated(undefined)}>
+            I have copied it
+          </button>
+        </div>
+      )}
+      <CreateEndpoint
+        onCreated={(endpoint) => {
+          setCreated(endpoint);
+          endpoints.reload();
+        }}
+      />
+      <h2>Endpoints</h2>
+      <ErrorNotice error={endpoints.error} />
+      {!endpoints.data && endpoints.loading && <Loading label="Loading endpoints…" />}
+      {endpoints.data?.length === 0 && (
+        <Empty>No endpoints. Without one, read the Events page or poll the API.</Empty>
+      )}
+      {endpoints.data && endpoints.data.length > 0 && (
+        <ul className="cards single" aria-label="Webhook endpoints">
+          {endpoints.data.map((endpoint) => (
+            <EndpointCard key={endpoint.id} endpoint={endpoint} onDeleted={endpoints.reload} />
+          ))}
+        </ul>
+      )}
     </section>
+  );
+}
+
+function CreateEndpoint(props: { onCreated: (endpoint: CreatedWebhookEndpoint) => void }) {
+  const [url, setUrl] = useState("");
+  const [description, setDescription] = useState("");
+  const [types, setTypes] = useState<ReadonlySet<EventType>>(new Set());
+  const create = useAction(async () => {
+    const endpoint = await svc().webhooks.create({
+      url,
+      ...(description ? { description } : {}),
+      ...(types.size > 0 ? { events: [...types] } : {}),
+    });
+    setUrl("");
+    setDescription("");
+    setTypes(new Set());
+    props.onCreated(endpoint);
+  });
+  const toggle = (type: EventType) =>
+    setTypes((previous) => {
+      const next = new Set(previous);
+      if (next.has(type)) next.delete(type);
+      else next.add(type);
+      return next;
+    });
+  const onSubmit = (event: FormEvent) => {
+    event.preventDefault();
+    void create.run();
+  };
+  const urlError = fieldError(create.error, "url");
+  return (
+    <form className="panel" onSubmit={onSubmit} aria-labelledby="create-endpoint-title">
+      <h2 id="create-endpoint-title">Add an endpoint</h2>
+      <label>
+        URL
+        <input
+          type="url"
+          required
+          placeholder="https://example.com/hooks/svc"
+          value={url}
+          onChange={(e) => setUrl(e.target.value)}
+          aria-invalid={urlError ? true : undefined}
+        />
+        {urlError && <span className="field-error">{urlError}</span>}
+      </label>
+      <label>
+        Description <span className="optional">(optional)</span>
+        <input value={description} onChange={(e) => setDescription(e.target.value)} maxLength={200} />
+      </label>
+      <fieldset>
+        <legend>Events to send</legend>
+        <p className="hint">{types.size === 0 ? "None chosen: every event." : `${types.size} chosen.`}</p>
+        {EVENT_TYPES.map((type) => (
+          <label key={type} className="check">
+            <input type="checkbox" checked={types.has(type)} onChange={() => toggle(type)} />
+            {type}
+          </label>
+        ))}
+      </fieldset>
+      <ErrorNotice error={create.error} />
+      <button type="submit" className="primary" disabled={create.pending}>
+        {create.pending ? "Adding…" : "Add endpoint"}
+      </button>
+    </form>
+  );
+}
+
+function EndpointCard(props: { endpoint: WebhookEndpoint; onDeleted: () => void }) {
+  const { endpoint } = props;
+  const [showDeliveries, setShowDeliveries] = useState(false);
+  const [confirming, setConfirming] = useState(false);
+  const remove = useAction(async () => {
+    await svc().webhooks.delete(endpoint.id);
+    props.onDeleted();
+  });
+  return (
+    <li className="card" aria-label={endpoint.url}>
+      <div className="card-title">
+        <code>{endpoint.url}</code>
+      </div>
+      {endpoint.description && <p>{endpoint.description}</p>}
+      <p className="hint">
+        {endpoint.events === null ? "Every event" : endpoint.events.join(", ")} · added{" "}
+        {formatTime(endpoint.createdAt)}
+      </p>
+      <ErrorNotice error={remove.error} />
+      <div className="actions">
+        <button
+          type="button"
+          onClick={() => setShowDeliveries(!showDeliveries)}
+          aria-expanded={showDeliveries}
+        >
+          {showDeliveries ? "Hide deliveries" : "Recent deliveries"}
+        </button>
+        {confirming ? (
+          <>
+            <button
+              type="button"
+              className="danger"
+              onClick={() => void remove.run()}
+              disabled={remove.pending}
+            >
+              Delete {endpoint.url}
+            </button>
+            <button type="button" onClick={() => setConfirming(false)}>
+              Keep
+            </button>
+          </>
+        ) : (
+          <button type="button" className="danger" onClick={() => setConfirming(true)}>
+            Delete…
+          </button>
+        )}
+      </div>
+      {showDeliveries && <Deliveries endpointId={endpoint.id} />}
+    </li>
+  );
+}
+
+function Deliveries(props: { endpointId: string }) {
+  const deliveries = useResource(
+    () => svc().webhooks.deliveries(props.endpointId, { limit: 20 }),
+    [props.endpointId],
+    {
+      intervalMs: 5000,
+    },
+  );
+  if (!deliveries.data) {
+    return deliveries.loading ? (
+      <Loading label="Loading deliveries…" />
+    ) : (
+      <ErrorNotice error={deliveries.error} />
+    );
+  }
+  if (deliveries.data.length === 0) return <Empty>Nothing delivered yet.</Empty>;
+  return (
+    <div className="table-wrap">
+      <table aria-label="Deliveries">
+        <thead>
+          <tr>
+            <th scope="col">Event</th>
+            <th scope="col">Attempt</th>
+            <th scope="col">Result</th>
+            <th scope="col">When</th>
+          </tr>
+        </thead>
+        <tbody>
+          {deliveries.data.map((d) => (
+            <tr key={`${d.eventId}:${d.attempt}:${d.at}`}>
+              <td>
+                <code>{d.eventId}</code>
+              </td>
+              <td>
+                {d.attempt}
+                {d.redelivery ? " (redelivery)" : ""}
+              </td>
+              <td>
+                <span className={`status status-${d.status === "succeeded" ? "confirmed" : "failed"}`}>
+                  {d.status.replace("_", " ")}
+                </span>
+                {d.responseStatus !== null && <span className="hint">HTTP {d.responseStatus}</span>}
+                {d.error && <span className="hint">{d.error}</span>}
+              </td>
+              <td>
+                <time dateTime={d.at} title={formatTime(d.at)}>
+                  {formatRelative(d.at)}
+                </time>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
   );
 }

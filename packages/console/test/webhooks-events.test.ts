@@ -1,0 +1,121 @@
+/**
+ * Webhooks and the event feed at the console: an endpoint registered in the console receives signed
+ * events (its secret, shown once, verifies them) and lists its deliveries; the Events page shows a new
+ * event without a reload; deleting the endpoint asks first.
+ */
+import { randomBytes } from "node:crypto";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { verifyWebhook } from "@svc/sdk";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestServer, type TestServer } from "../../server/test/support/test-server.ts";
+import { type ConsoleUser, openUser, registerThroughConsole } from "./support/browser.ts";
+
+let server: TestServer;
+let owner: ConsoleUser;
+const email = `hooks-${randomBytes(4).toString("hex")}@example.com`;
+const password = "correct-horse-battery-staple";
+/** What the receiver got: raw body and headers of each delivery. */
+const received: { body: string; headers: Record<string, string> }[] = [];
+let receiver: http.Server;
+let receiverUrl: string;
+
+beforeAll(async () => {
+  receiver = http.createServer((request, response) => {
+    let body = "";
+    request.setEncoding("utf8").on("data", (chunk: string) => {
+      body += chunk;
+    });
+    request.on("end", () => {
+      received.push({ body, headers: request.headers as Record<string, string> });
+      response.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
+  server = await createTestServer();
+  owner = await openUser(server.url);
+});
+afterAll(async () => {
+  await owner?.close();
+  await server?.close();
+  receiver?.close();
+});
+
+async function waitUntil(check: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    if (check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+describe("webhooks and events at the console", () => {
+  let token: string;
+  let secret: string;
+
+  it("registers an endpoint for chosen events; its secret, shown once, verifies what it receives", async () => {
+    const { page } = owner;
+    await registerThroughConsole(owner, email, password);
+    token = (await server.api.post("/v1/auth/login", { email, password })).body.accessToken as string;
+    await page.getByRole("link", { name: "Webhooks" }).click();
+    await page.getByText("No endpoints.").waitFor();
+    await page.getByRole("textbox", { name: "URL" }).fill(receiverUrl);
+    await page.getByRole("checkbox", { name: "wallet.archived" }).check();
+    await page.getByRole("button", { name: "Add endpoint" }).click();
+    await page.getByRole("heading", { name: "Endpoint created" }).waitFor();
+    secret = (await page.locator(".secret code").textContent()) as string;
+    expect(secret).toMatch(/^whsec_/);
+    await page.getByRole("listitem", { name: receiverUrl }).waitFor();
+    expect(owner.errors.join("\n")).toBe("");
+    await owner.screenshot("webhooks-1-created");
+
+    // An event of the chosen type reaches the endpoint, signed with that secret.
+    const wallet = (await server.api.post("/v1/wallets", { name: "old", chains: ["base"] }, token)).body;
+    expect((await server.api.delete(`/v1/wallets/${wallet.id}`, token)).status).toBeLessThan(300);
+    await waitUntil(() => received.length > 0, "a delivery");
+    const delivery = received[0] as (typeof received)[number];
+    const event = verifyWebhook(delivery.body, delivery.headers, secret);
+    expect(event).toMatchObject({ type: "wallet.archived", data: { id: wallet.id, name: "old" } });
+
+    // The secret is not on the page after a reload; the deliveries are.
+    await page.reload();
+    const card = page.getByRole("listitem", { name: receiverUrl });
+    await card.waitFor();
+    expect(await page.content()).not.toContain(secret);
+    await card.getByRole("button", { name: "Recent deliveries" }).click();
+    await card
+      .getByRole("table", { name: "Deliveries" })
+      .getByRole("row", { name: /succeeded.*HTTP 204/ })
+      .waitFor();
+    await owner.screenshot("webhooks-2-deliveries");
+  });
+
+  it("shows a new event in the feed without a reload", async () => {
+    const { page } = owner;
+    await page.getByRole("link", { name: "Events" }).click();
+    const feed = page.getByRole("list", { name: "Events, newest first" });
+    await feed.getByText("wallet “old” archived").waitFor();
+    expect(owner.errors.join("\n")).toBe("");
+    // Something happens elsewhere: it appears at the top.
+    await server.api.post("/v1/api-keys", { name: "late agent", role: "agent" }, token);
+    await feed.getByText("key “late agent” created (agent)").waitFor({ timeout: 10_000 });
+    expect(await feed.getByRole("listitem").first().textContent()).toContain("late agent");
+    // The filter shows one type only.
+    await page.getByRole("combobox", { name: "Type" }).selectOption("wallet.archived");
+    await feed.getByText("wallet “old” archived").waitFor();
+    expect(await feed.getByRole("listitem").count()).toBe(1);
+    await owner.screenshot("events-1-feed");
+  });
+
+  it("deletes the endpoint after a confirmation", async () => {
+    const { page } = owner;
+    await page.getByRole("link", { name: "Webhooks" }).click();
+    const card = page.getByRole("listitem", { name: receiverUrl });
+    await card.getByRole("button", { name: "Delete…" }).click();
+    await card.getByRole("button", { name: `Delete ${receiverUrl}` }).click();
+    await page.getByText("No endpoints.").waitFor();
+    expect((await server.api.get("/v1/webhook-endpoints", token)).body.data ?? []).toEqual([]);
+    expect(owner.errors.join("\n")).toBe("");
+  });
+});
