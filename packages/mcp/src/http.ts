@@ -105,7 +105,7 @@ export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
     let faucet = true;
     try {
       // Every request proves its key with the service; a new session also learns the key's role.
-      if (typeof sessionId === "string") await svc.wallet.list();
+      if (typeof sessionId === "string") await svc.auth.me();
       else {
         toolSet = await toolSetOf(svc);
         faucet = await servesTestNetworks(svc);
@@ -185,7 +185,7 @@ export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
     };
     const server = createSvcMcpServer({
       svc,
-      toolSet: toolSet ?? "agent",
+      toolSet: toolSet ?? "read",
       faucet,
       confirmAboveUsd: options.confirmAboveUsd,
     });

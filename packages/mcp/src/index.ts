@@ -6,4 +6,10 @@
 export { clientFor, configFromEnv, confirmAboveFromEnv, type McpConfig } from "./config.ts";
 export { createMcpHttpHandler, type McpHttpHandler, type McpHttpOptions } from "./http.ts";
 export { servesTestNetworks, type ToolSet, toolSetOf } from "./role.ts";
-export { ADMIN_TOOLS, AGENT_TOOLS, createSvcMcpServer, type SvcMcpServerOptions } from "./server.ts";
+export {
+  ADMIN_TOOLS,
+  AGENT_TOOLS,
+  createSvcMcpServer,
+  READ_TOOLS,
+  type SvcMcpServerOptions,
+} from "./server.ts";

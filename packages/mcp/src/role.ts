@@ -1,25 +1,19 @@
-import { SvcForbiddenError, type SvcWallet } from "@svc/sdk";
-
-/** What the MCP server offers: every tool (`admin`), or the tools that never loosen anything (`agent`). */
-export type ToolSet = "admin" | "agent";
+import type { SvcWallet } from "@svc/sdk";
 
 /**
- * Checks the credential and finds which tool set it gets, by asking the service: listing wallets proves the
- * key works (a bad key throws `SvcUnauthorizedError`), and listing API keys answers only an admin credential
- * (403 `insufficient_role` otherwise). Agent and read keys both get the agent set: the service itself refuses
- * a read key's spends, and neither is offered a tool that creates wallets or keys or loosens a policy.
+ * What the MCP server offers: every tool (`admin`); the tools that never loosen anything (`agent`); the
+ * tools that only read (`read`).
+ */
+export type ToolSet = "admin" | "agent" | "read";
+
+/**
+ * Checks the credential and finds which tool set it gets: the service says what the key is (`GET /v1/me`;
+ * a bad key throws `SvcUnauthorizedError`), and its role is the tool set.
  * @example
- * const toolSet = await toolSetOf(new SvcWallet({ apiKey, baseUrl })); // "admin" | "agent"
+ * const toolSet = await toolSetOf(new SvcWallet({ apiKey, baseUrl })); // "admin" | "agent" | "read"
  */
 export async function toolSetOf(svc: SvcWallet): Promise<ToolSet> {
-  await svc.wallet.list();
-  try {
-    await svc.apiKeys.list();
-    return "admin";
-  } catch (error) {
-    if (error instanceof SvcForbiddenError) return "agent";
-    throw error;
-  }
+  return (await svc.auth.me()).role;
 }
 
 /**

@@ -29,20 +29,17 @@ export interface SvcMcpServerOptions {
   faucet?: boolean;
 }
 
-/** The tools every credential gets, and those only an admin credential gets. */
-export const AGENT_TOOLS = [
+/** The tools every credential gets (a read key's), those an agent key adds, and those only an admin gets. */
+export const READ_TOOLS = [
   "list_wallets",
   "get_wallet",
   "get_balance",
   "list_transactions",
   "get_transaction",
-  "send",
-  "fetch_paid",
   "discover_services",
   "get_policy",
-  "pause_wallet",
-  "request_faucet",
 ] as const;
+export const AGENT_TOOLS = [...READ_TOOLS, "send", "fetch_paid", "pause_wallet", "request_faucet"] as const;
 export const ADMIN_TOOLS = ["create_wallet", "update_policy", "create_agent_key"] as const;
 
 const VERSION = "0.1.0";
@@ -77,13 +74,24 @@ function usdPriceOf(chains: Chain[], chain: string, token: string): string | und
  */
 export function createSvcMcpServer(options: SvcMcpServerOptions): McpServer {
   const { svc, toolSet, confirmAboveUsd, faucet = true } = options;
-  const server = new McpServer(
+  const mcp = new McpServer(
     { name: "svc", version: VERSION },
     {
       instructions:
         "Svc wallets: balances, history, sends and x402 payments within each wallet's spending policy. Amounts are decimal strings in token units (USDC by default). A refused spend comes back as a tool error with the service's code, reason and message (a PolicyViolation names the limit and what was used).",
     },
   );
+  // A read key is offered the read tools only: it could not act through the others (the service refuses).
+  const offered = new Set<string>(toolSet === "read" ? READ_TOOLS : AGENT_TOOLS);
+  const server = new Proxy(mcp, {
+    get(target, property, receiver) {
+      if (property !== "registerTool") return Reflect.get(target, property, receiver);
+      return (name: string, ...rest: unknown[]) =>
+        offered.has(name)
+          ? (target.registerTool as (...args: unknown[]) => unknown)(name, ...rest)
+          : undefined;
+    },
+  });
   let chains: Promise<Chain[]> | undefined;
   const chainList = (): Promise<Chain[]> => {
     chains ??= svc.chains.list().catch((error: unknown) => {
@@ -369,8 +377,8 @@ export function createSvcMcpServer(options: SvcMcpServerOptions): McpServer {
   );
 
   if (faucet) registerFaucetTool(server, svc);
-  if (toolSet === "admin") registerAdminTools(server, svc);
-  return server;
+  if (toolSet === "admin") registerAdminTools(mcp, svc);
+  return mcp;
 }
 
 /** `request_faucet`: offered only where the service serves test networks. */

@@ -9,6 +9,7 @@ import {
   AGENT_TOOL_NAMES,
   call,
   httpClient,
+  READ_TOOL_NAMES,
   startWorld,
   usdcOf,
   type World,
@@ -117,11 +118,13 @@ describe("/mcp over streamable HTTP", () => {
     expect(((await revoked.json()) as ErrorBody).error.reason).toBe("key_revoked");
   });
 
-  it("offers each role its tools: an agent key sees no loosening tool", async () => {
+  it("offers each role its tools: an agent key sees no loosening tool, a read key nothing that acts", async () => {
     const admin = await open(httpClient(world, world.adminKey));
     const agent = await open(httpClient(world, world.agentKey));
+    const reader = await open(httpClient(world, world.readKey));
     expect((await admin.listTools()).tools.map((t) => t.name).sort()).toEqual(ADMIN_TOOL_NAMES);
     expect((await agent.listTools()).tools.map((t) => t.name).sort()).toEqual(AGENT_TOOL_NAMES);
+    expect((await reader.listTools()).tools.map((t) => t.name).sort()).toEqual(READ_TOOL_NAMES);
     // Over the same endpoint at once, each session keeps its own key.
     const wallets = await call(agent, "list_wallets");
     expect((wallets.structured.wallets as { id: string }[]).map((w) => w.id)).toEqual([world.payer.id]);

@@ -10,6 +10,7 @@ import {
   AGENT_TOOL_NAMES,
   BIN,
   call,
+  READ_TOOL_NAMES,
   startWorld,
   stdioClient,
   usdcOf,
@@ -34,7 +35,7 @@ afterAll(async () => {
 });
 
 describe("svc-mcp over stdio", () => {
-  it("offers each role its tools, with input and output schemas; an agent key sees no loosening tool", async () => {
+  it("offers each role its tools, with input and output schemas; an agent key sees no loosening tool, a read key nothing that acts", async () => {
     const admin = await open(stdioClient(world, world.adminKey));
     const agent = await open(stdioClient(world, world.agentKey));
     const reader = await open(stdioClient(world, world.readKey));
@@ -44,11 +45,14 @@ describe("svc-mcp over stdio", () => {
       expect(tool.inputSchema.type).toBe("object");
       expect(tool.outputSchema?.type, tool.name).toBe("object");
     }
-    for (const client of [agent, reader]) {
-      const names = (await client.listTools()).tools.map((t) => t.name).sort();
-      expect(names).toEqual(AGENT_TOOL_NAMES);
-      expect(names).not.toContain("update_policy");
-      expect(names).not.toContain("create_agent_key");
+    const agentNames = (await agent.listTools()).tools.map((t) => t.name).sort();
+    expect(agentNames).toEqual(AGENT_TOOL_NAMES);
+    expect(agentNames).not.toContain("update_policy");
+    expect(agentNames).not.toContain("create_agent_key");
+    const readerNames = (await reader.listTools()).tools.map((t) => t.name).sort();
+    expect(readerNames).toEqual(READ_TOOL_NAMES);
+    for (const acting of ["send", "fetch_paid", "pause_wallet", "request_faucet"]) {
+      expect(readerNames).not.toContain(acting);
     }
     // The agent key is bound to the payer: that is all it sees.
     const listed = await call(agent, "list_wallets");

@@ -152,19 +152,23 @@ export async function usdcOf(wallet: Wallet): Promise<string> {
   return balances.find((b) => b.chain === "base" && b.token === "USDC")?.amount ?? "0";
 }
 
-export const AGENT_TOOL_NAMES = [
+/** What a read key is offered: nothing that spends, pauses or asks the faucet. */
+export const READ_TOOL_NAMES = [
   "discover_services",
-  "fetch_paid",
   "get_balance",
   "get_policy",
   "get_transaction",
   "get_wallet",
   "list_transactions",
   "list_wallets",
+];
+export const AGENT_TOOL_NAMES = [
+  ...READ_TOOL_NAMES,
+  "fetch_paid",
   "pause_wallet",
   "request_faucet",
   "send",
-];
+].sort();
 export const ADMIN_TOOL_NAMES = [
   ...AGENT_TOOL_NAMES,
   "create_agent_key",

@@ -14,6 +14,7 @@ import type {
   CreatedWebhookEndpoint,
   CreateWalletInput,
   CreateWebhookEndpointInput,
+  CurrentCredential,
   EventIterateOptions,
   EventPage,
   EventQuery,
@@ -119,6 +120,12 @@ export class SvcWallet {
      * const { accessToken } = await svc.auth.login({ email, password });
      */
     login(input: { email: string; password: string }): Promise<LoginResult>;
+    /**
+     * What this client's credential is: its account, its role and, for an API key, the key's record.
+     * @example
+     * const { role, apiKey } = await svc.auth.me(); // "agent", { walletIds: ["wal_…"], … }
+     */
+    me(): Promise<CurrentCredential>;
   };
   /** API keys of the account (creating, listing and revoking others need an admin credential). */
   readonly apiKeys: {
@@ -365,6 +372,7 @@ export class SvcWallet {
           idempotent: true,
           anonymous: true,
         }),
+      me: () => transport.request<CurrentCredential>({ method: "GET", path: "/me", idempotent: true }),
     };
     this.apiKeys = {
       create: (input) =>

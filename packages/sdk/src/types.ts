@@ -27,6 +27,20 @@ export interface LoginResult {
 }
 
 /**
+ * What a credential is (`GET /v1/me`): the account, the role, and the API key's record (null for the login
+ * access token). Never the key's value.
+ * @example
+ * const me: CurrentCredential = await svc.auth.me();
+ * if (me.role === "read") console.log("this key can only look");
+ */
+export interface CurrentCredential {
+  userId: string;
+  email: string;
+  role: ApiKeyRole;
+  apiKey: ApiKey | null;
+}
+
+/**
  * What an API key may do (api.md "Credentials and roles").
  * @example
  * const role: ApiKeyRole = "agent";

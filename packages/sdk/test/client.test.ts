@@ -288,6 +288,23 @@ describe("chains, wallets, transactions", () => {
     expect(await wallet.policy.get()).toMatchObject({ maxPerTx: "5", status: "active" });
   });
 
+  it("auth.me() tells an admin credential from an agent key bound to its wallets", async () => {
+    const admin = await world.admin.auth.me();
+    expect(admin.role).toBe("admin");
+    const wallet = await world.admin.wallet.create({ name: "me", chains: ["base"] });
+    const { key, id } = await world.admin.apiKeys.create({
+      name: "me agent",
+      role: "agent",
+      walletIds: [wallet.id],
+    });
+    const agent = world.client({ apiKey: key });
+    expect(await agent.auth.me()).toMatchObject({
+      userId: admin.userId,
+      role: "agent",
+      apiKey: { id, name: "me agent", walletIds: [wallet.id] },
+    });
+  });
+
   it("spending() gives the daily limit's figures and the spends by hour", async () => {
     const wallet = await fundedWallet(world.admin, { dailyLimit: "20" }, "spending");
     await wallet.send({ to: payee.evm?.address as string, amount: 3, chain: "base" });

@@ -126,6 +126,50 @@ describe("API key records", () => {
   });
 });
 
+describe("GET /v1/me", () => {
+  it("tells each credential what it is: the owner's token, an agent key bound to wallets, a read key", async () => {
+    const wallet = await createWallet();
+    const asToken = await server.api.get("/v1/me", owner.accessToken);
+    expect(asToken.status).toBe(200);
+    expect(asToken.body).toEqual({
+      userId: expect.stringMatching(/^usr_/),
+      email: owner.email,
+      role: "admin",
+      apiKey: null,
+    });
+
+    const agent = await createKey({ name: "shopper", role: "agent", walletIds: [wallet.id] });
+    const asAgent = await server.api.get("/v1/me", agent.key);
+    expect(asAgent.body).toMatchObject({
+      userId: asToken.body.userId,
+      email: owner.email,
+      role: "agent",
+      apiKey: { id: agent.id, name: "shopper", role: "agent", walletIds: [wallet.id], expiresAt: null },
+    });
+    expect(asAgent.text).not.toContain(agent.key);
+
+    const reader = await createKey({ role: "read" });
+    expect((await server.api.get("/v1/me", reader.key)).body).toMatchObject({
+      role: "read",
+      apiKey: { id: reader.id, walletIds: null },
+    });
+    // The admin API key the seed made answers as admin, with its record.
+    expect((await server.api.get("/v1/me", owner.apiKey)).body).toMatchObject({
+      role: "admin",
+      apiKey: { role: "admin" },
+    });
+  });
+
+  it("answers 401 without a credential and for a revoked key", async () => {
+    expect((await server.api.get("/v1/me")).status).toBe(401);
+    const agent = await createKey({ role: "agent" });
+    expect((await server.api.delete(`/v1/api-keys/${agent.id}`, owner.accessToken)).status).toBe(204);
+    const revoked = await server.api.get("/v1/me", agent.key);
+    expect(revoked.status).toBe(401);
+    expect(expectErrorShape(revoked).reason).toBe("key_revoked");
+  });
+});
+
 describe("an agent key", () => {
   it("cannot create, list or revoke other keys, but may revoke itself", async () => {
     const agent = await createKey({ role: "agent" });

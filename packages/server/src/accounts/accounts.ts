@@ -61,6 +61,20 @@ export async function verifyLogin(db: Db, emailInput: string, password: string):
   return row.id;
 }
 
+/**
+ * The account a credential belongs to. Credentials are checked to name an existing account before any
+ * route runs, so an absent one is a fault, not a caller's error.
+ * @example const { email } = await getAccount(db, principal.accountId);
+ */
+export async function getAccount(db: Db, accountId: string): Promise<Account> {
+  const [row] = await db
+    .select({ id: accounts.id, email: accounts.email, name: accounts.name, createdAt: accounts.createdAt })
+    .from(accounts)
+    .where(eq(accounts.id, accountId));
+  if (!row) throw new Error(`account ${accountId} of an authenticated credential does not exist`);
+  return row;
+}
+
 /** Whether an account with this id exists; checked for every access token, which names one. */
 export async function accountExists(db: Db, accountId: string): Promise<boolean> {
   const [row] = await accountByIdQuery(db).execute({ accountId });

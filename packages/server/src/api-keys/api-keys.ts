@@ -105,6 +105,16 @@ export async function listApiKeys(db: Db, accountId: string): Promise<ApiKeyReco
     .orderBy(desc(apiKeys.createdAt), desc(apiKeys.id));
 }
 
+/** One key of the account by id, revoked or not; NotFound for another account's or an unknown key. */
+export async function getApiKey(db: Db, accountId: string, keyId: string): Promise<ApiKeyRecord> {
+  const [row] = await db
+    .select(recordColumns)
+    .from(apiKeys)
+    .where(and(eq(apiKeys.accountId, accountId), eq(apiKeys.id, keyId)));
+  if (!row) throw errors.apiKeyNotFound(keyId);
+  return row;
+}
+
 /**
  * Revokes a key for good. Revoking a key that is already revoked succeeds and keeps the first revocation's
  * time, so a retried DELETE answers as the first did; unknown keys and other accounts' keys are NotFound.

@@ -5,6 +5,7 @@ import { registerRevokeApiKey } from "./api-keys/revoke.ts";
 import { registerDecideApproval } from "./approvals/decide.ts";
 import { registerListApprovals } from "./approvals/list.ts";
 import { registerLogin } from "./auth/login.ts";
+import { registerGetMe } from "./auth/me.ts";
 import { registerRegister } from "./auth/register.ts";
 import { registerListChains } from "./chains/list.ts";
 import { registerListEvents } from "./events/list.ts";
@@ -42,6 +43,7 @@ export function registerRoutes(app: App, services: Services): void {
   registerHealthz(app, services);
   registerRegister(app, services);
   registerLogin(app, services);
+  registerGetMe(app, services);
   registerCreateApiKey(app, services);
   registerListApiKeys(app, services);
   registerRevokeApiKey(app, services);
