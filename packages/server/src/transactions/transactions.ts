@@ -99,13 +99,14 @@ async function announceRecorded(tx: Tx, row: TransactionRow): Promise<void> {
 
 /**
  * Moves a pending spend to `confirmed` (with the hash that settled it, when it is known only now) and writes
- * `transaction.confirmed`, in one database transaction. Returns false when it was no longer pending.
+ * `transaction.confirmed`, in one database transaction. Returns the confirmed row; undefined when it was no
+ * longer pending.
  */
 export async function confirmTransaction(
   db: Db,
   transactionId: string,
   settled: { confirmedAt: Date; txHash?: string | null },
-): Promise<boolean> {
+): Promise<TransactionRow | undefined> {
   return db.transaction(async (tx) => {
     const [row] = await tx
       .update(transactions)
@@ -117,9 +118,9 @@ export async function confirmTransaction(
       })
       .where(and(eq(transactions.id, transactionId), eq(transactions.status, "pending")))
       .returning();
-    if (!row) return false;
+    if (!row) return undefined;
     await recordEvent(tx, { walletId: row.walletId }, "transaction.confirmed", toTransactionView(row));
-    return true;
+    return row;
   });
 }
 

@@ -140,18 +140,19 @@ export async function fetchAndPay(
       const policy = await getPolicyRow(deps.db, wallet.id);
       checkStaticRules(policy, spend);
       await checkDailyLimit(deps.db, policy, spend, deps.now?.());
-      await checkBalance(client, from, selected);
-      // Everything signing needs from a chain is read now, outside the database transaction.
-      const recentBlockhash =
-        chain.kind === "solana" ? await chainCall(chain.name, () => getRecentBlockhash(chain)) : undefined;
-      const privateKey = await openSigningKey(deps.db, deps.keyring, wallet, chain.kind);
-      let payment: SignedPayment | undefined;
-      try {
-        recorded = await admitSpend(deps.db, spend, {
-          idempotency,
-          ...(deps.now ? { now: deps.now() } : {}),
-          sign: async () => {
-            payment = await signPayment({
+      // Then everything the payment needs, outside the database transaction: the balance read runs while the
+      // key is opened and the payment signed (its signature depends on nothing the database decides, unlike
+      // a transfer's nonce). A payment the lock then refuses was never sent anywhere.
+      const [, payment] = await Promise.all([
+        checkBalance(client, from, selected),
+        (async () => {
+          const recentBlockhash =
+            chain.kind === "solana"
+              ? await chainCall(chain.name, () => getRecentBlockhash(chain))
+              : undefined;
+          const privateKey = await openSigningKey(deps.db, deps.keyring, wallet, chain.kind);
+          try {
+            return await signPayment({
               challenge,
               selected,
               privateKey,
@@ -159,13 +160,16 @@ export async function fetchAndPay(
               now: new Date(),
               ...(recentBlockhash ? { recentBlockhash } : {}),
             });
-            return { x402Payment: storedPayment(payment) };
-          },
-        });
-      } finally {
-        privateKey.fill(0);
-      }
-      if (!payment) throw new Error("admitted an x402 payment without signing it");
+          } finally {
+            privateKey.fill(0);
+          }
+        })(),
+      ]);
+      recorded = await admitSpend(deps.db, spend, {
+        idempotency,
+        ...(deps.now ? { now: deps.now() } : {}),
+        sign: async () => ({ x402Payment: storedPayment(payment) }),
+      });
       return payment;
     } catch (error) {
       // Refused before anything was recorded: the agent's credits come back.
@@ -256,7 +260,8 @@ async function completePayment(
       ? (receipt.errorReason ?? "the server reported the payment failed")
       : undefined);
   if (settlement?.state === "settled") {
-    await confirmPayment(db, row.id, settlement.txHash);
+    const confirmed = await confirmPayment(db, row.id, settlement.txHash);
+    if (confirmed) return confirmed;
   } else if (settlement?.state === "failed") {
     await failSpend(db, row.id, `settlement failed on chain: ${settlement.reason}`);
   } else if (settlement?.state === "expired") {
@@ -279,8 +284,8 @@ async function noteRejection(db: Db, transactionId: string, reason: string): Pro
     .where(and(eq(transactions.id, transactionId), eq(transactions.status, "pending")));
 }
 
-/** Marks a pending payment confirmed with its settlement's hash; false when it was no longer pending. */
-function confirmPayment(db: Db, transactionId: string, txHash: string): Promise<boolean> {
+/** Marks a pending payment confirmed with its settlement's hash; undefined when it was no longer pending. */
+function confirmPayment(db: Db, transactionId: string, txHash: string): Promise<TransactionRow | undefined> {
   return confirmTransaction(db, transactionId, {
     confirmedAt: new Date(),
     txHash: txHash === "" ? null : txHash,
