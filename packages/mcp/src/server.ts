@@ -87,9 +87,7 @@ export function createSvcMcpServer(options: SvcMcpServerOptions): McpServer {
     get(target, property, receiver) {
       if (property !== "registerTool") return Reflect.get(target, property, receiver);
       return (name: string, ...rest: unknown[]) =>
-        offered.has(name)
-          ? (target.registerTool as (...args: unknown[]) => unknown)(name, ...rest)
-          : undefined;
+        offered.has(name) ? Reflect.apply(target.registerTool, target, [name, ...rest]) : undefined;
     },
   });
   let chains: Promise<Chain[]> | undefined;

@@ -46,6 +46,10 @@ const ASSET_NAME = /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/;
 
 const PUBLIC = { config: { auth: "public" as const }, schema: { hide: true } };
 
+/**
+ * Serves the console's build at `/` (or, when it is not built, a 503 that says how to build it).
+ * @example await registerConsole(app); // GET / → the console
+ */
 export async function registerConsole(app: App, buildDir: string | null = consoleBuildDir()): Promise<void> {
   const built = buildDir !== null && fs.existsSync(path.join(buildDir, "index.html"));
   if (!built) {
@@ -54,7 +58,7 @@ export async function registerConsole(app: App, buildDir: string | null = consol
         .code(503)
         .type("text/plain; charset=utf-8")
         .send(
-          "The console is not built. `npm install` builds it; to build it again: npm run build -w @svc/console\n",
+          "The console is not built. npm install builds it; to build it again: npm run build -w @svc/console\n",
         ),
     );
     return;
