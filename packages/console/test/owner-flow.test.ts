@@ -126,6 +126,20 @@ describe("an owner at the console", () => {
     const sent = await server.api.get(`/v1/transactions/${held.body.id}`, token);
     expect(sent.body).toMatchObject({ status: "confirmed", amount: "10" });
     expect(await history.textContent()).toContain((sent.body.txHash as string).slice(0, 8));
+    // The filters: sends only, then receives on base only; the pager counts what matches.
+    const historySection = page.getByRole("region", { name: "History" });
+    await historySection.getByRole("combobox", { name: "Type" }).selectOption("send");
+    await page.getByText("1–1 of 1").waitFor();
+    expect(await history.getByRole("row").count()).toBe(2); // the header and the send
+    await historySection.getByRole("combobox", { name: "Type" }).selectOption("receive");
+    await historySection.getByRole("combobox", { name: "Chain" }).selectOption("base");
+    await page.getByText("1–2 of 2").waitFor();
+    expect(await history.textContent()).not.toContain("−10.00 USDC");
+    await historySection.getByRole("combobox", { name: "Chain" }).selectOption("solana");
+    await page.getByText("No transactions match these filters.").waitFor();
+    await historySection.getByRole("combobox", { name: "Type" }).selectOption("");
+    await historySection.getByRole("combobox", { name: "Chain" }).selectOption("");
+    await page.getByText("1–3 of 3").waitFor();
     expect(owner.errors.join("\n")).toBe("");
     await owner.screenshot("owner-4-confirmed");
   });
