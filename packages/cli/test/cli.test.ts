@@ -404,3 +404,86 @@ describe("svc send --timeout", () => {
     expect(line).toMatch(/^error: Transaction tx_\w+ was still pending after 1000 ms .*\(WaitTimeout/);
   });
 });
+
+describe("svc register and logout", () => {
+  const email = `cli-new-${Date.now()}@example.com`;
+  const password = "a new long passphrase";
+  let ownEnv: Record<string, string>;
+  beforeAll(() => {
+    ownEnv = { HOME: home, SVC_CONFIG: path.join(home, "register", "svc.json") };
+  });
+
+  it("registers with the password on stdin (--password-stdin), never printing it; then logs in", async () => {
+    const run = await svc(
+      ["register", "--email", email, "--name", "Ada", "--password-stdin", "--base-url", server.url, "--json"],
+      ownEnv,
+      `${password}\n`,
+    );
+    expectOk(run);
+    expect(run.json()).toEqual({
+      userId: expect.stringMatching(/^usr_/),
+      email,
+      name: "Ada",
+      createdAt: expect.any(String),
+      baseUrl: `${server.url}/v1`,
+    });
+    expect(run.stdout + run.stderr).not.toContain(password);
+    const human = await svc(
+      ["register", "--email", `x${email}`, "--password-stdin", "--base-url", server.url],
+      ownEnv,
+      `${password}\n`,
+    );
+    expectOk(human);
+    expect(human.stdout).toMatch(
+      new RegExp(
+        `^Registered x${email} \\(usr_\\w+\\) at ${server.url}/v1\\nLog in with: svc login --email x${email}\\n$`,
+      ),
+    );
+    const login = await svc(
+      ["login", "--email", email, "--base-url", server.url, "--json"],
+      ownEnv,
+      `${password}\n`,
+    );
+    expectOk(login);
+    expect(login.json()).toMatchObject({ email, baseUrl: `${server.url}/v1` });
+  });
+
+  it("refuses without a terminal or --password-stdin (exit 1), and a taken email with the service's message", async () => {
+    const noTerminal = await svc(
+      ["register", "--email", `y${email}`, "--base-url", server.url],
+      ownEnv,
+      `${password}\n`,
+    );
+    expect(expectOneLineFailure(noTerminal, 1)).toBe(
+      "error: register needs a terminal to ask the password, or --password-stdin",
+    );
+    const taken = await svc(
+      ["register", "--email", email, "--password-stdin", "--base-url", server.url],
+      ownEnv,
+      `${password}\n`,
+    );
+    expect(expectOneLineFailure(taken, 1)).toMatch(
+      /^error: .+ \(ValidationError email_taken, request req_\w+\)$/,
+    );
+  });
+
+  it("logs out: the file's key is revoked and removed, the base URL kept; again, nothing to do", async () => {
+    const saved = JSON.parse(fs.readFileSync(ownEnv.SVC_CONFIG as string, "utf8"));
+    expect(saved.apiKey).toMatch(/^svc_/);
+    const run = await svc(["logout", "--json"], ownEnv);
+    expectOk(run);
+    expect(run.json()).toEqual({ configFile: ownEnv.SVC_CONFIG, keyId: saved.keyId, revoked: true });
+    expect(JSON.parse(fs.readFileSync(ownEnv.SVC_CONFIG as string, "utf8"))).toEqual({
+      baseUrl: saved.baseUrl,
+    });
+    expect(fs.statSync(ownEnv.SVC_CONFIG as string).mode & 0o777).toBe(0o600);
+    expect(expectOneLineFailure(await svc(["wallets", "list"], ownEnv), 2)).toBe(
+      "error: No credential: run `svc login`, pass --api-key, or set SVC_API_KEY",
+    );
+    const oldKey = await svc(["wallets", "list", "--api-key", saved.apiKey], ownEnv);
+    expect(expectOneLineFailure(oldKey, 2)).toMatch(/key_revoked/);
+    const again = await svc(["logout"], ownEnv);
+    expectOk(again);
+    expect(again.stdout).toBe(`Not logged in: ${ownEnv.SVC_CONFIG} holds no key\n`);
+  });
+});

@@ -1,5 +1,5 @@
 import os from "node:os";
-import { type ApiKeyRole, SvcNotFoundError, SvcWallet } from "@svc/sdk";
+import { type ApiKeyRole, SvcNotFoundError, SvcUnauthorizedError, SvcWallet } from "@svc/sdk";
 import { type Command, Option } from "commander";
 import { readConfig, writeConfig } from "../config.ts";
 import type { Context } from "../context.ts";
@@ -10,11 +10,86 @@ import { keyTable } from "../views.ts";
 import { readSecret } from "./prompt.ts";
 
 /**
- * `svc login` and `svc keys create|list|revoke`.
+ * `svc register`, `svc login`, `svc logout` and `svc keys create|list|revoke`.
  * @example
  * addAccountCommands(program, contextOf);
  */
 export function addAccountCommands(program: Command, contextOf: (command: Command) => Context): void {
+  program
+    .command("register")
+    .description("create an account with email and password (then `svc login`)")
+    .option("--email <email>", "the account's email (default $SVC_EMAIL, else asked)")
+    .option("--name <name>", "a display name")
+    .option("--password-stdin", "read the password from the first line of stdin instead of asking")
+    .addHelpText(
+      "after",
+      "\nThe password (at least 12 characters) is asked on the terminal, not echoed, twice; with --password-stdin it is the first line of stdin.",
+    )
+    .action(async (options: { email?: string; name?: string; passwordStdin?: boolean }, command: Command) => {
+      const ctx = contextOf(command);
+      const baseUrl = await ctx.baseUrl();
+      const email =
+        options.email ?? ctx.env.SVC_EMAIL ?? (process.stdin.isTTY ? await readSecret("Email: ", true) : "");
+      if (!email) throw usage("register needs --email (or $SVC_EMAIL)");
+      let password: string;
+      if (options.passwordStdin) password = await readSecret("", false, { fromStdin: true });
+      else {
+        // Without a terminal there is nobody to ask; a password is never taken from an argument.
+        if (!process.stdin.isTTY)
+          throw usage("register needs a terminal to ask the password, or --password-stdin");
+        password = await readSecret("Password: ", false);
+        if (password !== (await readSecret("Password again: ", false)))
+          throw usage("the two passwords differ; nothing was registered");
+      }
+      if (!password) throw usage("register needs a password (the terminal, or --password-stdin)");
+      const account = await new SvcWallet({ baseUrl }).auth.register({
+        email,
+        password,
+        ...(options.name === undefined ? {} : { name: options.name }),
+      });
+      ctx.print(
+        { ...account, baseUrl },
+        () =>
+          `Registered ${account.email} (${account.userId}) at ${baseUrl}\nLog in with: svc login --email ${account.email}`,
+      );
+    });
+
+  program
+    .command("logout")
+    .description("revoke the config file's API key and remove it from the file")
+    .action(async (_options: unknown, command: Command) => {
+      const ctx = contextOf(command);
+      const saved = await readConfig(ctx.configFile);
+      if (saved.apiKey === undefined) {
+        ctx.print(
+          { configFile: ctx.configFile, keyId: null, revoked: false },
+          () => `Not logged in: ${ctx.configFile} holds no key`,
+        );
+        return;
+      }
+      const { apiKey, keyId, email: _email, ...kept } = saved;
+      // The key was made for this file (svc login): revoked with itself, so it is of no use to a copy. One
+      // the service no longer takes (revoked, expired) is gone already; any other failure keeps the file as
+      // it is, so that the key is not lost while it still works.
+      let revoked = false;
+      if (keyId !== undefined) {
+        try {
+          await new SvcWallet({ apiKey, baseUrl: saved.baseUrl ?? (await ctx.baseUrl()) }).apiKeys.revoke(
+            keyId,
+          );
+          revoked = true;
+        } catch (error) {
+          if (!(error instanceof SvcUnauthorizedError || error instanceof SvcNotFoundError)) throw error;
+        }
+      }
+      await writeConfig(ctx.configFile, kept);
+      ctx.print(
+        { configFile: ctx.configFile, keyId: keyId ?? null, revoked },
+        () =>
+          `Logged out: removed ${keyId ? `key ${keyId}` : "the key"} from ${ctx.configFile}${revoked ? ", and revoked it" : keyId ? " (the service had already ended it)" : " (no key id saved: revoke it with svc keys revoke)"}`,
+      );
+    });
+
   program
     .command("login")
     .description(

@@ -2,13 +2,18 @@ import readline from "node:readline";
 
 /**
  * Reads one line: asked on the terminal (not echoed unless `echo`), or the first line of stdin when stdin
- * is not a terminal (`echo $PASSWORD | svc login --email …`). Empty when stdin is closed.
+ * is not a terminal (`echo $PASSWORD | svc login --email …`) or `fromStdin` says so (`--password-stdin`).
+ * Empty when stdin is closed.
  * @example
  * const password = await readSecret("Password: ", false);
  */
-export async function readSecret(question: string, echo: boolean): Promise<string> {
+export async function readSecret(
+  question: string,
+  echo: boolean,
+  options: { fromStdin?: boolean } = {},
+): Promise<string> {
   const input = process.stdin;
-  if (!input.isTTY) {
+  if (!input.isTTY || options.fromStdin) {
     const lines = readline.createInterface({ input, terminal: false });
     for await (const line of lines) {
       lines.close();
