@@ -252,7 +252,15 @@ export class Wallet implements WalletRecord {
     const gate = this.#ctx.gate;
     // Rule 4.8.5: a decision obtained by the caller skips the daemon here, and its settlement is the caller's.
     if (spendDecisionId !== undefined || gate === undefined) return submit(spendDecisionId);
-    return this.spendThroughGate(gate, facts, decimal, to, submit, (tx) => tx.txHash);
+    return this.spendThroughGate(
+      gate,
+      facts,
+      decimal,
+      to,
+      submit,
+      (tx) => tx.txHash,
+      (tx) => (tx.status === "pending_approval" ? tx.id : undefined),
+    );
   }
 
   /**
@@ -260,7 +268,8 @@ export class Wallet implements WalletRecord {
    * one of `until`), and resolves to it. Waiting ends too at a final status (`confirmed`, `failed`,
    * `rejected`), since it cannot change any more: check `status`. Reads every `intervalMs` (default 1000)
    * and throws {@link SvcWaitTimeoutError} (with the last state read) once `timeoutMs` (default 60000) has
-   * passed; the transaction itself goes on.
+   * passed; the transaction itself goes on. With the gate on, a spend this client sent that was held for
+   * approval is settled with the daemon here, on the first read that shows it broadcast.
    * @example
    * const held = await wallet.send({ to, amount: 250, chain: "base" }); // status "pending_approval"
    * await admin.approvals.approve(held.id);
@@ -300,6 +309,8 @@ export class Wallet implements WalletRecord {
       if (tx.walletId !== this.id) {
         throw invalid(`waitForTransaction: ${transactionId} is not a transaction of wallet ${this.id}`);
       }
+      // A gated spend that waited for approval is settled with the daemon once it is broadcast.
+      await this.#ctx.gate?.settleHeld(tx);
       if (reached(tx.status)) return tx;
       const left = deadline - Date.now();
       if (left <= 0) {
@@ -489,6 +500,7 @@ export class Wallet implements WalletRecord {
     destination: string,
     submit: (decisionId: string) => Promise<T>,
     txHashOf: (result: T) => string | undefined,
+    heldIdOf?: (result: T) => string | undefined,
   ): Promise<T> {
     const atomic = toAtomic(decimal, facts.decimals);
     const credits = creditsFor(atomic, facts.decimals, facts.usdPrice);
@@ -514,7 +526,7 @@ export class Wallet implements WalletRecord {
       destination,
       perCallCap,
     };
-    return gate.run(spend, submit, txHashOf);
+    return gate.run(spend, submit, txHashOf, heldIdOf);
   }
 
   /**

@@ -300,6 +300,43 @@ describe("spec 4.8: gate behaviour rules", () => {
   });
 });
 
+describe("a gated spend held for the owner's approval", () => {
+  it("is settled with the daemon once approved and broadcast; a rejected one is never settled", async () => {
+    const payer = await fundedWallet(world.admin, { maxPerTx: "100", approvalAbove: "5" });
+    const { svc, wallet } = await gated(payer.id);
+    const held = await wallet.send({
+      to: payee.evm?.address as string,
+      amount: 6,
+      token: "USDC",
+      chain: "base",
+    });
+    expect(held.status).toBe("pending_approval");
+    const decisionId = held.spendDecisionId as string;
+    expect(decisionRow(decisionId)).toMatchObject({ approved: true });
+    // Nothing broadcast, nothing settled; the gate remembers it.
+    expect(settled().map((row) => row.decision_id)).not.toContain(decisionId);
+    expect(svc.authz?.listHeldSpends()).toEqual([{ transactionId: held.id, decisionId }]);
+
+    await world.admin.approvals.approve(held.id);
+    const done = await wallet.waitForTransaction(held.id, { timeoutMs: 60_000 });
+    expect(done.status).toBe("confirmed");
+    expect(settled().filter((row) => row.decision_id === decisionId)).toHaveLength(1);
+    expect(svc.authz?.listHeldSpends()).toEqual([]);
+    expect(svc.authz?.listFailedSettlements()).toEqual([]);
+
+    const refused = await wallet.send({
+      to: payee.evm?.address as string,
+      amount: 7,
+      token: "USDC",
+      chain: "base",
+    });
+    await world.admin.approvals.reject(refused.id);
+    expect((await wallet.waitForTransaction(refused.id)).status).toBe("rejected");
+    expect(settled().map((row) => row.decision_id)).not.toContain(refused.spendDecisionId);
+    expect(svc.authz?.listHeldSpends()).toEqual([]);
+  });
+});
+
 describe("spec 4.7: client library operations", () => {
   it("svc.wallet.get(walletId) gives a wallet object that sends through the gate", async () => {
     const payer = await fundedWallet(world.admin);

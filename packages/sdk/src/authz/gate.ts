@@ -84,6 +84,11 @@ export class SpendGate {
   readonly #store: FailedSettlementStore;
   /** Per wallet: its policy's `maxPerTx` (USD, null = none), read once and kept until a policy change. */
   readonly #maxPerTx = new Map<string, Promise<string | null>>();
+  /**
+   * Spends the service held for an owner's approval, by transaction id: their decisions are settled once
+   * the approved spend is broadcast (see {@link settleHeld}).
+   */
+  readonly #held = new Map<string, { decisionId: string; context: AuthzSettlementContext }>();
 
   constructor(config: SpendAuthzConfig, options: { fetch?: FetchLike; timeoutMs?: number } = {}) {
     if (config === null || typeof config !== "object") throw misconfigured("authz must be an object");
@@ -142,6 +147,7 @@ export class SpendGate {
     spend: GatedSpend,
     submit: (decisionId: string) => Promise<T>,
     txHashOf: (result: T) => string | undefined,
+    heldIdOf?: (result: T) => string | undefined,
   ): Promise<T> {
     const decisionId = await this.authorize(spend);
     let result: T;
@@ -153,7 +159,40 @@ export class SpendGate {
     }
     const txHash = txHashOf(result);
     if (txHash !== undefined) await this.settle(decisionId, txHash, spend.context);
+    else {
+      // Held for an owner's approval: nothing is broadcast yet, so there is nothing to settle yet.
+      const heldId = heldIdOf?.(result);
+      if (heldId !== undefined) this.#held.set(heldId, { decisionId, context: { ...spend.context } });
+    }
     return result;
+  }
+
+  /**
+   * Settles the decision of a spend that was held for approval, once it is broadcast (it has a `txHash`),
+   * like {@link settle}; forgets it when it ended without being broadcast (rejected or expired: the service
+   * gave the decision back). Does nothing for a transaction this gate did not see held. Never throws.
+   * `wallet.waitForTransaction` calls it on every read.
+   * @example
+   * await gate.settleHeld(await svc.transactions.get(held.id));
+   */
+  async settleHeld(tx: { id: string; status: string; txHash?: string | undefined }): Promise<void> {
+    const held = this.#held.get(tx.id);
+    if (held === undefined) return;
+    if (tx.txHash !== undefined && tx.status !== "pending_approval") {
+      this.#held.delete(tx.id);
+      await this.settle(held.decisionId, tx.txHash, held.context);
+    } else if (tx.status === "rejected" || tx.status === "failed") {
+      this.#held.delete(tx.id);
+    }
+  }
+
+  /**
+   * The decisions of spends held for approval that this gate has not settled yet, by transaction id.
+   * @example
+   * for (const { transactionId } of svc.authz.listHeldSpends()) await wallet.waitForTransaction(transactionId);
+   */
+  listHeldSpends(): { transactionId: string; decisionId: string }[] {
+    return [...this.#held].map(([transactionId, { decisionId }]) => ({ transactionId, decisionId }));
   }
 
   /**
