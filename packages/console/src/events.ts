@@ -1,22 +1,6 @@
-/** The event types, grouped as the console offers them in filters and subscriptions. */
-import type { EventType, SvcEvent } from "@svc/sdk";
+/** How the console writes an event in one line, and which wallet it is about. */
+import type { SvcEvent } from "@svc/sdk";
 import { formatAmount, formatUsd, shorten } from "./format.ts";
-
-export const EVENT_TYPES: EventType[] = [
-  "transaction.created",
-  "transaction.confirmed",
-  "transaction.failed",
-  "transaction.received",
-  "spend.alert",
-  "approval.requested",
-  "approval.approved",
-  "approval.rejected",
-  "approval.expired",
-  "policy.updated",
-  "wallet.archived",
-  "api_key.created",
-  "api_key.revoked",
-];
 
 /** One line that says what happened, amounts with their token. */
 export function describeEvent(event: SvcEvent): string {

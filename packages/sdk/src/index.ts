@@ -54,6 +54,7 @@ export {
   SvcWaitTimeoutError,
   SvcWebhookVerificationError,
 } from "./errors.ts";
+export { EVENT_TYPES } from "./event-types.ts";
 export { NATIVE_ASSET, type TokenFacts } from "./network.ts";
 export type { FetchLike } from "./transport.ts";
 export type * from "./types.ts";

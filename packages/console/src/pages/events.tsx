@@ -4,8 +4,9 @@
  * without a reload.
  */
 import type { EventType, SvcEvent } from "@svc/sdk";
+import { EVENT_TYPES } from "@svc/sdk";
 import { useState } from "react";
-import { describeEvent, EVENT_TYPES, eventWalletId } from "../events.ts";
+import { describeEvent, eventWalletId } from "../events.ts";
 import { formatRelative, formatTime } from "../format.ts";
 import { Link } from "../router.tsx";
 import { svc } from "../session.ts";

@@ -3,8 +3,8 @@
  * secret shown once), each endpoint's recent deliveries, and removing one.
  */
 import type { CreatedWebhookEndpoint, EventType, WebhookEndpoint } from "@svc/sdk";
+import { EVENT_TYPES } from "@svc/sdk";
 import { type FormEvent, useState } from "react";
-import { EVENT_TYPES } from "../events.ts";
 import { formatRelative, formatTime } from "../format.ts";
 import { svc } from "../session.ts";
 import { CopyButton } from "../ui/copy-button.tsx";

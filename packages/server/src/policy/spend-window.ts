@@ -22,6 +22,15 @@ const holdsReservation = and(
   inArray(transactions.status, ["pending_approval", "pending", "confirmed"]),
 );
 
+/** A wallet's spends that hold a reservation, made strictly between `after` and `before`. */
+const reservationsBetween = (walletId: string, after: Date, before: Date) =>
+  and(
+    eq(transactions.walletId, walletId),
+    holdsReservation,
+    gt(transactions.createdAt, after),
+    lt(transactions.createdAt, before),
+  );
+
 /**
  * USD spent in the rolling 24 h before `now`: whole hours from `spend_hours`, and the rows of the one
  * hour the window starts inside.
@@ -37,14 +46,7 @@ async function windowUsage(db: Db | Tx, walletId: string, now: Date): Promise<bi
     db
       .select({ used: sql<string>`coalesce(sum(${transactions.usdMicros}), 0)` })
       .from(transactions)
-      .where(
-        and(
-          eq(transactions.walletId, walletId),
-          holdsReservation,
-          gt(transactions.createdAt, windowStart),
-          lt(transactions.createdAt, firstWholeHour),
-        ),
-      ),
+      .where(reservationsBetween(walletId, windowStart, firstWholeHour)),
   ]);
   return BigInt(hours?.used ?? 0) + BigInt(edge?.used ?? 0);
 }
@@ -94,14 +96,7 @@ export async function windowSpending(
     db
       .select({ createdAt: transactions.createdAt, usdMicros: transactions.usdMicros })
       .from(transactions)
-      .where(
-        and(
-          eq(transactions.walletId, walletId),
-          holdsReservation,
-          gt(transactions.createdAt, windowStart),
-          lt(transactions.createdAt, now),
-        ),
-      ),
+      .where(reservationsBetween(walletId, windowStart, now)),
   ]);
   const hours = Array.from({ length: 24 }, (_, i) => ({
     start: new Date(windowStart.getTime() + i * HOUR_MS),
