@@ -10,7 +10,6 @@ import {
   type Hash,
   type Hex,
   HttpRequestError,
-  http,
   isAddress,
   keccak256,
   NonceTooLowError,
@@ -39,6 +38,7 @@ import {
   TransactionRejectedError,
   withReadRetries,
 } from "./errors.ts";
+import { jsonRpcHttp } from "./json-rpc-http.ts";
 import type {
   ChainClient,
   ChainConfig,
@@ -454,6 +454,25 @@ export class EvmChain implements ChainClient {
   }
 }
 
+const readClients = new Map<string, PublicClient>();
+
+/**
+ * A viem client of an EVM chain over the chain layer's transport (errors as chain errors, reads retried),
+ * one per endpoint and reused, for reads that {@link EvmChain} does not offer (x402's settlement reads).
+ * @example await evmReadClient(registry.get("base")!).getBlockNumber()
+ */
+export function evmReadClient(config: Pick<ChainConfig, "name" | "rpcUrl">): PublicClient {
+  const key = `${config.name}\n${config.rpcUrl}`;
+  let client = readClients.get(key);
+  if (!client) {
+    client = createPublicClient({
+      transport: chainTransport(config.name, config.rpcUrl, DEFAULT_TIMEOUT_MS),
+    });
+    readClients.set(key, client);
+  }
+  return client;
+}
+
 /**
  * The CAIP-2 network and the EIP-712 domain of the USDC token of an EVM node, read from the node (for
  * local chains, whose ids are not known in advance).
@@ -488,13 +507,12 @@ export async function discoverEvmNetwork(
 }
 
 /**
- * viem's HTTP transport as the chain layer uses it: what goes wrong leaves as a chain error (see
- * errors.ts), without the URL's path and query (providers put API keys there; viem keeps them in its
- * messages), and an idempotent read is retried after a transient transport failure. viem's own retries are
- * off: it would retry sends too.
+ * The chain layer's transport ({@link jsonRpcHttp}): what goes wrong leaves as a chain error
+ * (see errors.ts), without the URL's path and query (providers put API keys there; viem's errors keep them
+ * in their messages), and an idempotent read is retried after a transient transport failure.
  */
 function chainTransport(chain: string, url: string, timeoutMs: number): Transport {
-  const inner = http(url, { retryCount: 0, timeout: timeoutMs });
+  const inner = jsonRpcHttp(url, { timeoutMs });
   return (params) => {
     const transport = inner(params);
     return {

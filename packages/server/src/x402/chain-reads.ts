@@ -1,11 +1,12 @@
 /**
  * The chain reads x402 payments need: a Solana blockhash to sign with, and how a signed payment ended when
- * no receipt says so. They belong to the chain layer (`ChainClient`); they sit here, over each chain's RPC
- * URL, until that layer (being reworked in parallel) takes them: see {@link X402ChainReads}.
+ * no receipt says so, in the shape the chain layer would offer them ({@link X402ChainReads}). EVM reads go
+ * through the chain layer's transport (`evmReadClient`): its errors, retries and kept-alive connections.
  */
 import { type Address, createSolanaRpc, type Signature } from "@solana/kit";
-import { createPublicClient, type Hash, http, parseAbi, parseEventLogs } from "viem";
+import { type Hash, parseAbi, parseEventLogs } from "viem";
 import { chainCall, scrubRpcUrl } from "../chains/errors.ts";
+import { evmReadClient } from "../chains/evm.ts";
 import type { ChainConfig } from "../chains/types.ts";
 import type { PaymentOnChain, RecentBlockhash } from "./payment.ts";
 
@@ -87,7 +88,7 @@ async function evmSettlement(
   payment: Extract<PaymentOnChain, { kind: "evm" }>,
   claimedTx: string | undefined,
 ): Promise<PaymentSettlement> {
-  const client = createPublicClient({ transport: http(chain.rpcUrl, { retryCount: 1, timeout: 15_000 }) });
+  const client = evmReadClient(chain);
   // The transaction a receipt names, read first: one call settles the usual case. It counts only if it
   // succeeded and used this very authorization on this token; anything else is searched for below.
   if (claimedTx !== undefined && /^0x[0-9a-fA-F]{64}$/.test(claimedTx)) {

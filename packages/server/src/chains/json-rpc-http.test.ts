@@ -1,0 +1,92 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { createPublicClient, HttpRequestError, RpcRequestError } from "viem";
+import { afterEach, describe, expect, it } from "vitest";
+import { jsonRpcHttp } from "./json-rpc-http.ts";
+
+/** A JSON-RPC endpoint on a real socket: answers each call with `answer`, and notes what it saw. */
+async function endpoint(answer: (body: { id: number; method: string }) => { status?: number; text: string }) {
+  const seen = { requests: 0, connections: new Set<unknown>(), authorization: [] as (string | undefined)[] };
+  const server = http.createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on("data", (chunk: Buffer) => chunks.push(chunk));
+    request.on("end", () => {
+      seen.requests++;
+      seen.connections.add(request.socket);
+      seen.authorization.push(request.headers.authorization);
+      const { status = 200, text } = answer(JSON.parse(Buffer.concat(chunks).toString("utf8")));
+      response.writeHead(status, { "content-type": "application/json" }).end(text);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  servers.push(server);
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen };
+}
+const servers: http.Server[] = [];
+afterEach(async () => {
+  for (const server of servers.splice(0)) {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
+const failure = (promise: Promise<unknown>) =>
+  promise.then(
+    () => Promise.reject(new Error("expected a failure")),
+    (e: unknown) => e,
+  );
+const clientOf = (url: string, maxResponseBytes?: number) =>
+  createPublicClient({
+    transport: jsonRpcHttp(url, { timeoutMs: 2_000, ...(maxResponseBytes ? { maxResponseBytes } : {}) }),
+  });
+
+describe("jsonRpcHttp", () => {
+  it("answers calls in order over one kept-alive connection", async () => {
+    let height = 0;
+    const node = await endpoint(({ id }) => ({
+      text: JSON.stringify({ jsonrpc: "2.0", id, result: `0x${(++height).toString(16)}` }),
+    }));
+    const client = clientOf(node.url);
+    const heights: bigint[] = [];
+    for (let i = 0; i < 5; i++) heights.push(await client.getBlockNumber({ cacheTime: 0 }));
+    expect(heights).toEqual([1n, 2n, 3n, 4n, 5n]);
+    expect(node.seen.requests).toBe(5);
+    expect(node.seen.connections.size).toBe(1);
+  });
+
+  it("sends a URL's credentials as Basic auth", async () => {
+    const node = await endpoint(({ id }) => ({
+      text: JSON.stringify({ jsonrpc: "2.0", id, result: "0x1" }),
+    }));
+    const withCredentials = node.url.replace("http://", "http://user:p%40ss@");
+    await clientOf(withCredentials).getChainId();
+    expect(node.seen.authorization).toEqual([`Basic ${Buffer.from("user:p@ss").toString("base64")}`]);
+  });
+
+  it("keeps a JSON-RPC error's code, even under an HTTP error status", async () => {
+    const node = await endpoint(({ id }) => ({
+      status: 400,
+      text: JSON.stringify({ jsonrpc: "2.0", id, error: { code: -32602, message: "invalid params" } }),
+    }));
+    const error = await failure(clientOf(node.url).getChainId());
+    expect(error).toBeInstanceOf(Error);
+    const rpc = (error as { walk(fn: (e: unknown) => boolean): unknown }).walk(
+      (e) => e instanceof RpcRequestError,
+    );
+    expect(rpc).toMatchObject({ code: -32602, status: 400 });
+  });
+
+  it("refuses an answer that is not JSON-RPC, and one larger than the limit, as HttpRequestError", async () => {
+    const html = await endpoint(() => ({ text: "<html>gateway</html>" }));
+    const huge = await endpoint(({ id }) => ({
+      text: JSON.stringify({ jsonrpc: "2.0", id, result: "0x".padEnd(5_000, "0") }),
+    }));
+    for (const [client, details] of [
+      [clientOf(html.url), "the answer is not a JSON-RPC response"],
+      [clientOf(huge.url, 1_000), "the answer exceeded 1000 bytes"],
+    ] as const) {
+      const error = (await failure(client.getChainId())) as { walk(fn: (e: unknown) => boolean): unknown };
+      expect(error.walk((e) => e instanceof HttpRequestError)).toMatchObject({ details });
+    }
+  });
+});
