@@ -133,9 +133,6 @@ async function deepHistory(
       SELECT 'tx_bench' || g, ${wallet.id}, (ARRAY['send','receive','x402'])[1 + g % 3], (ARRAY['base','solana'])[1 + g % 2], 'USDC',
              g, 6, 'from', 'to', 'hash' || g, 'confirmed', now() - (g || ' seconds')::interval
       FROM generate_series(1, ${rows}) AS g`);
-    await db.execute(sql`
-      INSERT INTO transaction_counts (wallet_id, chain, type, count)
-      SELECT wallet_id, chain, type, count(*) FROM transactions WHERE wallet_id = ${wallet.id} GROUP BY wallet_id, chain, type`);
     await db.execute(sql`ANALYZE transactions`);
     const seedSeconds = ((performance.now() - seedStart) / 1000).toFixed(1);
     const timings: Record<string, number[]> = {

@@ -86,7 +86,6 @@ export async function insertTransaction(tx: Tx, input: NewTransaction): Promise<
     .values({ ...input, id: input.id ?? newId("tx") })
     .returning();
   if (!row) throw new Error("insert returned no row");
-  await countRecorded(tx, row);
   await announceRecorded(tx, row);
   return row;
 }
@@ -124,23 +123,12 @@ export async function confirmTransaction(
   });
 }
 
-/** Adds a recorded row to the exact counts behind `total`; call it in the row's own database transaction. */
-async function countRecorded(tx: Tx, row: TransactionRow): Promise<void> {
-  await tx
-    .insert(transactionCounts)
-    .values({ walletId: row.walletId, chain: row.chain, type: row.type, count: 1 })
-    .onConflictDoUpdate({
-      target: [transactionCounts.walletId, transactionCounts.chain, transactionCounts.type],
-      set: { count: sql`${transactionCounts.count} + 1` },
-    });
-}
-
 /** A transfer into a wallet, keyed by where it is on chain. */
 export type NewTransfer = NewTransaction & { txHash: string; transferIndex: number };
 
 /**
  * Records a transfer into a wallet unless the same (chain, txHash, transferIndex, wallet) is already
- * recorded, counting it only when it is inserted, in one database transaction. However many watchers and
+ * recorded (counted only when inserted: the database's trigger, migration 0009), in one database transaction. However many watchers and
  * faucet calls record one transfer, at once or later, exactly one row exists and it is counted once.
  * Returns the row inserted, or undefined when it was already there.
  * @example await recordTransferOnce(db, { walletId, type: "receive", chain: "base", txHash, transferIndex: -1, … });
@@ -158,7 +146,6 @@ export async function recordTransferOnce(
       })
       .returning();
     if (!row) return undefined;
-    await countRecorded(tx, row);
     await announceRecorded(tx, row);
     return row;
   });
