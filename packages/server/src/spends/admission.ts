@@ -2,11 +2,11 @@ import { and, eq } from "drizzle-orm";
 import type { SignedTransfer } from "../chains/types.ts";
 import { recordEvent } from "../events/events.ts";
 import { attachTransaction, type IdempotencyClaim } from "../idempotency/idempotency.ts";
-import { transactions, wallets } from "../internal/db/schema.ts";
+import { transactions, walletPolicies, wallets } from "../internal/db/schema.ts";
 import { type Db, type Tx, withDomainErrors } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 import { formatUsd } from "../internal/money.ts";
-import { lockPolicyRow, type PolicyRow } from "../policy/policy.ts";
+import type { PolicyRow } from "../policy/policy.ts";
 import { checkStaticRules, isAboveAlert, needsApproval, type SpendFacts } from "../policy/rules.ts";
 import { addToHour, checkDailyLimit } from "../policy/spend-window.ts";
 import { insertTransaction, type TransactionRow, toTransactionView } from "../transactions/transactions.ts";
@@ -120,14 +120,21 @@ async function admitLocked(
 }
 
 /**
- * Locks a wallet's policy row for a spend and refuses an archived wallet. Archiving takes the same lock
- * (archiveWallet), so a spend and an archive cannot interleave.
+ * Locks a wallet's policy row for a spend and refuses an archived wallet, in one statement. Archiving takes
+ * the same lock (archiveWallet), so a spend and an archive cannot interleave. The wallet row is locked with
+ * it (NO KEY UPDATE: rows that merely reference the wallet are not held up) so that, when the statement has
+ * waited for an archive to commit, PostgreSQL re-reads both rows and the status read is the archived one.
  */
 export async function lockSpendingPolicy(tx: Tx, walletId: string): Promise<PolicyRow> {
-  const policy = await lockPolicyRow(tx, walletId);
-  const [wallet] = await tx.select({ status: wallets.status }).from(wallets).where(eq(wallets.id, walletId));
-  if (wallet?.status !== "active") throw errors.walletArchived(walletId);
-  return policy;
+  const [locked] = await tx
+    .select({ policy: walletPolicies, walletStatus: wallets.status })
+    .from(walletPolicies)
+    .innerJoin(wallets, eq(wallets.id, walletPolicies.walletId))
+    .where(eq(walletPolicies.walletId, walletId))
+    .for("no key update", { of: [walletPolicies, wallets] });
+  if (!locked) throw new Error(`wallet ${walletId} has no policy row`);
+  if (locked.walletStatus !== "active") throw errors.walletArchived(walletId);
+  return locked.policy;
 }
 
 /**

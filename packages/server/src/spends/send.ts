@@ -3,13 +3,12 @@ import type { ChainClient } from "../chains/types.ts";
 import type { IdempotencyClaim } from "../idempotency/idempotency.ts";
 import type { Db } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
-import { getPolicyRow } from "../policy/policy.ts";
 import { usdMicros } from "../policy/pricing.ts";
 import { checkStaticRules, type SpendFacts } from "../policy/rules.ts";
 import { checkDailyLimit } from "../policy/spend-window.ts";
 import type { TransactionRow } from "../transactions/transactions.ts";
 import type { Keyring } from "../wallets/keyring.ts";
-import { findWalletForAccount, openSigningKey } from "../wallets/wallets.ts";
+import { findSpendingWallet, openSigningKey } from "../wallets/wallets.ts";
 import { admitSpend } from "./admission.ts";
 import {
   consumeSpendAuthorization,
@@ -55,7 +54,7 @@ export async function send(
   request: SendRequest,
   idempotency?: IdempotencyClaim,
 ): Promise<TransactionRow> {
-  const wallet = await findWalletForAccount(deps.db, accountId, walletId);
+  const { wallet, policy } = await findSpendingWallet(deps.db, accountId, walletId);
   if (!wallet.chains.includes(request.chain)) throw errors.chainNotInWallet(request.chain, wallet.chains);
   const client = deps.chainClient(request.chain);
   if (!client) throw errors.chainNotInWallet(request.chain, wallet.chains);
@@ -91,7 +90,6 @@ export async function send(
   let row: TransactionRow;
   try {
     // The policy first (a cheap refusal needs no chain call); the atomic step checks it again under a lock.
-    const policy = await getPolicyRow(deps.db, wallet.id);
     checkStaticRules(policy, spend);
     await checkDailyLimit(deps.db, policy, spend, deps.now?.());
     // Everything from the chain before the lock: under it, only the decision, the nonce and local signing.

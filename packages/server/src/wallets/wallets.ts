@@ -5,7 +5,7 @@ import { newId } from "../internal/crypto.ts";
 import { walletKeys, walletPolicies, wallets } from "../internal/db/schema.ts";
 import { type Db, preparedPerDb } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
-import { initialPolicyRow, type PolicyInput } from "../policy/policy.ts";
+import { initialPolicyRow, type PolicyInput, type PolicyRow } from "../policy/policy.ts";
 import type { Keyring } from "./keyring.ts";
 
 export type WalletRow = typeof wallets.$inferSelect;
@@ -112,6 +112,31 @@ const walletForAccountQuery = preparedPerDb((db) =>
       and(eq(wallets.id, sql.placeholder("walletId")), eq(wallets.accountId, sql.placeholder("accountId"))),
     )
     .prepare("wallet_for_account"),
+);
+
+/**
+ * The wallet, if it belongs to the account (NotFound otherwise), with its spending policy, in one read: what
+ * a spend checks before its chain calls. The policy is checked again under its lock when the spend is admitted.
+ */
+export async function findSpendingWallet(
+  db: Db,
+  accountId: string,
+  walletId: string,
+): Promise<{ wallet: WalletRow; policy: PolicyRow }> {
+  const [row] = await spendingWalletQuery(db).execute({ walletId, accountId });
+  if (!row) throw errors.walletNotFound(walletId);
+  return row;
+}
+
+const spendingWalletQuery = preparedPerDb((db) =>
+  db
+    .select({ wallet: wallets, policy: walletPolicies })
+    .from(wallets)
+    .innerJoin(walletPolicies, eq(walletPolicies.walletId, wallets.id))
+    .where(
+      and(eq(wallets.id, sql.placeholder("walletId")), eq(wallets.accountId, sql.placeholder("accountId"))),
+    )
+    .prepare("spending_wallet"),
 );
 
 /** Archives a wallet: it can no longer spend, and its history stays. Archiving twice is harmless. */

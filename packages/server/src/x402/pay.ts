@@ -18,7 +18,6 @@ import { transactions } from "../internal/db/schema.ts";
 import type { Db } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 import { formatUnits } from "../internal/money.ts";
-import { getPolicyRow } from "../policy/policy.ts";
 import { usdMicros } from "../policy/pricing.ts";
 import { checkStaticRules, type SpendFacts } from "../policy/rules.ts";
 import { checkDailyLimit } from "../policy/spend-window.ts";
@@ -27,7 +26,7 @@ import { admitSpend, failSpend } from "../spends/admission.ts";
 import { consumeSpendAuthorization, releaseRefusedSpendAuthorization } from "../spends/authorization.ts";
 import type { SpendDeps } from "../spends/send.ts";
 import { confirmTransaction, type TransactionRow } from "../transactions/transactions.ts";
-import { findWalletForAccount, openSigningKey } from "../wallets/wallets.ts";
+import { findSpendingWallet, openSigningKey } from "../wallets/wallets.ts";
 import { getPaymentSettlement, getRecentBlockhash, type PaymentSettlement } from "./chain-reads.ts";
 import type { PaymentChallenge, SelectedRequirement } from "./challenge.ts";
 import type { OutboundFetcher, OutboundResponse } from "./outbound-fetch.ts";
@@ -85,7 +84,7 @@ export async function fetchAndPay(
   request: PaidFetchRequest,
   idempotency?: IdempotencyClaim,
 ): Promise<PaidFetchResponse> {
-  const wallet = await findWalletForAccount(deps.db, accountId, request.walletId);
+  const { wallet, policy } = await findSpendingWallet(deps.db, accountId, request.walletId);
   if (request.chain !== undefined && !wallet.chains.includes(request.chain)) {
     throw errors.chainNotInWallet(request.chain, wallet.chains);
   }
@@ -135,16 +134,19 @@ export async function fetchAndPay(
       spendDecisionId: request.spendDecisionId,
       resource: url,
     };
+    // The balance read starts at once; its outcome matters only if the policy lets the payment through.
+    const balance = checkBalance(client, from, selected);
+    balance.catch(() => {});
     try {
-      // The policy first (a cheap refusal needs no chain call); admitSpend checks it again under the lock.
-      const policy = await getPolicyRow(deps.db, wallet.id);
+      // The policy first, as read with the wallet (a refusal signs nothing); admitSpend checks it again
+      // under the lock, where a change made since counts.
       checkStaticRules(policy, spend);
       await checkDailyLimit(deps.db, policy, spend, deps.now?.());
       // Then everything the payment needs, outside the database transaction: the balance read runs while the
       // key is opened and the payment signed (its signature depends on nothing the database decides, unlike
       // a transfer's nonce). A payment the lock then refuses was never sent anywhere.
       const [, payment] = await Promise.all([
-        checkBalance(client, from, selected),
+        balance,
         (async () => {
           const recentBlockhash =
             chain.kind === "solana"
