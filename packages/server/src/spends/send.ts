@@ -54,7 +54,7 @@ export async function send(
   request: SendRequest,
   idempotency?: IdempotencyClaim,
 ): Promise<TransactionRow> {
-  const { wallet, policy } = await findSpendingWallet(deps.db, accountId, walletId);
+  const { wallet, policy, sealedKeys } = await findSpendingWallet(deps.db, accountId, walletId);
   if (!wallet.chains.includes(request.chain)) throw errors.chainNotInWallet(request.chain, wallet.chains);
   const client = deps.chainClient(request.chain);
   if (!client) throw errors.chainNotInWallet(request.chain, wallet.chains);
@@ -94,7 +94,7 @@ export async function send(
     await checkDailyLimit(deps.db, policy, spend, deps.now?.());
     // Everything from the chain before the lock: under it, only the decision, the nonce and local signing.
     const plan = await planFundedTransfer(client, { from, to: request.to, token, amount });
-    const privateKey = await openSigningKey(deps.db, deps.keyring, wallet, kind);
+    const privateKey = await openSigningKey(deps.db, deps.keyring, wallet, kind, sealedKeys);
     try {
       row = await admitSpend(deps.db, spend, {
         ...(plan.evm ? { evmNonce: { chainPendingNonce: plan.evm.pendingNonce } } : {}),

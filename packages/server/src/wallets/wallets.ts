@@ -1,4 +1,5 @@
 import { and, desc, eq, sql } from "drizzle-orm";
+import { alias } from "drizzle-orm/pg-core";
 import type { ChainKind, ChainRegistry } from "../chains/registry.ts";
 import { recordEvent } from "../events/events.ts";
 import { newId } from "../internal/crypto.ts";
@@ -114,25 +115,41 @@ const walletForAccountQuery = preparedPerDb((db) =>
     .prepare("wallet_for_account"),
 );
 
+/** A wallet's private keys as stored, sealed under its data key: one per chain kind it has. */
+export type SealedKeys = Partial<Record<ChainKind, Buffer>>;
+
 /**
- * The wallet, if it belongs to the account (NotFound otherwise), with its spending policy, in one read: what
- * a spend checks before its chain calls. The policy is checked again under its lock when the spend is admitted.
+ * The wallet, if it belongs to the account (NotFound otherwise), with its spending policy and its sealed
+ * keys, in one read: what a spend needs before its chain calls. The policy is checked again under its lock
+ * when the spend is admitted; a key is opened only to sign ({@link openSigningKey}).
  */
 export async function findSpendingWallet(
   db: Db,
   accountId: string,
   walletId: string,
-): Promise<{ wallet: WalletRow; policy: PolicyRow }> {
+): Promise<{ wallet: WalletRow; policy: PolicyRow; sealedKeys: SealedKeys }> {
   const [row] = await spendingWalletQuery(db).execute({ walletId, accountId });
   if (!row) throw errors.walletNotFound(walletId);
-  return row;
+  const sealedKeys: SealedKeys = {};
+  if (row.evmKey) sealedKeys.evm = row.evmKey;
+  if (row.solanaKey) sealedKeys.solana = row.solanaKey;
+  return { wallet: row.wallet, policy: row.policy, sealedKeys };
 }
 
+const evmKeys = alias(walletKeys, "evm_keys");
+const solanaKeys = alias(walletKeys, "solana_keys");
 const spendingWalletQuery = preparedPerDb((db) =>
   db
-    .select({ wallet: wallets, policy: walletPolicies })
+    .select({
+      wallet: wallets,
+      policy: walletPolicies,
+      evmKey: evmKeys.encryptedPrivateKey,
+      solanaKey: solanaKeys.encryptedPrivateKey,
+    })
     .from(wallets)
     .innerJoin(walletPolicies, eq(walletPolicies.walletId, wallets.id))
+    .leftJoin(evmKeys, and(eq(evmKeys.walletId, wallets.id), eq(evmKeys.chainKind, "evm")))
+    .leftJoin(solanaKeys, and(eq(solanaKeys.walletId, wallets.id), eq(solanaKeys.chainKind, "solana")))
     .where(
       and(eq(wallets.id, sql.placeholder("walletId")), eq(wallets.accountId, sql.placeholder("accountId"))),
     )
@@ -157,18 +174,24 @@ export async function archiveWallet(db: Db, accountId: string, walletId: string)
 }
 
 /**
- * Opens the wallet's private key for one chain kind, for signing. The caller zeroes the buffer when done.
+ * Opens the wallet's private key for one chain kind, for signing; read from the store unless the caller
+ * already holds it sealed (`sealed`, from {@link findSpendingWallet}). The caller zeroes the buffer when done.
  */
 export async function openSigningKey(
   db: Db,
   keyring: Keyring,
   wallet: WalletRow,
   kind: ChainKind,
+  sealed: SealedKeys = {},
 ): Promise<Buffer> {
-  const [row] = await db
-    .select()
-    .from(walletKeys)
-    .where(and(eq(walletKeys.walletId, wallet.id), eq(walletKeys.chainKind, kind)));
-  if (!row) throw new Error(`wallet ${wallet.id} has no ${kind} key`);
-  return keyring.openPrivateKey(wallet.id, kind, wallet.wrappedDataKey, row.encryptedPrivateKey);
+  let encrypted = sealed[kind];
+  if (!encrypted) {
+    const [row] = await db
+      .select()
+      .from(walletKeys)
+      .where(and(eq(walletKeys.walletId, wallet.id), eq(walletKeys.chainKind, kind)));
+    encrypted = row?.encryptedPrivateKey;
+  }
+  if (!encrypted) throw new Error(`wallet ${wallet.id} has no ${kind} key`);
+  return keyring.openPrivateKey(wallet.id, kind, wallet.wrappedDataKey, encrypted);
 }

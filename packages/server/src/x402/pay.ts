@@ -84,7 +84,7 @@ export async function fetchAndPay(
   request: PaidFetchRequest,
   idempotency?: IdempotencyClaim,
 ): Promise<PaidFetchResponse> {
-  const { wallet, policy } = await findSpendingWallet(deps.db, accountId, request.walletId);
+  const { wallet, policy, sealedKeys } = await findSpendingWallet(deps.db, accountId, request.walletId);
   if (request.chain !== undefined && !wallet.chains.includes(request.chain)) {
     throw errors.chainNotInWallet(request.chain, wallet.chains);
   }
@@ -152,7 +152,7 @@ export async function fetchAndPay(
             chain.kind === "solana"
               ? await chainCall(chain.name, () => getRecentBlockhash(chain))
               : undefined;
-          const privateKey = await openSigningKey(deps.db, deps.keyring, wallet, chain.kind);
+          const privateKey = await openSigningKey(deps.db, deps.keyring, wallet, chain.kind, sealedKeys);
           try {
             return await signPayment({
               challenge,
