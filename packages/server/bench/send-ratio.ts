@@ -79,12 +79,19 @@ async function rate(senders: number, each: number, send: (sender: number) => Pro
   return (senders * each) / ((performance.now() - start) / 1000);
 }
 
-/** Raw: each account signs USDC transfers locally (known nonce, fixed gas and fees) and sends them to the node. */
-async function rawRate(client: PublicClient, usdc: Hex, keys: Hex[], to: Hex): Promise<number> {
+/**
+ * Raw: each account signs USDC transfers locally (fixed gas and fees) and sends them to the node. Nonces are
+ * counted here from the first round on: the node's pending count can lag behind what it has accepted while
+ * it is still mining a backlog, and a nonce read from it again would sign a transaction it already holds.
+ */
+async function rawRate(
+  client: PublicClient,
+  usdc: Hex,
+  keys: Hex[],
+  to: Hex,
+  nonces: number[],
+): Promise<number> {
   const accounts = keys.map((key) => privateKeyToAccount(key));
-  const nonces = await Promise.all(
-    accounts.map((a) => client.getTransactionCount({ address: a.address, blockTag: "pending" })),
-  );
   const fees = await client.estimateFeesPerGas({ type: "eip1559", chain: null });
   const chainId = await client.getChainId();
   const data = encodeFunctionData({ abi: erc20Abi, functionName: "transfer", args: [to, USDC / 100n] });
@@ -132,6 +139,8 @@ export async function benchSendRatio(label: string, store: StoreLocation): Promi
       }),
     );
     const rawKeys = Array.from({ length: SENDERS }, () => generatePrivateKey());
+    // Fresh accounts: every nonce starts at 0.
+    const rawNonces = rawKeys.map(() => 0);
     for (const address of [
       ...wallets.map((w) => w.evm.address),
       ...rawKeys.map((k) => privateKeyToAccount(k).address),
@@ -156,7 +165,7 @@ export async function benchSendRatio(label: string, store: StoreLocation): Promi
     const raws: number[] = [];
     const services: { sends: number; rpcPerSend: number }[] = [];
     for (let round = 0; round < ROUNDS; round++) {
-      raws.push(await rawRate(client, devnet.evm.usdc, rawKeys, to));
+      raws.push(await rawRate(client, devnet.evm.usdc, rawKeys, to, rawNonces));
       services.push(await service_());
     }
     const raw = raws.reduce((a, b) => a + b, 0) / raws.length;
