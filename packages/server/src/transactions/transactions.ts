@@ -1,7 +1,7 @@
 import { and, desc, eq, type SQL, sql } from "drizzle-orm";
 import { recordEvent } from "../events/events.ts";
 import { newId } from "../internal/crypto.ts";
-import { transactionCounts, transactions, wallets } from "../internal/db/schema.ts";
+import { historyCounts, transactions, wallets } from "../internal/db/schema.ts";
 import type { Db, Tx } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 import { formatUnits } from "../internal/money.ts";
@@ -183,14 +183,14 @@ export async function listTransactions(
   page: { limit: number; offset: number },
 ): Promise<{ rows: TransactionRow[]; total: number }> {
   const rowConditions: SQL[] = [eq(transactions.walletId, walletId)];
-  const countConditions: SQL[] = [eq(transactionCounts.walletId, walletId)];
+  const countConditions: SQL[] = [eq(historyCounts.walletId, walletId)];
   if (filter.chain !== undefined) {
     rowConditions.push(eq(transactions.chain, filter.chain));
-    countConditions.push(eq(transactionCounts.chain, filter.chain));
+    countConditions.push(eq(historyCounts.chain, filter.chain));
   }
   if (filter.type !== undefined) {
     rowConditions.push(eq(transactions.type, filter.type));
-    countConditions.push(eq(transactionCounts.type, filter.type));
+    countConditions.push(eq(historyCounts.type, filter.type));
   }
   const [rows, counts] = await Promise.all([
     db
@@ -201,8 +201,8 @@ export async function listTransactions(
       .limit(page.limit)
       .offset(page.offset),
     db
-      .select({ total: sql<string>`coalesce(sum(${transactionCounts.count}), 0)` })
-      .from(transactionCounts)
+      .select({ total: sql<string>`coalesce(sum(${historyCounts.count}), 0)` })
+      .from(historyCounts)
       .where(and(...countConditions)),
   ]);
   return { rows, total: Number(counts[0]?.total ?? 0) };

@@ -121,8 +121,8 @@ export const transactions = pgTable("transactions", {
   approvalDecidedAt: timestamp("approval_decided_at", { withTimezone: true, mode: "date" }),
 });
 
-export const transactionCounts = pgTable(
-  "transaction_counts",
+export const historyCounts = pgTable(
+  "history_counts",
   {
     walletId: text("wallet_id").notNull(),
     chain: text("chain").notNull(),
