@@ -1,11 +1,14 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { gzipSync } from "node:zlib";
 import { createPublicClient, HttpRequestError, RpcRequestError } from "viem";
 import { afterEach, describe, expect, it } from "vitest";
 import { jsonRpcHttp } from "./json-rpc-http.ts";
 
 /** A JSON-RPC endpoint on a real socket: answers each call with `answer`, and notes what it saw. */
-async function endpoint(answer: (body: { id: number; method: string }) => { status?: number; text: string }) {
+async function endpoint(
+  answer: (body: { id: number; method: string }) => { status?: number; text: string; gzip?: boolean },
+) {
   const seen = { requests: 0, connections: new Set<unknown>(), authorization: [] as (string | undefined)[] };
   const server = http.createServer((request, response) => {
     const chunks: Buffer[] = [];
@@ -14,8 +17,13 @@ async function endpoint(answer: (body: { id: number; method: string }) => { stat
       seen.requests++;
       seen.connections.add(request.socket);
       seen.authorization.push(request.headers.authorization);
-      const { status = 200, text } = answer(JSON.parse(Buffer.concat(chunks).toString("utf8")));
-      response.writeHead(status, { "content-type": "application/json" }).end(text);
+      const { status = 200, text, gzip = false } = answer(JSON.parse(Buffer.concat(chunks).toString("utf8")));
+      response
+        .writeHead(status, {
+          "content-type": "application/json",
+          ...(gzip ? { "content-encoding": "gzip" } : {}),
+        })
+        .end(gzip ? gzipSync(text) : text);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -88,5 +96,35 @@ describe("jsonRpcHttp", () => {
       const error = (await failure(client.getChainId())) as { walk(fn: (e: unknown) => boolean): unknown };
       expect(error.walk((e) => e instanceof HttpRequestError)).toMatchObject({ details });
     }
+  });
+
+  it("reads a compressed answer", async () => {
+    const node = await endpoint(({ id }) => ({
+      gzip: true,
+      text: JSON.stringify({ jsonrpc: "2.0", id, result: "0x2105" }),
+    }));
+    expect(await clientOf(node.url).getChainId()).toBe(8453);
+  });
+
+  it("takes an error answer of any shape for an error, never for a result", async () => {
+    const node = await endpoint(({ id }) => ({
+      text: JSON.stringify({ jsonrpc: "2.0", id, error: "rate limited" }),
+    }));
+    const error = (await failure(clientOf(node.url).getChainId())) as {
+      walk(fn: (e: unknown) => boolean): unknown;
+    };
+    expect(error.walk((e) => e instanceof RpcRequestError)).toBeInstanceOf(RpcRequestError);
+  });
+
+  it("names the URL as configured in its errors (what the chain layer scrubs)", async () => {
+    const html = await endpoint(() => ({ text: "<html>gateway</html>" }));
+    const configured = `${html.url.replace("127.0.0.1", "LOCALHOST")}?key=K3y`;
+    const error = (await failure(clientOf(configured).getChainId())) as {
+      walk(fn: (e: unknown) => boolean): unknown;
+    };
+    expect(error.walk((e) => e instanceof HttpRequestError)).toMatchObject({
+      url: configured,
+      status: undefined,
+    });
   });
 });

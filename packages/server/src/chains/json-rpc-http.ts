@@ -2,13 +2,16 @@
  * JSON-RPC over HTTP(S) for the EVM chain client, on node's `http`/`https` with kept-alive connections.
  * One call per request: no batches, so one caller's slow call never holds up another's.
  *
- * It fails the way viem's `http` transport does (`HttpRequestError`, `TimeoutError`, `RpcRequestError`), so
- * the chain layer maps its failures to chain errors in one place (`chainTransport` in evm.ts). It exists
- * because viem's transport goes through `fetch`, which costs about three times the CPU of a request made
- * with `http.request` (measured on loopback: 0.83 against 0.28 ms a call), and a send makes several calls.
+ * It fails with viem's transport errors (`HttpRequestError`, `TimeoutError`, `RpcRequestError`), so the
+ * chain layer maps its failures to chain errors in one place (`chainTransport` in evm.ts); every error
+ * carries the URL as configured, which the chain layer scrubs. Unlike `fetch` it follows no redirect: an
+ * endpoint that moved answers 3xx, a ChainUnreachableError naming the status. It exists because viem's
+ * transport goes through `fetch`, which costs about three times the CPU of a request made with
+ * `http.request` (measured on loopback: 0.83 against 0.28 ms a call), and a send makes several calls.
  */
 import http from "node:http";
 import https from "node:https";
+import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 import { createTransport, HttpRequestError, RpcRequestError, TimeoutError, type Transport } from "viem";
 
 /** Options of {@link jsonRpcHttp}. */
@@ -59,6 +62,8 @@ export function jsonRpcHttp(url: string, options: JsonRpcHttpOptions): Transport
 /** One endpoint: its kept-alive connections and its request ids. */
 class JsonRpcEndpoint {
   readonly #url: URL;
+  /** The URL as configured: what errors carry, so that the chain layer's scrubbing finds it. */
+  readonly #configured: string;
   readonly #timeoutMs: number;
   readonly #maxResponseBytes: number;
   readonly #agent: http.Agent;
@@ -66,11 +71,14 @@ class JsonRpcEndpoint {
   readonly #headers: Record<string, string> = {
     "content-type": "application/json",
     accept: "application/json",
+    // Large answers (blocks with their transactions, logs) come compressed from providers that can.
+    "accept-encoding": "gzip, deflate, br",
   };
   #nextId = 1;
 
   constructor(url: string, options: JsonRpcHttpOptions) {
     this.#url = new URL(url);
+    this.#configured = url;
     this.#timeoutMs = options.timeoutMs;
     this.#maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
     const secure = this.#url.protocol === "https:";
@@ -91,45 +99,32 @@ class JsonRpcEndpoint {
       ...(params === undefined ? {} : { params }),
     };
     const { status, text } = await this.#post(body);
+    const url = this.#configured;
     let answer: unknown;
     try {
       answer = JSON.parse(text);
     } catch {
       answer = undefined;
     }
-    const rpcError = isRpcAnswer(answer) ? answer.error : undefined;
-    // A JSON-RPC error keeps its code whatever the HTTP status, as with viem's transport.
-    if (rpcError && typeof rpcError.code === "number") {
-      throw new RpcRequestError({
-        body,
-        error: rpcError,
-        url: this.#url.href,
-        ...(status >= 300 ? { status } : {}),
-      });
+    // A JSON-RPC error, whatever its shape and the HTTP status, is the node's answer (as with viem's transport).
+    if (isRpcAnswer(answer) && answer.error != null) {
+      const error = answer.error as { code: number; message: string };
+      throw new RpcRequestError({ body, error, url, ...(status >= 300 ? { status } : {}) });
     }
     if (status < 200 || status > 299) {
-      throw new HttpRequestError({
-        body,
-        details: text.slice(0, 200) || `HTTP ${status}`,
-        status,
-        url: this.#url.href,
-      });
+      throw new HttpRequestError({ body, details: text.slice(0, 200) || `HTTP ${status}`, status, url });
     }
-    if (!isRpcAnswer(answer)) {
-      throw new HttpRequestError({
-        body,
-        details: "the answer is not a JSON-RPC response",
-        status,
-        url: this.#url.href,
-      });
+    // No usable answer (a gateway's page, say), which a read may ask for again.
+    if (!isRpcAnswer(answer) || !("result" in answer)) {
+      throw new HttpRequestError({ body, details: "the answer is not a JSON-RPC response", url });
     }
     return answer.result;
   }
 
-  /** One HTTP POST: the status and body, or viem's `HttpRequestError` / `TimeoutError`. */
-  #post(body: RpcBody): Promise<{ status: number; text: string }> {
-    const payload = JSON.stringify(body);
-    const url = this.#url.href;
+  /** One HTTP POST: the status and the (decompressed) body, or viem's `HttpRequestError` / `TimeoutError`. */
+  #post(rpcBody: RpcBody): Promise<{ status: number; text: string }> {
+    const payload = JSON.stringify(rpcBody);
+    const url = this.#configured;
     return new Promise((resolve, reject) => {
       let settled = false;
       const finish = (error: unknown, answer?: { status: number; text: string }) => {
@@ -147,20 +142,21 @@ class JsonRpcEndpoint {
           headers: { ...this.#headers, "content-length": Buffer.byteLength(payload) },
         },
         (response) => {
+          const body = decoded(response);
           const chunks: Buffer[] = [];
           let size = 0;
-          response.on("data", (chunk: Buffer) => {
+          body.on("data", (chunk: Buffer) => {
             size += chunk.length;
             if (size <= this.#maxResponseBytes) {
               chunks.push(chunk);
               return;
             }
             const details = `the answer exceeded ${this.#maxResponseBytes} bytes`;
-            finish(new HttpRequestError({ body, details, url }));
+            finish(new HttpRequestError({ body: rpcBody, details, url }));
             request.destroy();
           });
-          response.on("error", (cause) => finish(new HttpRequestError({ body, cause, url })));
-          response.on("end", () =>
+          body.on("error", (cause) => finish(new HttpRequestError({ body: rpcBody, cause, url })));
+          body.on("end", () =>
             finish(undefined, {
               status: response.statusCode ?? 0,
               text: Buffer.concat(chunks).toString("utf8"),
@@ -169,13 +165,31 @@ class JsonRpcEndpoint {
         },
       );
       const timer = setTimeout(() => {
-        finish(new TimeoutError({ body, url }));
+        finish(new TimeoutError({ body: rpcBody, url }));
         request.destroy();
       }, this.#timeoutMs);
-      request.on("error", (cause) => finish(new HttpRequestError({ body, cause, url })));
+      request.on("error", (cause) => finish(new HttpRequestError({ body: rpcBody, cause, url })));
       request.end(payload);
     });
   }
+}
+
+/** The response's body, decompressed as its `content-encoding` says (the size limit counts what comes out). */
+function decoded(response: http.IncomingMessage): NodeJS.ReadableStream {
+  const encoding = String(response.headers["content-encoding"] ?? "")
+    .trim()
+    .toLowerCase();
+  const decoder =
+    encoding === "gzip" || encoding === "x-gzip"
+      ? createGunzip()
+      : encoding === "deflate"
+        ? createInflate()
+        : encoding === "br"
+          ? createBrotliDecompress()
+          : undefined;
+  if (!decoder) return response;
+  response.on("error", (error) => decoder.destroy(error));
+  return response.pipe(decoder);
 }
 
 function isRpcAnswer(value: unknown): value is RpcAnswer {

@@ -5,7 +5,7 @@
  */
 import { type Address, createSolanaRpc, type Signature } from "@solana/kit";
 import { type Hash, parseAbi, parseEventLogs } from "viem";
-import { chainCall, scrubRpcUrl } from "../chains/errors.ts";
+import { chainCall, findChainError, scrubRpcUrl } from "../chains/errors.ts";
 import { evmReadClient } from "../chains/evm.ts";
 import type { ChainConfig } from "../chains/types.ts";
 import type { PaymentOnChain, RecentBlockhash } from "./payment.ts";
@@ -204,7 +204,12 @@ function bigints(_key: string, value: unknown): unknown {
 /** A chain read: unreachable endpoints become 502 `chain_unavailable`, and no error carries the RPC URL. */
 async function read<T>(chain: ChainConfig, call: () => Promise<T>): Promise<T> {
   try {
-    return await chainCall(chain.name, call);
+    // viem wraps what the transport raised in its own errors (a contract read's, say): the chain error first.
+    return await chainCall(chain.name, () =>
+      call().catch((error: unknown) => {
+        throw findChainError(error) ?? error;
+      }),
+    );
   } catch (error) {
     throw scrubRpcUrl(error, chain.rpcUrl);
   }
