@@ -157,7 +157,10 @@ async function writePolicy(
   return view;
 }
 
-/** Reads a wallet's policy row under a row lock: the lock every spend, policy change and archive takes. */
+/**
+ * Reads a wallet's policy row under a row lock (FOR UPDATE), as policy changes and archiving do; a spend's
+ * admission locks the same row (lockSpendingPolicy), so none of them interleave.
+ */
 export async function lockPolicyRow(tx: Tx, walletId: string): Promise<PolicyRow> {
   const [row] = await tx
     .select()

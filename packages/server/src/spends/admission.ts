@@ -120,10 +120,11 @@ async function admitLocked(
 }
 
 /**
- * Locks a wallet's policy row for a spend and refuses an archived wallet, in one statement. Archiving takes
- * the same lock (archiveWallet), so a spend and an archive cannot interleave. The wallet row is locked with
- * it (NO KEY UPDATE: rows that merely reference the wallet are not held up) so that, when the statement has
- * waited for an archive to commit, PostgreSQL re-reads both rows and the status read is the archived one.
+ * Locks a wallet's policy row for a spend and refuses an archived wallet, in one statement. The lock is NO
+ * KEY UPDATE, which conflicts with itself (other spends) and with the FOR UPDATE that archiving and policy
+ * changes take on the same row, so none of them interleave. The wallet row is locked with it (NO KEY UPDATE
+ * does not hold up rows that merely reference the wallet) so that, when the statement has waited for an
+ * archive to commit, PostgreSQL re-reads both rows and the status read is the archived one.
  */
 export async function lockSpendingPolicy(tx: Tx, walletId: string): Promise<PolicyRow> {
   const [locked] = await tx

@@ -161,7 +161,7 @@ export async function archiveWallet(db: Db, accountId: string, walletId: string)
   const wallet = await findWalletForAccount(db, accountId, walletId);
   if (wallet.status === "archived") return;
   await db.transaction(async (tx) => {
-    // The policy row's lock is the one every spend's admission takes: no spend is half-way through.
+    // Locking the policy row waits for every spend's admission, which locks it too: none is half-way through.
     await tx.select().from(walletPolicies).where(eq(walletPolicies.walletId, walletId)).for("update");
     const [archived] = await tx
       .update(wallets)
