@@ -6,7 +6,7 @@ import { newId } from "../internal/crypto.ts";
 import { walletKeys, walletPolicies, wallets } from "../internal/db/schema.ts";
 import { type Db, preparedPerDb } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
-import { initialPolicyRow, type PolicyInput, type PolicyRow } from "../policy/policy.ts";
+import { initialPolicyRow, lockPolicyRow, type PolicyInput, type PolicyRow } from "../policy/policy.ts";
 import type { Keyring } from "./keyring.ts";
 
 export type WalletRow = typeof wallets.$inferSelect;
@@ -162,7 +162,7 @@ export async function archiveWallet(db: Db, accountId: string, walletId: string)
   if (wallet.status === "archived") return;
   await db.transaction(async (tx) => {
     // Locking the policy row waits for every spend's admission, which locks it too: none is half-way through.
-    await tx.select().from(walletPolicies).where(eq(walletPolicies.walletId, walletId)).for("update");
+    await lockPolicyRow(tx, walletId);
     const [archived] = await tx
       .update(wallets)
       .set({ status: "archived", archivedAt: new Date() })
