@@ -9,7 +9,7 @@
 import { randomBytes } from "node:crypto";
 import { createKeyPairSignerFromPrivateKeyBytes } from "@solana/kit";
 import type { DevnetInfo } from "@svc/devnet";
-import { privateKeyToAddress } from "viem/accounts";
+import { evmAddressOf } from "./chains/evm-keys.ts";
 import type { FaucetAccounts } from "./faucet/faucet.ts";
 import { type Config, ConfigError, type NetworkConfig } from "./internal/config.ts";
 
@@ -90,7 +90,7 @@ async function freshFaucetAccounts(
 ): Promise<FaucetAccounts> {
   const evmKey = randomBytes(32);
   const solanaSeed = randomBytes(32);
-  const evmAddress = privateKeyToAddress(`0x${evmKey.toString("hex")}`);
+  const evmAddress = evmAddressOf(evmKey);
   const solanaAddress = (await createKeyPairSignerFromPrivateKeyBytes(solanaSeed)).address;
   return {
     evm: {

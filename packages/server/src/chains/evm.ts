@@ -23,7 +23,6 @@ import {
   type Transport,
   TransactionNotFoundError as ViemTransactionNotFoundError,
 } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
 import { getNodeError } from "viem/utils";
 import { mapLimited } from "../internal/concurrency.ts";
 import {
@@ -38,6 +37,7 @@ import {
   TransactionRejectedError,
   withReadRetries,
 } from "./errors.ts";
+import { evmAddressOf, signEvmTransaction } from "./evm-keys.ts";
 import { jsonRpcHttp } from "./json-rpc-http.ts";
 import type {
   ChainClient,
@@ -179,21 +179,23 @@ export class EvmChain implements ChainClient {
   async signTransfer(plan: TransferPlan, privateKey: Uint8Array, nonce?: number): Promise<SignedTransfer> {
     if (!plan.evm) throw new Error("signTransfer given a plan made by another kind of chain");
     if (privateKey.length !== 32) throw new Error("EVM private key must be 32 bytes");
-    const account = privateKeyToAccount(`0x${Buffer.from(privateKey).toString("hex")}`);
-    if (account.address !== getAddress(plan.from))
+    if (evmAddressOf(privateKey) !== getAddress(plan.from))
       throw new Error("signTransfer given another account's key");
     const used = nonce ?? plan.evm.pendingNonce;
-    const raw = await account.signTransaction({
-      type: "eip1559",
-      chainId: this.#chain.id,
-      nonce: used,
-      to: plan.evm.to,
-      value: plan.evm.value,
-      ...(plan.evm.data ? { data: plan.evm.data } : {}),
-      gas: plan.evm.gas,
-      maxFeePerGas: plan.evm.maxFeePerGas,
-      maxPriorityFeePerGas: plan.evm.maxPriorityFeePerGas,
-    });
+    const raw = signEvmTransaction(
+      {
+        type: "eip1559",
+        chainId: this.#chain.id,
+        nonce: used,
+        to: plan.evm.to,
+        value: plan.evm.value,
+        ...(plan.evm.data ? { data: plan.evm.data } : {}),
+        gas: plan.evm.gas,
+        maxFeePerGas: plan.evm.maxFeePerGas,
+        maxPriorityFeePerGas: plan.evm.maxPriorityFeePerGas,
+      },
+      privateKey,
+    );
     return { txHash: keccak256(raw), raw, nonce: used };
   }
 

@@ -2,8 +2,8 @@ import { randomUUID } from "node:crypto";
 import { createKeyPairSignerFromPrivateKeyBytes } from "@solana/kit";
 import { and, asc, eq, gt, inArray, sql } from "drizzle-orm";
 import type { Logger } from "pino";
-import { privateKeyToAddress } from "viem/accounts";
 import { ChainError, chainCall, NonceTakenError } from "../chains/errors.ts";
+import { evmAddressOf } from "../chains/evm-keys.ts";
 import type { ChainRegistry } from "../chains/registry.ts";
 import type { ChainClient, SignedTransfer, TokenInfo } from "../chains/types.ts";
 import { faucetGrants, wallets } from "../internal/db/schema.ts";
@@ -291,7 +291,7 @@ export class Faucet {
 /** The faucet account's address on a chain, derived as the chain derives a signer's. */
 async function faucetAddress(client: ChainClient, account: FaucetAccount): Promise<string> {
   if (client.config.kind === "evm") {
-    return privateKeyToAddress(`0x${Buffer.from(account.privateKey).toString("hex")}`);
+    return evmAddressOf(account.privateKey);
   }
   return (await createKeyPairSignerFromPrivateKeyBytes(account.privateKey)).address;
 }

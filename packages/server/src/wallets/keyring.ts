@@ -1,7 +1,7 @@
 import { generateKeyPairSync } from "node:crypto";
 import { getBase58Decoder } from "@solana/kit";
 import { eq } from "drizzle-orm";
-import { privateKeyToAddress } from "viem/accounts";
+import { evmAddressOf } from "../chains/evm-keys.ts";
 import type { ChainKind } from "../chains/registry.ts";
 import { newKey, open, seal } from "../internal/crypto.ts";
 import { serviceKeys } from "../internal/db/schema.ts";
@@ -112,12 +112,12 @@ export class Keyring {
 }
 
 function generateEvmKey(): { privateKey: Buffer; address: string } {
-  // secp256k1 from Node's CSPRNG-backed generator; viem derives the EIP-55 checksummed address.
+  // secp256k1 from Node's CSPRNG-backed generator.
   const { privateKey } = generateKeyPairSync("ec", { namedCurve: "secp256k1" });
   const d = privateKey.export({ format: "jwk" }).d;
   if (!d) throw new Error("secp256k1 key without a private scalar");
   const secret = Buffer.from(d, "base64url");
-  return { privateKey: secret, address: privateKeyToAddress(`0x${secret.toString("hex")}`) };
+  return { privateKey: secret, address: evmAddressOf(secret) };
 }
 
 function generateSolanaKey(): { privateKey: Buffer; address: string } {

@@ -25,7 +25,7 @@ import {
   TOKEN_PROGRAM_ADDRESS,
 } from "@solana-program/token";
 import { getAddress, type Hex, toHex } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
+import { evmAddressOf, signEvmTypedData } from "../chains/evm-keys.ts";
 import { errors } from "../internal/errors.ts";
 import type { PaymentChallenge, SelectedRequirement } from "./challenge.ts";
 import { encodeHeaderJson } from "./encoding.ts";
@@ -156,29 +156,32 @@ async function signExactEvm(input: SignPaymentInput): Promise<SchemePayment> {
   if (input.privateKey.length !== 32) throw new Error("EVM private key must be 32 bytes");
   const chainId = evmChainId(requirement.caip2);
   if (chainId === undefined) throw new Error(`not an EVM network: ${requirement.caip2}`);
-  const account = privateKeyToAccount(toHex(input.privateKey));
+  const payer = evmAddressOf(input.privateKey);
   const now = BigInt(Math.floor(input.now.getTime() / 1000));
   const lifetime = Math.min(requirement.maxTimeoutSeconds, MAX_PAYMENT_LIFETIME_SECONDS);
   const token = getAddress(requirement.asset);
   const authorization = {
-    from: account.address,
+    from: payer,
     to: getAddress(requirement.payTo),
     value: requirement.amount,
     validAfter: now > VALID_AFTER_SKEW_SECONDS ? now - BigInt(VALID_AFTER_SKEW_SECONDS) : 0n,
     validBefore: now + BigInt(lifetime),
     nonce: toHex(randomBytes(32)),
   };
-  const signature = await account.signTypedData({
-    domain: {
-      name: String(requirement.extra.name),
-      version: String(requirement.extra.version),
-      chainId,
-      verifyingContract: token,
+  const signature = signEvmTypedData(
+    {
+      domain: {
+        name: String(requirement.extra.name),
+        version: String(requirement.extra.version),
+        chainId,
+        verifyingContract: token,
+      },
+      types: TRANSFER_WITH_AUTHORIZATION,
+      primaryType: "TransferWithAuthorization",
+      message: authorization,
     },
-    types: TRANSFER_WITH_AUTHORIZATION,
-    primaryType: "TransferWithAuthorization",
-    message: authorization,
-  });
+    input.privateKey,
+  );
   return {
     payload: {
       signature,
@@ -191,11 +194,11 @@ async function signExactEvm(input: SignPaymentInput): Promise<SchemePayment> {
         nonce: authorization.nonce,
       },
     },
-    payer: account.address,
+    payer,
     onChain: {
       kind: "evm",
       token,
-      authorizer: account.address,
+      authorizer: payer,
       nonce: authorization.nonce,
       validBefore: authorization.validBefore,
     },

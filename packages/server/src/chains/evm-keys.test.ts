@@ -1,0 +1,80 @@
+import { randomBytes } from "node:crypto";
+import {
+  encodeFunctionData,
+  erc20Abi,
+  recoverTransactionAddress,
+  recoverTypedDataAddress,
+  type TransactionSerializableEIP1559,
+} from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { describe, expect, it } from "vitest";
+import { evmAddressOf, signEvmTransaction, signEvmTypedData } from "./evm-keys.ts";
+
+const USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
+
+const transaction: TransactionSerializableEIP1559 = {
+  type: "eip1559",
+  chainId: 8453,
+  nonce: 7,
+  to: USDC,
+  value: 0n,
+  data: encodeFunctionData({
+    abi: erc20Abi,
+    functionName: "transfer",
+    args: ["0x70997970C51812dc3A010C7d01b50e0d17dc79C8", 1_000_000n],
+  }),
+  gas: 60_000n,
+  maxFeePerGas: 2_000_000_000n,
+  maxPriorityFeePerGas: 1_000_000n,
+};
+
+const typedData = {
+  domain: { name: "USD Coin", version: "2", chainId: 8453, verifyingContract: USDC },
+  types: {
+    TransferWithAuthorization: [
+      { name: "from", type: "address" },
+      { name: "to", type: "address" },
+      { name: "value", type: "uint256" },
+      { name: "validAfter", type: "uint256" },
+      { name: "validBefore", type: "uint256" },
+      { name: "nonce", type: "bytes32" },
+    ],
+  },
+  primaryType: "TransferWithAuthorization",
+  message: {
+    from: "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266",
+    to: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+    value: 1_000_000n,
+    validAfter: 0n,
+    validBefore: 1_900_000_000n,
+    nonce: `0x${"ab".repeat(32)}`,
+  },
+} as const;
+
+describe("EVM keys through libsecp256k1", () => {
+  it("derives the address of a known key", () => {
+    // Anvil's first development account.
+    const key = Buffer.from("ac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80", "hex");
+    expect(evmAddressOf(key)).toBe("0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266");
+  });
+
+  it("matches viem's signer byte for byte on random keys, and the signatures recover to the key's address", async () => {
+    for (let i = 0; i < 25; i++) {
+      const key = randomBytes(32);
+      const account = privateKeyToAccount(`0x${key.toString("hex")}`);
+      const tx = { ...transaction, nonce: i };
+      expect(evmAddressOf(key)).toBe(account.address);
+      const raw = signEvmTransaction(tx, key);
+      expect(raw).toBe(await account.signTransaction(tx));
+      expect(await recoverTransactionAddress({ serializedTransaction: raw as never })).toBe(account.address);
+      const signature = signEvmTypedData(typedData, key);
+      expect(signature).toBe(await account.signTypedData(typedData));
+      expect(await recoverTypedDataAddress({ ...typedData, signature })).toBe(account.address);
+    }
+  });
+
+  it("refuses a secret outside the curve's range", () => {
+    expect(() => evmAddressOf(new Uint8Array(32))).toThrow();
+    expect(() => signEvmTransaction(transaction, Buffer.alloc(32, 0xff))).toThrow();
+  });
+});
