@@ -2,7 +2,9 @@ import { type Devnet, fundEvm, startDevnet } from "@svc/devnet";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { devnetClients, evmKey, signedTransfer } from "../../test/support/chains.ts";
 import { eventually } from "../../test/support/eventually.ts";
+import { startRpcProxy } from "../../test/support/rpc-proxy.ts";
 import { NonceTakenError } from "./errors.ts";
+import { EvmChain } from "./evm.ts";
 import type { ChainClient, SignedTransfer, TokenInfo, TransferStatus } from "./types.ts";
 
 let devnet: Devnet;
@@ -106,6 +108,39 @@ describe("EvmChain on the local chain", () => {
     const plan = await base.planTransfer({ from: sender.address, to: recipient, token: eth, amount: 1n });
     expect(plan.fee).toBeGreaterThanOrEqual(21_000n);
     expect(plan.evm?.pendingNonce).toBe(2);
+  });
+
+  it("confirms a mined transfer from its receipt alone once a scan has read its block, with the block's time", async () => {
+    const proxy = await startRpcProxy(devnet.evm.rpcUrl, () => "forward");
+    const watching = new EvmChain({ ...base.config, rpcUrl: proxy.url });
+    try {
+      const sender = await fundedSender();
+      const recipient = evmKey().address;
+      const cursor = (await watching.scanIncoming(async () => [recipient], null)).cursor;
+      const signed = await signedTransfer(base, {
+        privateKey: sender.privateKey,
+        to: recipient,
+        token: eth,
+        amount: 1n,
+      });
+      await base.broadcast(signed);
+      const scanned = await eventually(async () => {
+        const scan = await watching.scanIncoming(async () => [recipient], cursor);
+        return scan.transfers.find((t) => t.txHash === signed.txHash);
+      });
+      const asked = proxy.methods.length;
+      const status = await watching.getTransferStatus(signed, sender.address);
+      expect(status).toEqual({ state: "confirmed", blockTime: scanned.blockTime });
+      expect(proxy.methods.slice(asked)).toEqual(["eth_getTransactionReceipt"]);
+
+      // A chain that has not seen the block asks for it, by the hash the receipt names.
+      const fresh = new EvmChain({ ...base.config, rpcUrl: proxy.url });
+      const before = proxy.methods.length;
+      expect(await fresh.getTransferStatus(signed, sender.address)).toEqual(status);
+      expect(proxy.methods.slice(before)).toEqual(["eth_getTransactionReceipt", "eth_getBlockByHash"]);
+    } finally {
+      await proxy.close();
+    }
   });
 
   it("reports dropped when the transfer's nonce was used by another transaction", async () => {

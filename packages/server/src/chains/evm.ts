@@ -19,6 +19,7 @@ import {
   RpcRequestError,
   recoverTransactionAddress,
   TimeoutError,
+  type TransactionReceipt,
   TransactionReceiptNotFoundError,
   type Transport,
   TransactionNotFoundError as ViemTransactionNotFoundError,
@@ -63,6 +64,8 @@ const SCAN_CONCURRENCY = 8;
 const REORG_RESCAN_BLOCKS = 128n;
 /** How long a read of the fee caps is reused by later transfer plans, in ms. */
 const FEE_CACHE_MS = 1_000;
+/** Block times kept by hash (a few minutes of blocks on a fast chain). */
+const BLOCK_TIMES_KEPT = 1_024;
 /** How long one RPC call may take before it fails with {@link ChainTimeoutError}. */
 const DEFAULT_TIMEOUT_MS = 15_000;
 /** The idempotent reads this layer makes: retried after a transient transport failure. */
@@ -111,6 +114,7 @@ export class EvmChain implements ChainClient {
   readonly #client: PublicClient<Transport, Chain>;
   readonly #chain: Chain;
   readonly #depth: bigint;
+  readonly #blockTimes = new Map<Hash, Date>();
   #fees: { at: number; value: Promise<{ maxFeePerGas: bigint; maxPriorityFeePerGas: bigint }> } | undefined;
 
   constructor(config: ChainConfig, options: EvmChainOptions = {}) {
@@ -254,29 +258,55 @@ export class EvmChain implements ChainClient {
     from: string,
   ): Promise<TransferStatus> {
     const hash = signed.txHash as Hash;
-    // The account's mined nonce is read before the receipt: if the receipt is then missing while that
-    // nonce had already moved past ours, another transaction took it, and ours can never be mined.
-    const minedNonce =
-      signed.nonce === undefined
-        ? undefined
-        : await this.#client.getTransactionCount({ address: getAddress(from), blockTag: "latest" });
-    const receipt = await this.#client.getTransactionReceipt({ hash }).catch((error: unknown) => {
-      if (error instanceof TransactionReceiptNotFoundError) return null;
-      throw error;
-    });
-    if (receipt) {
-      if (receipt.status === "reverted") return { state: "failed", reason: "reverted" };
-      if (this.#depth > 0n) {
-        const head = await this.#client.getBlockNumber({ cacheTime: 0 });
-        if (receipt.blockNumber + this.#depth > head) return { state: "pending" };
-      }
-      const block = await this.#client.getBlock({ blockNumber: receipt.blockNumber });
-      return { state: "confirmed", blockTime: new Date(Number(block.timestamp) * 1000) };
-    }
-    if (signed.nonce !== undefined && minedNonce !== undefined && minedNonce > signed.nonce) {
+    const receipt = await this.#receipt(hash);
+    if (receipt) return this.#minedStatus(receipt);
+    if (signed.nonce === undefined) return { state: "pending" };
+    // Not mined, or not yet. The account's mined nonce is read before looking once more: if the receipt is
+    // still missing while that nonce had already moved past ours, another transaction took it, and ours can
+    // never be mined.
+    const minedNonce = await this.getMinedNonce(from);
+    const again = await this.#receipt(hash);
+    if (again) return this.#minedStatus(again);
+    if (minedNonce > signed.nonce) {
       return { state: "dropped", reason: `nonce ${signed.nonce} was used by another transaction` };
     }
     return { state: "pending" };
+  }
+
+  #receipt(hash: Hash): Promise<TransactionReceipt | null> {
+    return this.#client.getTransactionReceipt({ hash }).catch((error: unknown) => {
+      if (error instanceof TransactionReceiptNotFoundError) return null;
+      throw error;
+    });
+  }
+
+  async #minedStatus(receipt: TransactionReceipt): Promise<TransferStatus> {
+    if (receipt.status === "reverted") return { state: "failed", reason: "reverted" };
+    if (this.#depth > 0n) {
+      const head = await this.#client.getBlockNumber({ cacheTime: 0 });
+      if (receipt.blockNumber + this.#depth > head) return { state: "pending" };
+    }
+    return { state: "confirmed", blockTime: await this.#blockTime(receipt.blockHash) };
+  }
+
+  /**
+   * When a block was made, by its hash (which fixes its contents, so the answer never goes stale): scans
+   * remember the blocks they read, so confirming a transfer in a scanned block asks the node nothing more.
+   */
+  async #blockTime(blockHash: Hash): Promise<Date> {
+    const known = this.#blockTimes.get(blockHash);
+    if (known) return known;
+    const block = await this.#client.getBlock({ blockHash });
+    return this.#rememberBlockTime(blockHash, block.timestamp);
+  }
+
+  #rememberBlockTime(blockHash: Hash, timestamp: bigint): Date {
+    const time = new Date(Number(timestamp) * 1000);
+    this.#blockTimes.set(blockHash, time);
+    // Oldest first out: confirmations ask about recent blocks.
+    if (this.#blockTimes.size > BLOCK_TIMES_KEPT)
+      this.#blockTimes.delete(this.#blockTimes.keys().next().value as Hash);
+    return time;
   }
 
   getMinedNonce(address: string): Promise<number> {
@@ -318,7 +348,7 @@ export class EvmChain implements ChainClient {
     const blocks = await mapLimited(range(from, to), SCAN_CONCURRENCY, (blockNumber) =>
       this.#client.getBlock({ blockNumber, includeTransactions: true }),
     );
-    const times = new Map(blocks.map((b) => [b.number, new Date(Number(b.timestamp) * 1000)]));
+    const times = new Map(blocks.map((b) => [b.number, this.#rememberBlockTime(b.hash, b.timestamp)]));
     const transfers: IncomingTransfer[] = [];
     if (watched.size > 0) {
       const valueTxs = blocks.flatMap((b) =>
@@ -340,23 +370,17 @@ export class EvmChain implements ChainClient {
 
   async getIncomingTransfers(txHash: string, addresses: readonly string[]): Promise<IncomingTransfer[]> {
     const watched = watchSet(addresses);
-    const receipt = await this.#client
-      .getTransactionReceipt({ hash: txHash as Hash })
-      .catch((error: unknown) => {
-        if (error instanceof TransactionReceiptNotFoundError) return null;
-        throw error;
-      });
+    const receipt = await this.#receipt(txHash as Hash);
     if (receipt?.status !== "success") return [];
-    const [tx, block] = await Promise.all([
+    const [tx, time] = await Promise.all([
       this.#client.getTransaction({ hash: txHash as Hash }).catch((error: unknown) => {
         // Mined a moment ago, gone now: a reorganisation (or a node behind a load balancer) dropped it.
         if (error instanceof ViemTransactionNotFoundError)
           throw new TransactionNotFoundError({ chain: this.config.name, txHash }, error);
         throw error;
       }),
-      this.#client.getBlock({ blockNumber: receipt.blockNumber }),
+      this.#blockTime(receipt.blockHash),
     ]);
-    const time = new Date(Number(block.timestamp) * 1000);
     const transfers: IncomingTransfer[] = [];
     const native = this.#nativeTransfer(tx, watched, time);
     if (native) transfers.push(native);
