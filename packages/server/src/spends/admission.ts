@@ -22,7 +22,10 @@ export type SignedSpend = SignedTransfer | { x402Payment: Record<string, unknown
 /** How long a spend held for approval waits before it expires (`SVC_APPROVAL_TTL_SECONDS`). */
 export const DEFAULT_APPROVAL_TTL_MS = 3_600_000;
 
-/** The columns a signed spend fills: what rebroadcasting a transfer, or reconciling an x402 payment, needs. */
+/**
+ * The columns a signed spend fills: what rebroadcasting a transfer, or reconciling an x402 payment, needs.
+ * A transfer is broadcast as soon as it is recorded, so it is recorded as broadcast now (no second write).
+ */
 export function signedColumns(spend: Pick<SpendFacts, "resource">, signed: SignedSpend | undefined) {
   if (signed === undefined) return {};
   if ("x402Payment" in signed) return { resource: spend.resource ?? null, x402Payment: signed.x402Payment };
@@ -31,6 +34,7 @@ export function signedColumns(spend: Pick<SpendFacts, "resource">, signed: Signe
     rawTx: signed.raw,
     nonce: signed.nonce ?? null,
     lastValidBlockHeight: signed.lastValidBlockHeight ?? null,
+    broadcastAt: new Date(),
   };
 }
 

@@ -5,13 +5,14 @@ import { transactions, wallets } from "../internal/db/schema.ts";
 import type { Db } from "../internal/db/store.ts";
 import { recordTransaction, type TransactionRow } from "../transactions/transactions.ts";
 import { openSigningKey } from "../wallets/wallets.ts";
-import { failSpend } from "./admission.ts";
+import { failSpend, signedColumns } from "./admission.ts";
 import { releaseNonce } from "./nonces.ts";
 import type { SpendDeps } from "./send.ts";
 import { broadcastTransfer } from "./transfer.ts";
 
 /**
- * Broadcasts a recorded spend. A definite rejection fails the spend (releasing its reservation and its
+ * Broadcasts a recorded spend (recorded as broadcast by the write that recorded it signed; a re-broadcast
+ * marks itself: {@link markBroadcast}). A definite rejection fails the spend (releasing its reservation and its
  * nonce); an unreachable node, or a rejection that does not prove the transaction can never land, leaves it
  * pending for the confirmer, which re-broadcasts it or decides from the chain's own record.
  */
@@ -33,7 +34,6 @@ export async function broadcastRecorded(
         await fillNonceGap(deps, client, { ...row, nonce: row.nonce });
       }
     });
-    await markBroadcast(deps.db, row.id);
   } catch (error) {
     if (isInconclusive(error)) return;
     throw error;
@@ -66,7 +66,7 @@ export async function fillNonceGap(
   } finally {
     privateKey.fill(0);
   }
-  const filler = await recordTransaction(deps.db, {
+  await recordTransaction(deps.db, {
     walletId: rejected.walletId,
     type: "send",
     chain: rejected.chain,
@@ -75,20 +75,16 @@ export async function fillNonceGap(
     decimals: native.decimals,
     fromAddress: rejected.fromAddress,
     toAddress: rejected.fromAddress,
-    txHash: signed.txHash,
     status: "pending",
     usdMicros: 0n,
-    rawTx: signed.raw,
-    nonce,
+    ...signedColumns({}, signed),
   });
   // If this broadcast is lost too, the confirmer re-sends the recorded filler.
-  await broadcastTransfer(client, signed).then(
-    () => markBroadcast(deps.db, filler.id),
-    () => {},
-  );
+  await broadcastTransfer(client, signed).catch(() => {});
 }
 
-async function markBroadcast(db: Db, transactionId: string): Promise<void> {
+/** Records that a recorded transfer is being handed to the chain again, so the next re-broadcast waits. */
+export async function markBroadcast(db: Db, transactionId: string): Promise<void> {
   await db.update(transactions).set({ broadcastAt: new Date() }).where(eq(transactions.id, transactionId));
 }
 

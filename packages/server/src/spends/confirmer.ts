@@ -11,7 +11,7 @@ import type { Keyring } from "../wallets/keyring.ts";
 import { openSigningKey } from "../wallets/wallets.ts";
 import { settleRecordedPayment } from "../x402/pay.ts";
 import { failSpend } from "./admission.ts";
-import { broadcastRecorded, fillNonceGap } from "./broadcast.ts";
+import { broadcastRecorded, fillNonceGap, markBroadcast } from "./broadcast.ts";
 import { findToken } from "./transfer.ts";
 
 /** A pending spend not seen on chain after this long is broadcast again (harmless: same hash). */
@@ -173,6 +173,7 @@ export class Confirmer {
         const last = row.broadcastAt?.getTime() ?? 0;
         if (Date.now() - last < REBROADCAST_AFTER_MS) return;
         // Sent again unchanged; a definite rejection (it can never land) fails it and frees its nonce.
+        await markBroadcast(db, row.id);
         await broadcastRecorded(this.deps, client, row).catch((error: unknown) => {
           this.deps.log.info(
             { err: error, transactionId: row.id },

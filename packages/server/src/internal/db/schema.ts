@@ -108,6 +108,10 @@ export const transactions = pgTable("transactions", {
   rawTx: text("raw_tx"),
   nonce: integer("nonce"),
   lastValidBlockHeight: numeric("last_valid_block_height", { mode: "bigint" }),
+  /**
+   * When the signed transfer was last handed to the chain: set by the write that records it signed (its
+   * broadcast follows at once), and again by each re-broadcast. A re-broadcast waits a while after it.
+   */
   broadcastAt: timestamp("broadcast_at", { withTimezone: true, mode: "date" }),
   /** Which transfer of its transaction a receive records; NULL for spends. */
   transferIndex: integer("transfer_index"),

@@ -1,0 +1,71 @@
+import { fundEvm } from "@svc/devnet";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ChainClient, TokenInfo } from "../src/chains/types.ts";
+import { devnetClients, evmKey } from "./support/chains.ts";
+import { RpcGate } from "./support/rpc-gate.ts";
+import { waitForSettled } from "./support/spends.ts";
+import { createTestServer, seedAccount, sharedDevnet, type TestServer } from "./support/test-server.ts";
+
+/**
+ * A send is recorded as broadcast by the write that records it, and its broadcast follows. When that
+ * broadcast never reaches the node, the confirmer sends the recorded transaction again once a short wait
+ * has passed since, and it lands once.
+ */
+
+let server: TestServer;
+let gate: RpcGate;
+let base: ChainClient;
+let usdc: TokenInfo;
+let apiKey: string;
+const USDC = 1_000_000n;
+
+beforeAll(async () => {
+  const devnet = await sharedDevnet();
+  gate = await RpcGate.start(devnet.evm.rpcUrl);
+  server = await createTestServer({
+    env: {
+      SVC_RPC_BASE: gate.url,
+      SVC_USDC_BASE: devnet.evm.usdc,
+      SVC_RPC_SOLANA: devnet.solana.rpcUrl,
+      SVC_USDC_SOLANA: devnet.solana.usdcMint,
+    },
+  });
+  ({ base } = await devnetClients(devnet));
+  usdc = base.config.tokens[0] as TokenInfo;
+  ({ apiKey } = await seedAccount(server.api));
+});
+afterAll(async () => {
+  await server.close();
+  await gate.close();
+});
+
+describe("a broadcast lost on the way to the node", () => {
+  it("is answered pending, sent again by the confirmer, and lands once", async () => {
+    const wallet = await server.api.post("/v1/wallets", { name: "lost broadcast", chains: ["base"] }, apiKey);
+    expect(wallet.status, wallet.text).toBe(201);
+    await fundEvm(await sharedDevnet(), wallet.body.evm.address, { eth: 10n ** 17n, usdc: 10n * USDC });
+    const recipient = evmKey().address;
+    let broadcasts = 0;
+    gate.decide = ({ methods }) => {
+      if (!methods.includes("eth_sendRawTransaction")) return "forward";
+      broadcasts++;
+      // The first is cut before the node sees it; the confirmer's are let through.
+      return broadcasts === 1 ? "drop" : "forward";
+    };
+    const response = await server.api.post(
+      `/v1/wallets/${wallet.body.id}/send`,
+      { to: recipient, amount: "1", chain: "base" },
+      apiKey,
+    );
+    expect(response.status, response.text).toBe(201);
+    expect(response.body.status).toBe("pending");
+    expect(await base.getMinedNonce?.(wallet.body.evm.address)).toBe(0);
+
+    const settled = await waitForSettled(server.api, apiKey, response.body.id);
+    expect(settled.status).toBe("confirmed");
+    expect(settled.txHash).toBe(response.body.txHash);
+    expect(broadcasts).toBeGreaterThanOrEqual(2);
+    expect(await base.getBalance(recipient, usdc)).toBe(USDC);
+    expect(await base.getMinedNonce?.(wallet.body.evm.address)).toBe(1);
+  });
+});
