@@ -1,6 +1,12 @@
 import { fundEvm } from "@svc/devnet";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { failSpend } from "../src/spends/admission.ts";
+import {
+  confirmTransactions,
+  recordTransaction,
+  type TransactionRow,
+} from "../src/transactions/transactions.ts";
 import { eventually } from "./support/eventually.ts";
 import { waitForHistory, waitForSettled } from "./support/spends.ts";
 import {
@@ -153,6 +159,52 @@ describe("events", () => {
     expect(new Set(events.map((e) => e.id)).size).toBe(events.length);
     const times = events.map((e) => Date.parse(e.createdAt));
     expect([...times].sort((a, b) => a - b)).toEqual(times);
+  });
+
+  it("of a confirmer pass that finds several spends landed are written together, in order, one per spend still pending", async () => {
+    const { apiKey } = await seedAccount(server.api);
+    const wallet = await server.api.post("/v1/wallets", { name: "batch", chains: ["base"] }, apiKey);
+    expect(wallet.status, wallet.text).toBe(201);
+    const db = server.service.store.db;
+    // Recorded with a hash but no signed transaction: the running confirmer has nothing to send or ask of them.
+    const rows = [];
+    for (let i = 1; i <= 3; i++) {
+      rows.push(
+        await recordTransaction(db, {
+          walletId: wallet.body.id,
+          type: "send",
+          chain: "base",
+          token: "USDC",
+          amountAtomic: BigInt(i) * USDC,
+          decimals: 6,
+          fromAddress: wallet.body.evm.address,
+          toAddress: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+          txHash: `0x${String(i).repeat(64)}`,
+          status: "pending",
+          usdMicros: BigInt(i) * USDC,
+        }),
+      );
+    }
+    const [first, second, third] = rows as [TransactionRow, TransactionRow, TransactionRow];
+    // Another caller settled the second first.
+    await failSpend(db, second.id, "test: settled elsewhere");
+    const blockTime = new Date("2026-11-23T00:00:00Z");
+    const confirmed = await confirmTransactions(
+      db,
+      rows.map((row) => ({ transactionId: row.id, confirmedAt: blockTime })),
+    );
+    expect(confirmed.map((row) => row.id)).toEqual([first.id, third.id]);
+
+    const events = ofType(await allEvents(apiKey), "transaction.confirmed");
+    expect(events.map((event) => event.data.id)).toEqual([first.id, third.id]);
+    expect(events.map((event) => [event.data.status, event.data.confirmedAt])).toEqual([
+      ["confirmed", blockTime.toISOString()],
+      ["confirmed", blockTime.toISOString()],
+    ]);
+    const statuses = await Promise.all(
+      rows.map(async (row) => (await server.api.get(`/v1/transactions/${row.id}`, apiKey)).body.status),
+    );
+    expect(statuses).toEqual(["confirmed", "failed", "confirmed"]);
   });
 
   it("page by cursor without gaps or repeats, and filter by type and wallet", async () => {

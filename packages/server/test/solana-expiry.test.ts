@@ -18,6 +18,17 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
+/**
+ * The process recorded a spend (recorded as broadcast) and lost its broadcast, a while ago: the wait the
+ * confirmer keeps after a broadcast before sending it again is over.
+ */
+async function broadcastLostAWhileAgo(transactionId: string): Promise<void> {
+  await server.service.store.db
+    .update(transactions)
+    .set({ broadcastAt: new Date(Date.now() - 60_000) })
+    .where(eq(transactions.id, transactionId));
+}
+
 describe("a Solana spend whose blockhash expired before it landed", () => {
   it("is re-signed with a new blockhash only once the first can no longer land, and pays once", async () => {
     const { apiKey } = await seedAccount(server.api);
@@ -52,6 +63,7 @@ describe("a Solana spend whose blockhash expired before it landed", () => {
       { sign: () => solana.signTransfer(rowPlan, privateKey) },
     );
     const firstSignature = row.txHash ?? "";
+    await broadcastLostAWhileAgo(row.id);
 
     // While its blockhash is still valid, the confirmer sends the same transaction: nothing is re-signed.
     await server.service.confirmer.runOnce();
@@ -142,6 +154,7 @@ describe("a Solana spend whose blockhash expired before it landed", () => {
       { sign: () => solana.signTransfer(doomedPlan, privateKey) },
     );
     privateKey.fill(0);
+    await broadcastLostAWhileAgo(doomed.id);
     const blocked = await server.api.post(
       `/v1/wallets/${created.id}/send`,
       { to: recipient, amount: "5", chain: "solana" },

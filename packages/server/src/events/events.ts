@@ -53,10 +53,9 @@ export async function recordEvent(
   type: EventType,
   data: object,
 ): Promise<void> {
-  const id = newId("evt");
   if ("accountId" in subject) {
     await tx.insert(events).values({
-      id,
+      id: newId("evt"),
       accountId: subject.accountId,
       walletId: null,
       type,
@@ -64,11 +63,30 @@ export async function recordEvent(
     });
     return;
   }
-  // The account is the wallet's: one statement, no read before it.
+  await recordWalletEvents(tx, type, [{ walletId: subject.walletId, data }]);
+}
+
+/**
+ * Writes one event of `type` per entry, each about its wallet, in one statement and in the entries' order
+ * (what a batch of changes committed together reports, such as the confirmations of one confirmer pass).
+ * Call it inside the database transaction of the changes, as {@link recordEvent}.
+ */
+export async function recordWalletEvents(
+  tx: Db | Tx,
+  type: EventType,
+  entries: readonly { walletId: string; data: object }[],
+): Promise<void> {
+  if (entries.length === 0) return;
+  const rows = entries.map(
+    ({ walletId, data }, i) => sql`(${newId("evt")}, ${walletId}, ${JSON.stringify(data)}, ${i}::int)`,
+  );
+  // The account is each wallet's: one statement, no read before it.
   await tx.execute(sql`
     INSERT INTO ${events} (id, account_id, wallet_id, type, data)
-    SELECT ${id}, ${wallets.accountId}, ${wallets.id}, ${type}, ${JSON.stringify(data)}::json
-    FROM ${wallets} WHERE ${wallets.id} = ${subject.walletId}`);
+    SELECT v.id, ${wallets.accountId}, ${wallets.id}, ${type}, v.data::json
+    FROM (VALUES ${sql.join(rows, sql`, `)}) AS v(id, wallet_id, data, ord)
+    JOIN ${wallets} ON ${wallets.id} = v.wallet_id
+    ORDER BY v.ord`);
 }
 
 /**

@@ -6,7 +6,7 @@ import { ChainUnavailableError } from "../chains/errors.ts";
 import type { ChainClient } from "../chains/types.ts";
 import { transactions, wallets } from "../internal/db/schema.ts";
 import type { Db } from "../internal/db/store.ts";
-import { confirmTransaction } from "../transactions/transactions.ts";
+import { confirmTransactions, type Settlement } from "../transactions/transactions.ts";
 import type { Keyring } from "../wallets/keyring.ts";
 import { openSigningKey } from "../wallets/wallets.ts";
 import { settleRecordedPayment } from "../x402/pay.ts";
@@ -16,6 +16,10 @@ import { findToken } from "./transfer.ts";
 
 /** A pending spend not seen on chain after this long is broadcast again (harmless: same hash). */
 const REBROADCAST_AFTER_MS = 3_000;
+/** Confirmations found in one pass are written together, in batches of at most this many… */
+const CONFIRM_BATCH = 100;
+/** …and held at most this long while the pass goes on reading the chain. */
+const CONFIRM_BATCH_MS = 500;
 
 export interface ConfirmerDeps {
   db: Db;
@@ -132,26 +136,42 @@ export class Confirmer {
     }
   }
 
+  /**
+   * Settles a chain's pending rows one by one. The ones found confirmed are written together (one database
+   * transaction for many), at the latest after {@link CONFIRM_BATCH} of them or {@link CONFIRM_BATCH_MS}.
+   */
   async #settleRows(client: ChainClient, rows: (typeof transactions.$inferSelect)[]): Promise<void> {
-    for (const row of rows) {
-      if (this.#stopped) return;
-      if (row.type !== "x402" && (!row.txHash || !row.rawTx)) continue;
-      try {
-        // An x402 payment was submitted by the resource's facilitator: only the chain tells how it ended.
-        if (row.type === "x402") await settleRecordedPayment(this.deps.db, client.config, row);
-        else await this.#settle(client, row);
-      } catch (error) {
-        this.deps.log.warn(
-          { err: error, transactionId: row.id },
-          "could not reconcile a pending spend; will retry",
-        );
-        // Unreachable: the rest of this chain's rows would only wait for the same timeout.
-        if (error instanceof ChainUnavailableError) throw error;
+    const confirmed: Settlement[] = [];
+    let firstAt = 0;
+    const write = () => confirmTransactions(this.deps.db, confirmed.splice(0));
+    try {
+      for (const row of rows) {
+        if (this.#stopped) return;
+        if (row.type !== "x402" && (!row.txHash || !row.rawTx)) continue;
+        try {
+          // An x402 payment was submitted by the resource's facilitator: only the chain tells how it ended.
+          if (row.type === "x402") await settleRecordedPayment(this.deps.db, client.config, row);
+          else {
+            const settlement = await this.#settle(client, row);
+            if (settlement && confirmed.push(settlement) === 1) firstAt = Date.now();
+          }
+        } catch (error) {
+          this.deps.log.warn(
+            { err: error, transactionId: row.id },
+            "could not reconcile a pending spend; will retry",
+          );
+          // Unreachable: the rest of this chain's rows would only wait for the same timeout.
+          if (error instanceof ChainUnavailableError) throw error;
+        }
+        if (confirmed.length >= CONFIRM_BATCH || Date.now() - firstAt >= CONFIRM_BATCH_MS) await write();
       }
+    } finally {
+      await write();
     }
   }
 
-  async #settle(client: ChainClient, row: typeof transactions.$inferSelect): Promise<void> {
+  /** Acts on what the chain says of a pending spend; a confirmation is returned, for the caller to write. */
+  async #settle(client: ChainClient, row: typeof transactions.$inferSelect): Promise<Settlement | undefined> {
     const { db } = this.deps;
     const txHash = row.txHash ?? "";
     const status = await client.getTransferStatus(
@@ -164,8 +184,7 @@ export class Confirmer {
     );
     switch (status.state) {
       case "confirmed":
-        await confirmTransaction(db, row.id, { confirmedAt: status.blockTime ?? new Date() });
-        return;
+        return { transactionId: row.id, confirmedAt: status.blockTime ?? new Date() };
       case "failed":
         await failSpend(db, row.id, status.reason);
         return;

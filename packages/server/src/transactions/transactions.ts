@@ -1,5 +1,5 @@
 import { and, desc, eq, type SQL, sql } from "drizzle-orm";
-import { recordEvent } from "../events/events.ts";
+import { recordEvent, recordWalletEvents } from "../events/events.ts";
 import { newId } from "../internal/crypto.ts";
 import { historyCounts, transactions, wallets } from "../internal/db/schema.ts";
 import type { Db, Tx } from "../internal/db/store.ts";
@@ -96,30 +96,45 @@ async function announceRecorded(tx: Tx, row: TransactionRow): Promise<void> {
   await recordEvent(tx, { walletId: row.walletId }, type, toTransactionView(row));
 }
 
+/** A spend found settled on chain: when, and the hash that settled it when it is known only now. */
+export interface Settlement {
+  transactionId: string;
+  confirmedAt: Date;
+  txHash?: string | null;
+}
+
 /**
- * Moves a pending spend to `confirmed` (with the hash that settled it, when it is known only now) and writes
- * `transaction.confirmed`, in one database transaction. Returns the confirmed row; undefined when it was no
- * longer pending.
+ * Moves pending spends to `confirmed` and writes their `transaction.confirmed` events, all in one database
+ * transaction (a confirmer pass settles many at once). Returns the rows confirmed here; one that was no longer
+ * pending (another caller settled it first) is left as it is and not returned.
+ * @example const [row] = await confirmTransactions(db, [{ transactionId, confirmedAt: blockTime }]);
  */
-export async function confirmTransaction(
+export async function confirmTransactions(
   db: Db,
-  transactionId: string,
-  settled: { confirmedAt: Date; txHash?: string | null },
-): Promise<TransactionRow | undefined> {
+  settlements: readonly Settlement[],
+): Promise<TransactionRow[]> {
+  if (settlements.length === 0) return [];
   return db.transaction(async (tx) => {
-    const [row] = await tx
-      .update(transactions)
-      .set({
-        status: "confirmed",
-        confirmedAt: settled.confirmedAt,
-        ...(settled.txHash !== undefined ? { txHash: settled.txHash } : {}),
-        failureReason: null,
-      })
-      .where(and(eq(transactions.id, transactionId), eq(transactions.status, "pending")))
-      .returning();
-    if (!row) return undefined;
-    await recordEvent(tx, { walletId: row.walletId }, "transaction.confirmed", toTransactionView(row));
-    return row;
+    const confirmed: TransactionRow[] = [];
+    for (const settled of settlements) {
+      const [row] = await tx
+        .update(transactions)
+        .set({
+          status: "confirmed",
+          confirmedAt: settled.confirmedAt,
+          ...(settled.txHash !== undefined ? { txHash: settled.txHash } : {}),
+          failureReason: null,
+        })
+        .where(and(eq(transactions.id, settled.transactionId), eq(transactions.status, "pending")))
+        .returning();
+      if (row) confirmed.push(row);
+    }
+    await recordWalletEvents(
+      tx,
+      "transaction.confirmed",
+      confirmed.map((row) => ({ walletId: row.walletId, data: toTransactionView(row) })),
+    );
+    return confirmed;
   });
 }
 

@@ -25,7 +25,7 @@ import { vouchedHostname } from "../policy/whitelist.ts";
 import { admitSpend, failSpend } from "../spends/admission.ts";
 import { consumeSpendAuthorization, releaseRefusedSpendAuthorization } from "../spends/authorization.ts";
 import type { SpendDeps } from "../spends/send.ts";
-import { confirmTransaction, type TransactionRow } from "../transactions/transactions.ts";
+import { confirmTransactions, type TransactionRow } from "../transactions/transactions.ts";
 import { findSpendingWallet, openSigningKey } from "../wallets/wallets.ts";
 import { getPaymentSettlement, getRecentBlockhash, type PaymentSettlement } from "./chain-reads.ts";
 import type { PaymentChallenge, SelectedRequirement } from "./challenge.ts";
@@ -287,11 +287,15 @@ async function noteRejection(db: Db, transactionId: string, reason: string): Pro
 }
 
 /** Marks a pending payment confirmed with its settlement's hash; undefined when it was no longer pending. */
-function confirmPayment(db: Db, transactionId: string, txHash: string): Promise<TransactionRow | undefined> {
-  return confirmTransaction(db, transactionId, {
-    confirmedAt: new Date(),
-    txHash: txHash === "" ? null : txHash,
-  });
+async function confirmPayment(
+  db: Db,
+  transactionId: string,
+  txHash: string,
+): Promise<TransactionRow | undefined> {
+  const [confirmed] = await confirmTransactions(db, [
+    { transactionId, confirmedAt: new Date(), txHash: txHash === "" ? null : txHash },
+  ]);
+  return confirmed;
 }
 
 /**
