@@ -189,14 +189,15 @@ describe("events", () => {
     // Another caller settled the second first.
     await failSpend(db, second.id, "test: settled elsewhere");
     const blockTime = new Date("2026-11-23T00:00:00Z");
+    // Given newest first: the rows are locked in id order, the events written in the order given.
     const confirmed = await confirmTransactions(
       db,
-      rows.map((row) => ({ transactionId: row.id, confirmedAt: blockTime })),
+      [third, second, first].map((row) => ({ transactionId: row.id, confirmedAt: blockTime })),
     );
-    expect(confirmed.map((row) => row.id)).toEqual([first.id, third.id]);
+    expect(confirmed.map((row) => row.id)).toEqual([third.id, first.id]);
 
     const events = ofType(await allEvents(apiKey), "transaction.confirmed");
-    expect(events.map((event) => event.data.id)).toEqual([first.id, third.id]);
+    expect(events.map((event) => event.data.id)).toEqual([third.id, first.id]);
     expect(events.map((event) => [event.data.status, event.data.confirmedAt])).toEqual([
       ["confirmed", blockTime.toISOString()],
       ["confirmed", blockTime.toISOString()],

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import {
   encodeFunctionData,
   erc20Abi,
+  parseTransaction,
   recoverTransactionAddress,
   recoverTypedDataAddress,
   type TransactionSerializableEIP1559,
@@ -70,6 +71,21 @@ describe("EVM keys through libsecp256k1", () => {
       const signature = signEvmTypedData(typedData, key);
       expect(signature).toBe(await account.signTypedData(typedData));
       expect(await recoverTypedDataAddress({ ...typedData, signature })).toBe(account.address);
+    }
+  });
+
+  it("matches viem where r or s begins with a zero byte, which the encoding drops", async () => {
+    // Anvil's first account signs the test transaction with these nonces into an r (132) or an s (368)
+    // below 2^248.
+    const key = Buffer.from("ac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80", "hex");
+    const account = privateKeyToAccount(`0x${key.toString("hex")}`);
+    for (const [nonce, part] of [
+      [132, "r"],
+      [368, "s"],
+    ] as const) {
+      const raw = signEvmTransaction({ ...transaction, nonce }, key);
+      expect(BigInt(parseTransaction(raw)[part] ?? "0x0")).toBeLessThan(2n ** 248n);
+      expect(raw).toBe(await account.signTransaction({ ...transaction, nonce }));
     }
   });
 

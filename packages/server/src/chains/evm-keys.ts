@@ -20,8 +20,9 @@ import {
  * The curve arithmetic is libsecp256k1's, compiled to WebAssembly (tiny-secp256k1), because every send and
  * payment pays for it: on this machine a signature and an address cost about 0.23 ms together against
  * 0.9 ms through viem's JavaScript curve. The output is byte for byte viem's: RFC 6979 nonces, low S, and
- * viem's serializers (evm-keys.test.ts compares them). The module zeroes the key bytes it copied in after
- * each call; the caller still owns, and zeroes, its own buffer.
+ * viem's serializers (evm-keys.test.ts compares them). No copy of the key is made here (no hex string,
+ * no bigint); tiny-secp256k1 zeroes the input buffer it copies the key into after each call. The caller owns,
+ * and zeroes, its own buffer.
  */
 
 /** The EIP-55 checksummed address of a 32-byte secp256k1 secret. Throws on a secret outside the curve's range. */

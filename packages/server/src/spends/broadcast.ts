@@ -1,4 +1,4 @@
-import { eq } from "drizzle-orm";
+import { and, eq, isNull } from "drizzle-orm";
 import { BlockhashNotFoundError, ChainUnavailableError, NonceTakenError } from "../chains/errors.ts";
 import type { ChainClient, SignedTransfer } from "../chains/types.ts";
 import { transactions, wallets } from "../internal/db/schema.ts";
@@ -12,7 +12,7 @@ import { broadcastTransfer } from "./transfer.ts";
 
 /**
  * Broadcasts a recorded spend (recorded as broadcast by the write that recorded it signed; a re-broadcast
- * marks itself: {@link markBroadcast}). A definite rejection fails the spend (releasing its reservation and its
+ * is claimed first: {@link claimRebroadcast}). A definite rejection fails the spend (releasing its reservation and its
  * nonce); an unreachable node, or a rejection that does not prove the transaction can never land, leaves it
  * pending for the confirmer, which re-broadcasts it or decides from the chain's own record.
  */
@@ -83,9 +83,29 @@ export async function fillNonceGap(
   await broadcastTransfer(client, signed).catch(() => {});
 }
 
-/** Records that a recorded transfer is being handed to the chain again, so the next re-broadcast waits. */
-export async function markBroadcast(db: Db, transactionId: string): Promise<void> {
-  await db.update(transactions).set({ broadcastAt: new Date() }).where(eq(transactions.id, transactionId));
+/**
+ * Claims the re-broadcast of a pending transfer: moves its broadcast time from the one the caller read to
+ * now (so the next re-broadcast waits again), unless another caller (another instance's confirmer) moved it
+ * first or the spend settled meanwhile; then it answers false and the caller sends nothing.
+ */
+export async function claimRebroadcast(
+  db: Db,
+  row: Pick<TransactionRow, "id" | "broadcastAt">,
+): Promise<boolean> {
+  const claimed = await db
+    .update(transactions)
+    .set({ broadcastAt: new Date() })
+    .where(
+      and(
+        eq(transactions.id, row.id),
+        eq(transactions.status, "pending"),
+        row.broadcastAt === null
+          ? isNull(transactions.broadcastAt)
+          : eq(transactions.broadcastAt, row.broadcastAt),
+      ),
+    )
+    .returning({ id: transactions.id });
+  return claimed.length > 0;
 }
 
 /**

@@ -11,14 +11,14 @@ import type { Keyring } from "../wallets/keyring.ts";
 import { openSigningKey } from "../wallets/wallets.ts";
 import { settleRecordedPayment } from "../x402/pay.ts";
 import { failSpend } from "./admission.ts";
-import { broadcastRecorded, fillNonceGap, markBroadcast } from "./broadcast.ts";
+import { broadcastRecorded, claimRebroadcast, fillNonceGap } from "./broadcast.ts";
 import { findToken } from "./transfer.ts";
 
 /** A pending spend not seen on chain after this long is broadcast again (harmless: same hash). */
 const REBROADCAST_AFTER_MS = 3_000;
 /** Confirmations found in one pass are written together, in batches of at most this many… */
 const CONFIRM_BATCH = 100;
-/** …and held at most this long while the pass goes on reading the chain. */
+/** …and written once the first has waited this long, when the row being read at that moment is done. */
 const CONFIRM_BATCH_MS = 500;
 
 export interface ConfirmerDeps {
@@ -138,12 +138,22 @@ export class Confirmer {
 
   /**
    * Settles a chain's pending rows one by one. The ones found confirmed are written together (one database
-   * transaction for many), at the latest after {@link CONFIRM_BATCH} of them or {@link CONFIRM_BATCH_MS}.
+   * transaction for many): once {@link CONFIRM_BATCH} are waiting, when the first has waited
+   * {@link CONFIRM_BATCH_MS} by the time a row is done, and at the end of the pass. A write that fails is
+   * logged; its spends are still pending, and the next pass finds them again.
    */
   async #settleRows(client: ChainClient, rows: (typeof transactions.$inferSelect)[]): Promise<void> {
     const confirmed: Settlement[] = [];
     let firstAt = 0;
-    const write = () => confirmTransactions(this.deps.db, confirmed.splice(0));
+    const write = async () => {
+      const batch = confirmed.splice(0);
+      await confirmTransactions(this.deps.db, batch).catch((error: unknown) =>
+        this.deps.log.warn(
+          { err: error, transactionIds: batch.map((s) => s.transactionId) },
+          "could not record confirmed spends; will retry",
+        ),
+      );
+    };
     try {
       for (const row of rows) {
         if (this.#stopped) return;
@@ -163,7 +173,8 @@ export class Confirmer {
           // Unreachable: the rest of this chain's rows would only wait for the same timeout.
           if (error instanceof ChainUnavailableError) throw error;
         }
-        if (confirmed.length >= CONFIRM_BATCH || Date.now() - firstAt >= CONFIRM_BATCH_MS) await write();
+        const due = confirmed.length >= CONFIRM_BATCH || Date.now() - firstAt >= CONFIRM_BATCH_MS;
+        if (confirmed.length > 0 && due) await write();
       }
     } finally {
       await write();
@@ -192,7 +203,7 @@ export class Confirmer {
         const last = row.broadcastAt?.getTime() ?? 0;
         if (Date.now() - last < REBROADCAST_AFTER_MS) return;
         // Sent again unchanged; a definite rejection (it can never land) fails it and frees its nonce.
-        await markBroadcast(db, row.id);
+        if (!(await claimRebroadcast(db, row))) return;
         await broadcastRecorded(this.deps, client, row).catch((error: unknown) => {
           this.deps.log.info(
             { err: error, transactionId: row.id },

@@ -105,8 +105,10 @@ export interface Settlement {
 
 /**
  * Moves pending spends to `confirmed` and writes their `transaction.confirmed` events, all in one database
- * transaction (a confirmer pass settles many at once). Returns the rows confirmed here; one that was no longer
- * pending (another caller settled it first) is left as it is and not returned.
+ * transaction (a confirmer pass settles many at once). Returns the rows confirmed here, in the order given,
+ * and writes the events in that order; one that was no longer pending (another caller settled it first) is
+ * left as it is and not returned. The rows are locked in the order of their ids, whatever order they come
+ * in, so two instances confirming overlapping batches cannot deadlock.
  * @example const [row] = await confirmTransactions(db, [{ transactionId, confirmedAt: blockTime }]);
  */
 export async function confirmTransactions(
@@ -115,8 +117,9 @@ export async function confirmTransactions(
 ): Promise<TransactionRow[]> {
   if (settlements.length === 0) return [];
   return db.transaction(async (tx) => {
-    const confirmed: TransactionRow[] = [];
-    for (const settled of settlements) {
+    const byId = new Map<string, TransactionRow>();
+    const lockOrder = [...settlements].sort((a, b) => (a.transactionId < b.transactionId ? -1 : 1));
+    for (const settled of lockOrder) {
       const [row] = await tx
         .update(transactions)
         .set({
@@ -127,8 +130,9 @@ export async function confirmTransactions(
         })
         .where(and(eq(transactions.id, settled.transactionId), eq(transactions.status, "pending")))
         .returning();
-      if (row) confirmed.push(row);
+      if (row) byId.set(row.id, row);
     }
+    const confirmed = settlements.flatMap((settled) => byId.get(settled.transactionId) ?? []);
     await recordWalletEvents(
       tx,
       "transaction.confirmed",
