@@ -7,6 +7,7 @@
 import { randomBytes } from "node:crypto";
 import { connect, createServer, type Socket } from "node:net";
 import { fundEvm, startDevnet } from "@svc/devnet";
+import { sql } from "drizzle-orm";
 import {
   createPublicClient,
   encodeFunctionData,
@@ -17,7 +18,9 @@ import {
   type PublicClient,
 } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import type { StoreLocation } from "../src/internal/db/store.ts";
+import { chainCursors, transactions } from "../src/internal/db/schema.ts";
+import { type StoreLocation, selectRows } from "../src/internal/db/store.ts";
+import type { RunningService } from "../src/service.ts";
 import { ApiClient, seedAccount } from "../test/support/api-client.ts";
 import { startBenchService } from "./service.ts";
 
@@ -67,6 +70,31 @@ async function countingPipe(upstream: string) {
   };
 }
 const JSONRPC = Buffer.from('"jsonrpc"');
+
+/**
+ * Waits until the service has finished what the last phase left it: every spend settled and the chain's
+ * blocks scanned for incoming transfers up to the head. Each phase then pays for its own work only: without
+ * this, the service's scan of the 1,000-odd blocks the raw phase made (the local node mines one block per
+ * transaction) ran inside the timed service phase, and the settling of the service's last sends inside the
+ * raw phase.
+ */
+async function drained(service: RunningService, client: PublicClient): Promise<void> {
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    const head = await client.getBlockNumber({ cacheTime: 0 });
+    const [state] = await selectRows<{ pending: number; scanned: string | null }>(
+      service.store.db,
+      sql`SELECT (SELECT count(*)::int FROM ${transactions} WHERE ${transactions.status} = 'pending') AS pending,
+                 (SELECT max(split_part(${chainCursors.cursor}, ':', 1)::bigint)::text FROM ${chainCursors}
+                   WHERE ${chainCursors.chain} = 'base') AS scanned`,
+    );
+    const scannedTo = BigInt(state?.scanned ?? "-1");
+    if (state?.pending === 0 && scannedTo >= head) return;
+    if (Date.now() > deadline)
+      throw new Error(`the service did not settle: ${JSON.stringify(state)} at head ${head}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
 
 /** `senders` loops of `each` sends, all at once; returns sends per second. */
 async function rate(senders: number, each: number, send: (sender: number) => Promise<void>): Promise<number> {
@@ -165,7 +193,9 @@ export async function benchSendRatio(label: string, store: StoreLocation): Promi
     const raws: number[] = [];
     const services: { sends: number; rpcPerSend: number }[] = [];
     for (let round = 0; round < ROUNDS; round++) {
+      await drained(service, client);
       raws.push(await rawRate(client, devnet.evm.usdc, rawKeys, to, rawNonces));
+      await drained(service, client);
       services.push(await service_());
     }
     const raw = raws.reduce((a, b) => a + b, 0) / raws.length;
