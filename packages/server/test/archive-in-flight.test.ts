@@ -7,6 +7,7 @@ import { RpcGate } from "./support/rpc-gate.ts";
 import { waitForSettled } from "./support/spends.ts";
 import {
   createTestServer,
+  evmThroughGate,
   expectErrorShape,
   seedAccount,
   sharedDevnet,
@@ -29,14 +30,7 @@ const USDC = 1_000_000n;
 beforeAll(async () => {
   const devnet = await sharedDevnet();
   gate = await RpcGate.start(devnet.evm.rpcUrl);
-  server = await createTestServer({
-    env: {
-      SVC_RPC_BASE: gate.url,
-      SVC_USDC_BASE: devnet.evm.usdc,
-      SVC_RPC_SOLANA: devnet.solana.rpcUrl,
-      SVC_USDC_SOLANA: devnet.solana.usdcMint,
-    },
-  });
+  server = await createTestServer({ env: await evmThroughGate(gate) });
   ({ base } = await devnetClients(devnet));
   usdc = base.config.tokens[0] as TokenInfo;
   ({ apiKey } = await seedAccount(server.api));

@@ -4,7 +4,13 @@ import { evmKey } from "./support/chains.ts";
 import { eventually } from "./support/eventually.ts";
 import { RpcGate } from "./support/rpc-gate.ts";
 import { waitForSettled } from "./support/spends.ts";
-import { createTestServer, seedAccount, sharedDevnet, type TestServer } from "./support/test-server.ts";
+import {
+  createTestServer,
+  evmThroughGate,
+  seedAccount,
+  sharedDevnet,
+  type TestServer,
+} from "./support/test-server.ts";
 
 /**
  * One wallet's chain traffic stalls: the service reaches its EVM node through an RpcGate that holds every
@@ -25,14 +31,7 @@ let apiKey: string;
 beforeAll(async () => {
   const devnet = await sharedDevnet();
   gate = await RpcGate.start(devnet.evm.rpcUrl);
-  server = await createTestServer({
-    env: {
-      SVC_RPC_BASE: gate.url,
-      SVC_USDC_BASE: devnet.evm.usdc,
-      SVC_RPC_SOLANA: devnet.solana.rpcUrl,
-      SVC_USDC_SOLANA: devnet.solana.usdcMint,
-    },
-  });
+  server = await createTestServer({ env: await evmThroughGate(gate) });
   ({ apiKey } = await seedAccount(server.api));
 });
 afterAll(async () => {

@@ -29,26 +29,25 @@ const transaction: TransactionSerializableEIP1559 = {
   maxPriorityFeePerGas: 1_000_000n,
 };
 
+// EIP-712's own example: nested structs, strings, a domain with a verifying contract.
 const typedData = {
-  domain: { name: "USD Coin", version: "2", chainId: 8453, verifyingContract: USDC },
+  domain: { name: "Ether Mail", version: "1", chainId: 1, verifyingContract: USDC },
   types: {
-    TransferWithAuthorization: [
-      { name: "from", type: "address" },
-      { name: "to", type: "address" },
-      { name: "value", type: "uint256" },
-      { name: "validAfter", type: "uint256" },
-      { name: "validBefore", type: "uint256" },
-      { name: "nonce", type: "bytes32" },
+    Person: [
+      { name: "name", type: "string" },
+      { name: "wallet", type: "address" },
+    ],
+    Mail: [
+      { name: "from", type: "Person" },
+      { name: "to", type: "Person" },
+      { name: "contents", type: "string" },
     ],
   },
-  primaryType: "TransferWithAuthorization",
+  primaryType: "Mail",
   message: {
-    from: "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266",
-    to: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
-    value: 1_000_000n,
-    validAfter: 0n,
-    validBefore: 1_900_000_000n,
-    nonce: `0x${"ab".repeat(32)}`,
+    from: { name: "Cow", wallet: "0xCD2a3d9F938E13CD947Ec05AbC7FE734Df8DD826" },
+    to: { name: "Bob", wallet: "0xbBbBBBBbbBBBbbbBbbBbbbbBBbBbbbbBbBbbBBbB" },
+    contents: "Hello, Bob!",
   },
 } as const;
 

@@ -31,6 +31,21 @@ afterAll(async () => {
   await (await running)?.stop();
 });
 
+/**
+ * The environment of a test server on the shared local chains that reaches its EVM chain through `gate`
+ * (so the test steers each request to the node) and its Solana chain directly.
+ * @example server = await createTestServer({ env: await evmThroughGate(gate) });
+ */
+export async function evmThroughGate(gate: { url: string }): Promise<Record<string, string>> {
+  const devnet = await sharedDevnet();
+  return {
+    SVC_RPC_BASE: gate.url,
+    SVC_USDC_BASE: devnet.evm.usdc,
+    SVC_RPC_SOLANA: devnet.solana.rpcUrl,
+    SVC_USDC_SOLANA: devnet.solana.usdcMint,
+  };
+}
+
 export interface TestServerOptions {
   /** Environment on top of the test defaults (generous rate limits, fixed secrets). */
   env?: Record<string, string>;
