@@ -12,9 +12,10 @@ import { broadcastTransfer } from "./transfer.ts";
 
 /**
  * Broadcasts a recorded spend (recorded as broadcast by the write that recorded it signed; a re-broadcast
- * is claimed first: {@link claimRebroadcast}). A definite rejection fails the spend (releasing its reservation and its
- * nonce); an unreachable node, or a rejection that does not prove the transaction can never land, leaves it
- * pending for the confirmer, which re-broadcasts it or decides from the chain's own record.
+ * is claimed first: {@link claimRebroadcast}). A definite rejection fails the spend (releasing its
+ * reservation and its nonce); an unreachable node, or a rejection that does not prove the transaction can
+ * never land, leaves it pending for the confirmer, which re-broadcasts it or decides from the chain's own
+ * record.
  */
 export async function broadcastRecorded(
   deps: Pick<SpendDeps, "db" | "keyring" | "chainClient">,

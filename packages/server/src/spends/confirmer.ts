@@ -10,7 +10,7 @@ import { confirmTransactions, type Settlement } from "../transactions/transactio
 import type { Keyring } from "../wallets/keyring.ts";
 import { openSigningKey } from "../wallets/wallets.ts";
 import { settleRecordedPayment } from "../x402/pay.ts";
-import { failSpend } from "./admission.ts";
+import { failSpend, signedColumns } from "./admission.ts";
 import { broadcastRecorded, claimRebroadcast, fillNonceGap } from "./broadcast.ts";
 import { findToken } from "./transfer.ts";
 
@@ -241,14 +241,9 @@ export class Confirmer {
     } finally {
       privateKey.fill(0);
     }
-    const swapped = await db
+    const [rebuilt] = await db
       .update(transactions)
-      .set({
-        txHash: signed.txHash,
-        rawTx: signed.raw,
-        lastValidBlockHeight: signed.lastValidBlockHeight ?? null,
-        broadcastAt: new Date(),
-      })
+      .set(signedColumns({}, signed))
       .where(
         and(
           eq(transactions.id, row.id),
@@ -256,11 +251,9 @@ export class Confirmer {
           eq(transactions.txHash, row.txHash ?? ""),
         ),
       )
-      .returning({ id: transactions.id });
-    if (swapped.length === 0) return;
-    this.deps.log.info({ transactionId: row.id }, "blockhash expired before landing; re-signed and re-sent");
-    const [rebuilt] = await db.select().from(transactions).where(eq(transactions.id, row.id));
+      .returning();
     if (!rebuilt) return;
+    this.deps.log.info({ transactionId: row.id }, "blockhash expired before landing; re-signed and re-sent");
     await broadcastRecorded(this.deps, client, rebuilt).catch((error: unknown) => {
       this.deps.log.info({ err: error, transactionId: row.id }, "re-signed spend rejected; failed");
     });
