@@ -7,6 +7,9 @@ import { NonceTakenError } from "./errors.ts";
 import { EvmChain } from "./evm.ts";
 import type { ChainClient, SignedTransfer, TokenInfo, TransferStatus } from "./types.ts";
 
+/** The reads behind an EVM plan's fee caps (viem's estimateFeesPerGas). */
+const FEE_READS = ["eth_getBlockByNumber", "eth_maxPriorityFeePerGas"];
+
 let devnet: Devnet;
 let base: ChainClient;
 let usdc: TokenInfo;
@@ -108,6 +111,47 @@ describe("EvmChain on the local chain", () => {
     const plan = await base.planTransfer({ from: sender.address, to: recipient, token: eth, amount: 1n });
     expect(plan.fee).toBeGreaterThanOrEqual(21_000n);
     expect(plan.evm?.pendingNonce).toBe(2);
+  });
+
+  it("plans a transfer with the sender's balances in one request to the node: the figures each read alone gives", async () => {
+    const proxy = await startRpcProxy(devnet.evm.rpcUrl, () => "forward");
+    const planning = new EvmChain({ ...base.config, rpcUrl: proxy.url });
+    try {
+      const sender = await fundedSender();
+      const recipient = evmKey().address;
+      for (const token of [usdc, eth]) {
+        const asked = proxy.methods.length;
+        const { plan, balance, nativeBalance } = await planning.planTransferWithBalances({
+          from: sender.address,
+          to: recipient,
+          token,
+          amount: 1_000n,
+        });
+        const batch =
+          token === usdc
+            ? "eth_estimateGas,eth_getTransactionCount,eth_call,eth_getBalance"
+            : "eth_estimateGas,eth_getTransactionCount,eth_getBalance";
+        // Besides the batch, only the fee caps' reads, which later plans reuse for a second.
+        expect(proxy.methods.slice(asked).filter((m) => !FEE_READS.includes(m))).toEqual([batch]);
+        expect(balance).toBe(await base.getBalance(sender.address, token));
+        expect(nativeBalance).toBe(await base.getBalance(sender.address, eth));
+        expect(plan.evm?.pendingNonce).toBe(0);
+        expect(plan.fee).toBe((plan.evm?.gas ?? 0n) * (plan.evm?.maxFeePerGas ?? 0n));
+        expect(plan.evm?.gas).toBe(token === eth ? 21_000n : (await planning.planTransfer(plan)).evm?.gas);
+      }
+      // A sender holding none of the token: the estimate reverts, the plan falls back to a standard bound.
+      const empty = evmKey().address;
+      const { plan, balance } = await planning.planTransferWithBalances({
+        from: empty,
+        to: recipient,
+        token: usdc,
+        amount: 1_000n,
+      });
+      expect(balance).toBe(0n);
+      expect(plan.evm?.gas).toBe(100_000n);
+    } finally {
+      await proxy.close();
+    }
   });
 
   it("confirms a mined transfer from its receipt alone once a scan has read its block, with the block's time", async () => {

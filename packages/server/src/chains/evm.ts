@@ -2,6 +2,7 @@ import {
   type Address,
   type Chain,
   createPublicClient,
+  decodeFunctionResult,
   defineChain,
   encodeFunctionData,
   erc20Abi,
@@ -10,9 +11,12 @@ import {
   type Hash,
   type Hex,
   HttpRequestError,
+  hexToBigInt,
+  hexToNumber,
   isAddress,
   keccak256,
   NonceTooLowError,
+  numberToHex,
   type PublicClient,
   parseTransaction,
   RpcError,
@@ -39,7 +43,7 @@ import {
   withReadRetries,
 } from "./errors.ts";
 import { evmAddressOf, signEvmTransaction } from "./evm-keys.ts";
-import { jsonRpcHttp } from "./json-rpc-http.ts";
+import { JsonRpcEndpoint, jsonRpcHttp, type RpcCall } from "./json-rpc-http.ts";
 import type {
   ChainClient,
   ChainConfig,
@@ -48,6 +52,7 @@ import type {
   TokenInfo,
   TransferInput,
   TransferPlan,
+  TransferPlanWithBalances,
   TransferStatus,
 } from "./types.ts";
 
@@ -112,6 +117,8 @@ export interface EvmChainOptions {
 export class EvmChain implements ChainClient {
   readonly config: ChainConfig;
   readonly #client: PublicClient<Transport, Chain>;
+  /** The endpoint under the client, for the reads one caller needs together ({@link EvmChain.#reads}). */
+  readonly #rpc: JsonRpcEndpoint;
   readonly #chain: Chain;
   readonly #depth: bigint;
   readonly #blockTimes = new Map<Hash, Date>();
@@ -126,9 +133,10 @@ export class EvmChain implements ChainClient {
       nativeCurrency: { name: config.nativeToken.symbol, symbol: config.nativeToken.symbol, decimals: 18 },
       rpcUrls: { default: { http: [config.rpcUrl] } },
     });
+    this.#rpc = new JsonRpcEndpoint(config.rpcUrl, { timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS });
     this.#client = createPublicClient({
       chain: this.#chain,
-      transport: chainTransport(config.name, config.rpcUrl, options.timeoutMs ?? DEFAULT_TIMEOUT_MS),
+      transport: chainTransport(config.name, this.#rpc),
       pollingInterval: options.pollingIntervalMs ?? 250,
     });
     this.#depth = BigInt(config.scanDepth ?? 0);
@@ -158,32 +166,111 @@ export class EvmChain implements ChainClient {
   }
 
   async planTransfer(input: TransferInput): Promise<TransferPlan> {
+    return (await this.#plan(input, false)).plan;
+  }
+
+  /** The plan's reads and the sender's balances go to the node as one batch: one request, one moment. */
+  async planTransferWithBalances(input: TransferInput): Promise<TransferPlanWithBalances> {
+    const { plan, balances } = await this.#plan(input, true);
+    const [balance = 0n, nativeBalance = balance] = balances;
+    return { plan, balance, nativeBalance };
+  }
+
+  /**
+   * A transfer's plan: the fee caps (cached, see {@link EvmChain.#feesPerGas}) beside one batch of the gas
+   * estimate, the pending nonce and, `withBalances`, the sender's balance of the token and of the native coin.
+   */
+  async #plan(
+    input: TransferInput,
+    withBalances: boolean,
+  ): Promise<{ plan: TransferPlan; balances: bigint[] }> {
     const from = getAddress(input.from);
     const to = getAddress(input.to);
-    const call =
-      input.token.address === null
-        ? { to, value: input.amount, data: undefined }
-        : {
-            to: getAddress(input.token.address),
-            value: 0n,
-            data: encodeFunctionData({ abi: erc20Abi, functionName: "transfer", args: [to, input.amount] }),
-          };
-    const [fees, gas, pendingNonce] = await Promise.all([
+    const native = input.token.address === null;
+    const call = native
+      ? { to, value: input.amount, data: undefined }
+      : {
+          to: getAddress(input.token.address ?? ""),
+          value: 0n,
+          data: encodeFunctionData({ abi: erc20Abi, functionName: "transfer", args: [to, input.amount] }),
+        };
+    const balanceCalls: RpcCall[] = !withBalances
+      ? []
+      : native
+        ? [{ method: "eth_getBalance", params: [from, "latest"] }]
+        : [
+            { method: "eth_call", params: [{ to: call.to, data: balanceOfData(from) }, "latest"] },
+            { method: "eth_getBalance", params: [from, "latest"] },
+          ];
+    const [fees, [estimate, nonce, ...balances]] = await Promise.all([
       this.#feesPerGas(),
-      this.#estimateGas(from, call, input.token.address === null),
-      this.getPendingNonce(from),
+      this.#reads([
+        {
+          method: "eth_estimateGas",
+          params: [
+            { from, to: call.to, value: numberToHex(call.value), ...(call.data ? { data: call.data } : {}) },
+          ],
+        },
+        { method: "eth_getTransactionCount", params: [from, "pending"] },
+        ...balanceCalls,
+      ]),
     ]);
+    const gas = this.#gasLimit(estimate, native);
+    const pendingNonce = hexToNumber(resultOf(nonce) as Hex);
     return {
-      ...input,
-      fee: gas * fees.maxFeePerGas,
-      evm: { ...call, gas, ...fees, pendingNonce },
+      plan: { ...input, fee: gas * fees.maxFeePerGas, evm: { ...call, gas, ...fees, pendingNonce } },
+      balances: balances.map((outcome, i) =>
+        balanceCalls[i]?.method === "eth_call"
+          ? this.#tokenBalance(outcome)
+          : hexToBigInt(resultOf(outcome) as Hex),
+      ),
     };
+  }
+
+  /**
+   * Reads one caller needs together, in one request to the node: each call's outcome in order, a node's
+   * refusal as the chain error it stands for. What fails for the request as a whole fails as any read does
+   * (retried when transient).
+   */
+  #reads(calls: RpcCall[]): Promise<ReadOutcome[]> {
+    const chain = this.config.name;
+    const { url, timeoutMs } = this.#rpc;
+    const methods = calls.map((c) => c.method).join(",");
+    return withReadRetries(true, async () => {
+      let outcomes: Awaited<ReturnType<JsonRpcEndpoint["callBatch"]>>;
+      try {
+        outcomes = await this.#rpc.callBatch(calls);
+      } catch (error) {
+        throw toChainError(scrubRpcUrl(error, url), { chain, method: methods, timeoutMs });
+      }
+      return outcomes.map((outcome, i) =>
+        "error" in outcome
+          ? {
+              error: toChainError(scrubRpcUrl(outcome.error, url), {
+                chain,
+                method: calls[i]?.method ?? methods,
+                timeoutMs,
+              }),
+            }
+          : outcome,
+      );
+    });
+  }
+
+  /** An ERC-20 `balanceOf` answer; an answer that does not decode (no contract there) is the node's refusal. */
+  #tokenBalance(outcome: ReadOutcome | undefined): bigint {
+    const result = resultOf(outcome);
+    try {
+      return decodeFunctionResult({ abi: erc20Abi, functionName: "balanceOf", data: result as Hex });
+    } catch (cause) {
+      throw new ChainRequestError({ chain: this.config.name, method: "eth_call" }, cause);
+    }
   }
 
   async signTransfer(plan: TransferPlan, privateKey: Uint8Array, nonce?: number): Promise<SignedTransfer> {
     if (!plan.evm) throw new Error("signTransfer given a plan made by another kind of chain");
     if (privateKey.length !== 32) throw new Error("EVM private key must be 32 bytes");
-    if (evmAddressOf(privateKey) !== getAddress(plan.from))
+    if (evmAddressOf(privateKey).toLowerCase() !== plan.from.toLowerCase())
       throw new Error("signTransfer given another account's key");
     const used = nonce ?? plan.evm.pendingNonce;
     const raw = signEvmTransaction(
@@ -456,28 +543,35 @@ export class EvmChain implements ChainClient {
     return `${blockNumber}:${block.hash}`;
   }
 
-  async #estimateGas(
-    from: Address,
-    call: { to: Address; value: bigint; data: Hex | undefined },
-    native: boolean,
-  ): Promise<bigint> {
-    try {
-      const estimate = await this.#client.estimateGas({
-        account: from,
-        to: call.to,
-        value: call.value,
-        ...(call.data ? { data: call.data } : {}),
-      });
-      // A plain transfer to an account without code costs exactly 21,000; anything else gets a margin.
-      return native && estimate === NATIVE_TRANSFER_GAS ? estimate : (estimate * 12n) / 10n;
-    } catch (error) {
-      const chainError = findChainError(error);
-      if (chainError instanceof ChainUnavailableError) throw chainError;
-      // Estimation replays the call against the current state; a sender not yet holding the amount makes it
-      // revert. The limit then falls back to a bound that covers a standard transfer.
-      return native ? NATIVE_TRANSFER_GAS : FALLBACK_TOKEN_TRANSFER_GAS;
+  /**
+   * The gas limit from the node's estimate. A plain transfer to an account without code costs exactly
+   * 21,000; anything else gets a margin. Estimation replays the call against the current state, so a sender
+   * not yet holding the amount makes it revert: the limit then falls back to a bound that covers a standard
+   * transfer. An endpoint that gave no usable answer is not such a refusal.
+   */
+  #gasLimit(estimate: ReadOutcome | undefined, native: boolean): bigint {
+    if (estimate && "result" in estimate) {
+      const gas = hexToBigInt(estimate.result as Hex);
+      return native && gas === NATIVE_TRANSFER_GAS ? gas : (gas * 12n) / 10n;
     }
+    if (estimate?.error instanceof ChainUnavailableError) throw estimate.error;
+    return native ? NATIVE_TRANSFER_GAS : FALLBACK_TOKEN_TRANSFER_GAS;
   }
+}
+
+/** One read of a batch: its result, or the chain error the node's refusal stands for. */
+type ReadOutcome = { result: unknown } | { error: unknown };
+
+/** The result of a read, or its error thrown. */
+function resultOf(outcome: ReadOutcome | undefined): unknown {
+  if (outcome === undefined) throw new Error("a batch answered fewer reads than it was asked");
+  if ("error" in outcome) throw outcome.error;
+  return outcome.result;
+}
+
+/** The call data of ERC-20 `balanceOf(owner)`. */
+function balanceOfData(owner: Address): Hex {
+  return encodeFunctionData({ abi: erc20Abi, functionName: "balanceOf", args: [owner] });
 }
 
 const readClients = new Map<string, PublicClient>();
@@ -492,7 +586,10 @@ export function evmReadClient(config: Pick<ChainConfig, "name" | "rpcUrl">): Pub
   let client = readClients.get(key);
   if (!client) {
     client = createPublicClient({
-      transport: chainTransport(config.name, config.rpcUrl, DEFAULT_TIMEOUT_MS),
+      transport: chainTransport(
+        config.name,
+        new JsonRpcEndpoint(config.rpcUrl, { timeoutMs: DEFAULT_TIMEOUT_MS }),
+      ),
     });
     readClients.set(key, client);
   }
@@ -509,7 +606,9 @@ export async function discoverEvmNetwork(
   rpcUrl: string,
   usdc: string,
 ): Promise<{ network: string; eip712: { name: string; version: string } | undefined }> {
-  const client = createPublicClient({ transport: chainTransport(chain, rpcUrl, DEFAULT_TIMEOUT_MS) });
+  const client = createPublicClient({
+    transport: chainTransport(chain, new JsonRpcEndpoint(rpcUrl, { timeoutMs: DEFAULT_TIMEOUT_MS })),
+  });
   const chainId = await client.getChainId();
   const token = getAddress(usdc);
   const eip712Abi = [
@@ -537,8 +636,9 @@ export async function discoverEvmNetwork(
  * (see errors.ts), without the URL's path and query (providers put API keys there; viem's errors keep them
  * in their messages), and an idempotent read is retried after a transient transport failure.
  */
-function chainTransport(chain: string, url: string, timeoutMs: number): Transport {
-  const inner = jsonRpcHttp(url, { timeoutMs });
+function chainTransport(chain: string, endpoint: JsonRpcEndpoint): Transport {
+  const { url, timeoutMs } = endpoint;
+  const inner = jsonRpcHttp(endpoint);
   return (params) => {
     const transport = inner(params);
     return {

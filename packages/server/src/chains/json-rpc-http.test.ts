@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import { gzipSync } from "node:zlib";
 import { createPublicClient, HttpRequestError, RpcRequestError } from "viem";
 import { afterEach, describe, expect, it } from "vitest";
-import { jsonRpcHttp } from "./json-rpc-http.ts";
+import { JsonRpcEndpoint, jsonRpcHttp } from "./json-rpc-http.ts";
 
 /** A JSON-RPC endpoint on a real socket: answers each call with `answer`, and notes what it saw. */
 async function endpoint(
@@ -126,5 +126,67 @@ describe("jsonRpcHttp", () => {
       url: configured,
       status: undefined,
     });
+  });
+
+  it("sends one caller's reads as one batch: one request, each call's outcome in order", async () => {
+    const bodies: unknown[] = [];
+    const node = await endpoint((body) => {
+      bodies.push(body);
+      const calls = body as unknown as { id: number; method: string }[];
+      // Answered out of order, as a node may: matched by id.
+      const answers = calls
+        .map(({ id, method }) =>
+          method === "eth_estimateGas"
+            ? { jsonrpc: "2.0", id, error: { code: 3, message: "execution reverted" } }
+            : { jsonrpc: "2.0", id, result: method === "eth_chainId" ? "0x2105" : "0x7" },
+        )
+        .reverse();
+      return { text: JSON.stringify(answers) };
+    });
+    const outcomes = await new JsonRpcEndpoint(node.url, { timeoutMs: 2_000 }).callBatch([
+      { method: "eth_chainId" },
+      { method: "eth_estimateGas", params: [{}] },
+      { method: "eth_blockNumber" },
+    ]);
+    expect(node.seen.requests).toBe(1);
+    expect(Array.isArray(bodies[0])).toBe(true);
+    expect(outcomes[0]).toEqual({ result: "0x2105" });
+    expect((outcomes[1] as { error: RpcRequestError }).error).toBeInstanceOf(RpcRequestError);
+    expect((outcomes[1] as { error: RpcRequestError }).error.code).toBe(3);
+    expect(outcomes[2]).toEqual({ result: "0x7" });
+  });
+
+  it("asks a node that refuses batches the calls one by one; an answer lacking a call fails the batch", async () => {
+    const refusing = await endpoint((body) =>
+      Array.isArray(body)
+        ? {
+            text: JSON.stringify({
+              jsonrpc: "2.0",
+              id: null,
+              error: { code: -32600, message: "no batches" },
+            }),
+          }
+        : { text: JSON.stringify({ jsonrpc: "2.0", id: body.id, result: body.method }) },
+    );
+    const outcomes = await new JsonRpcEndpoint(refusing.url, { timeoutMs: 2_000 }).callBatch([
+      { method: "eth_chainId" },
+      { method: "eth_blockNumber" },
+    ]);
+    expect(outcomes).toEqual([{ result: "eth_chainId" }, { result: "eth_blockNumber" }]);
+    expect(refusing.seen.requests).toBe(3);
+
+    const short = await endpoint((body) => ({
+      text: JSON.stringify([
+        { jsonrpc: "2.0", id: (body as unknown as { id: number }[])[0]?.id, result: "0x1" },
+      ]),
+    }));
+    const error = await failure(
+      new JsonRpcEndpoint(short.url, { timeoutMs: 2_000 }).callBatch([
+        { method: "eth_chainId" },
+        { method: "eth_blockNumber" },
+      ]),
+    );
+    expect(error).toBeInstanceOf(HttpRequestError);
+    expect(error).toMatchObject({ details: "the batch answer lacks a call's response" });
   });
 });

@@ -1,6 +1,8 @@
 /**
  * JSON-RPC over HTTP(S) for the EVM chain client, on node's `http`/`https` with kept-alive connections.
- * One call per request: no batches, so one caller's slow call never holds up another's.
+ * One call per request, except where one caller asks for several reads it needs together
+ * ({@link JsonRpcEndpoint.callBatch}): never a batch of several callers' calls, so one caller's slow call
+ * never holds up another's.
  *
  * It fails with viem's transport errors (`HttpRequestError`, `TimeoutError`, `RpcRequestError`), so the
  * chain layer maps its failures to chain errors in one place (`chainTransport` in evm.ts); every error
@@ -43,28 +45,39 @@ const IDLE_SOCKET_MS = 4_000;
 const DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024;
 
 /**
- * A viem transport for `url`. viem's own retries are off: the chain layer retries only what is safe to.
+ * A viem transport for `url` (or an endpoint already open). viem's own retries are off: the chain layer
+ * retries only what is safe to.
  * @example createPublicClient({ transport: jsonRpcHttp("http://127.0.0.1:8545", { timeoutMs: 15_000 }) })
  */
-export function jsonRpcHttp(url: string, options: JsonRpcHttpOptions): Transport {
-  const endpoint = new JsonRpcEndpoint(url, options);
+export function jsonRpcHttp(target: string | JsonRpcEndpoint, options?: JsonRpcHttpOptions): Transport {
+  const endpoint =
+    typeof target === "string" ? new JsonRpcEndpoint(target, options ?? { timeoutMs: 15_000 }) : target;
   return () =>
     createTransport({
       key: "json-rpc-http",
       name: "JSON-RPC over HTTP",
       type: "http",
       retryCount: 0,
-      timeout: options.timeoutMs,
+      timeout: endpoint.timeoutMs,
       request: ({ method, params }) => endpoint.call(method, params) as never,
     });
 }
 
+/** One call of a batch: a method and its parameters. */
+export interface RpcCall {
+  method: string;
+  params?: unknown;
+}
+
+/** The node's answer to one call of a batch: its result, or viem's `RpcRequestError` for its error. */
+export type RpcOutcome = { result: unknown } | { error: RpcRequestError };
+
 /** One endpoint: its kept-alive connections and its request ids. */
-class JsonRpcEndpoint {
+export class JsonRpcEndpoint {
   readonly #url: URL;
   /** The URL as configured: what errors carry, so that the chain layer's scrubbing finds it. */
-  readonly #configured: string;
-  readonly #timeoutMs: number;
+  readonly url: string;
+  readonly timeoutMs: number;
   readonly #maxResponseBytes: number;
   readonly #agent: http.Agent;
   readonly #request: typeof http.request;
@@ -78,8 +91,8 @@ class JsonRpcEndpoint {
 
   constructor(url: string, options: JsonRpcHttpOptions) {
     this.#url = new URL(url);
-    this.#configured = url;
-    this.#timeoutMs = options.timeoutMs;
+    this.url = url;
+    this.timeoutMs = options.timeoutMs;
     this.#maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
     const secure = this.#url.protocol === "https:";
     this.#agent = new (secure ? https.Agent : http.Agent)({ keepAlive: true, timeout: IDLE_SOCKET_MS });
@@ -92,39 +105,97 @@ class JsonRpcEndpoint {
   }
 
   async call(method: string, params: unknown): Promise<unknown> {
-    const body: RpcBody = {
-      jsonrpc: "2.0",
-      id: this.#nextId++,
-      method,
-      ...(params === undefined ? {} : { params }),
-    };
+    const body = this.#body({ method, params });
     const { status, text } = await this.#post(body);
-    const url = this.#configured;
-    let answer: unknown;
-    try {
-      answer = JSON.parse(text);
-    } catch {
-      answer = undefined;
-    }
+    const answer = parseJson(text);
     // A JSON-RPC error, whatever its shape and the HTTP status, is the node's answer (as with viem's transport).
-    if (isRpcAnswer(answer) && answer.error != null) {
-      const error = answer.error as { code: number; message: string };
-      throw new RpcRequestError({ body, error, url, ...(status >= 300 ? { status } : {}) });
-    }
-    if (status < 200 || status > 299) {
-      throw new HttpRequestError({ body, details: text.slice(0, 200) || `HTTP ${status}`, status, url });
-    }
+    if (isRpcAnswer(answer) && answer.error != null) throw this.#rpcError(body, answer.error, status);
+    this.#checkStatus(body, status, text);
     // No usable answer (a gateway's page, say), which a read may ask for again.
     if (!isRpcAnswer(answer) || !("result" in answer)) {
-      throw new HttpRequestError({ body, details: "the answer is not a JSON-RPC response", url });
+      throw new HttpRequestError({ body, details: "the answer is not a JSON-RPC response", url: this.url });
     }
     return answer.result;
   }
 
+  /**
+   * Several calls one caller needs together, in one HTTP request (a JSON-RPC batch): each call's outcome in
+   * the order given. What fails for the request as a whole (no answer, an HTTP error status, an answer that
+   * is not a batch's) fails the whole batch as {@link call} fails. A node that refuses batches (it answers
+   * one error object) is asked the calls one by one.
+   */
+  async callBatch(calls: readonly RpcCall[]): Promise<RpcOutcome[]> {
+    const bodies = calls.map((call) => this.#body(call));
+    const { status, text } = await this.#post(bodies);
+    const answer = parseJson(text);
+    if (!Array.isArray(answer)) {
+      if (isRpcAnswer(answer) && answer.error != null) return this.#oneByOne(calls);
+      this.#checkStatus(bodies, status, text);
+      throw new HttpRequestError({
+        body: bodies,
+        details: "the answer is not a JSON-RPC batch response",
+        url: this.url,
+      });
+    }
+    const byId = new Map<unknown, RpcAnswer>();
+    for (const item of answer) if (isRpcAnswer(item)) byId.set((item as { id?: unknown }).id, item);
+    return bodies.map((body) => {
+      const item = byId.get(body.id);
+      if (item?.error != null) return { error: this.#rpcError(body, item.error, status) };
+      if (item === undefined || !("result" in item)) {
+        throw new HttpRequestError({
+          body,
+          details: "the batch answer lacks a call's response",
+          url: this.url,
+        });
+      }
+      return { result: item.result };
+    });
+  }
+
+  async #oneByOne(calls: readonly RpcCall[]): Promise<RpcOutcome[]> {
+    return Promise.all(
+      calls.map((call) =>
+        this.call(call.method, call.params).then(
+          (result): RpcOutcome => ({ result }),
+          (error: unknown): RpcOutcome => {
+            if (error instanceof RpcRequestError) return { error };
+            throw error;
+          },
+        ),
+      ),
+    );
+  }
+
+  #body({ method, params }: RpcCall): RpcBody {
+    return { jsonrpc: "2.0", id: this.#nextId++, method, ...(params === undefined ? {} : { params }) };
+  }
+
+  #rpcError(body: RpcBody, error: unknown, status: number): RpcRequestError {
+    const url = this.url;
+    return new RpcRequestError({
+      body,
+      error: error as { code: number; message: string },
+      url,
+      ...(status >= 300 ? { status } : {}),
+    });
+  }
+
+  #checkStatus(body: RpcBody | RpcBody[], status: number, text: string): void {
+    if (status < 200 || status > 299) {
+      throw new HttpRequestError({
+        body,
+        details: text.slice(0, 200) || `HTTP ${status}`,
+        status,
+        url: this.url,
+      });
+    }
+  }
+
   /** One HTTP POST: the status and the (decompressed) body, or viem's `HttpRequestError` / `TimeoutError`. */
-  #post(rpcBody: RpcBody): Promise<{ status: number; text: string }> {
+  #post(rpcBody: RpcBody | RpcBody[]): Promise<{ status: number; text: string }> {
     const payload = JSON.stringify(rpcBody);
-    const url = this.#configured;
+    const url = this.url;
     return new Promise((resolve, reject) => {
       let settled = false;
       const finish = (error: unknown, answer?: { status: number; text: string }) => {
@@ -167,7 +238,7 @@ class JsonRpcEndpoint {
       const timer = setTimeout(() => {
         finish(new TimeoutError({ body: rpcBody, url }));
         request.destroy();
-      }, this.#timeoutMs);
+      }, this.timeoutMs);
       request.on("error", (cause) => finish(new HttpRequestError({ body: rpcBody, cause, url })));
       request.end(payload);
     });
@@ -190,6 +261,14 @@ function decoded(response: http.IncomingMessage): NodeJS.ReadableStream {
   if (!decoder) return response;
   response.on("error", (error) => decoder.destroy(error));
   return response.pipe(decoder);
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }
 
 function isRpcAnswer(value: unknown): value is RpcAnswer {

@@ -54,6 +54,7 @@ import type {
   TokenInfo,
   TransferInput,
   TransferPlan,
+  TransferPlanWithBalances,
   TransferStatus,
 } from "./types.ts";
 
@@ -140,6 +141,16 @@ export class SolanaChain implements ChainClient {
       fee,
       solana: { blockhash: blockhash.blockhash, lastValidBlockHeight: blockhash.lastValidBlockHeight },
     };
+  }
+
+  async planTransferWithBalances(input: TransferInput): Promise<TransferPlanWithBalances> {
+    const native = this.config.nativeToken;
+    const [plan, balance, nativeBalance] = await Promise.all([
+      this.planTransfer(input),
+      this.getBalance(input.from, input.token),
+      input.token.address === null ? undefined : this.getBalance(input.from, native),
+    ]);
+    return { plan, balance, nativeBalance: nativeBalance ?? balance };
   }
 
   /** The base fee, and the rent of the recipient's token account when the transfer creates it. */

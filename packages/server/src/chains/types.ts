@@ -64,6 +64,15 @@ export interface TransferPlan extends TransferInput {
   solana?: { blockhash: string; lastValidBlockHeight: bigint };
 }
 
+/** A plan and the sender's balances, read together; see {@link ChainClient.planTransferWithBalances}. */
+export interface TransferPlanWithBalances {
+  plan: TransferPlan;
+  /** The sender's balance of the token transferred, in its atomic units. */
+  balance: bigint;
+  /** The sender's balance of the native coin (the same figure when the token is the native coin). */
+  nativeBalance: bigint;
+}
+
 /** A transfer signed but not yet broadcast: recorded first, so a crash can never lose a broadcast. */
 export interface SignedTransfer {
   /** Transaction hash (EVM) or signature (Solana), known before broadcast. */
@@ -113,6 +122,11 @@ export interface ChainClient {
    * taken. `plan.fee` is the upper bound of the native-coin fee it costs.
    */
   planTransfer(input: TransferInput): Promise<TransferPlan>;
+  /**
+   * {@link ChainClient.planTransfer} and the sender's balances of the token and of the native coin, read
+   * together: what a payer checks its funds and fees against before a lock (EVM: one request to the node).
+   */
+  planTransferWithBalances(input: TransferInput): Promise<TransferPlanWithBalances>;
   /**
    * Signs a planned transfer with the key of `plan.from`. Local: no network call, so it may run under a
    * database lock. Does not broadcast. `privateKey`: EVM 32-byte secp256k1 secret; Solana 32-byte ed25519

@@ -41,19 +41,18 @@ export function parseTransferAmount(client: ChainClient, token: TokenInfo, amoun
 
 /**
  * Plans a transfer and checks, from the same moment's balances, that the sender holds the amount and the
- * fee: the network part of a transfer, made before any lock is taken. Every read runs at once.
+ * fee: the network part of a transfer, made before any lock is taken. Every read runs at once (on EVM, in
+ * one request).
  */
 export async function planFundedTransfer(client: ChainClient, input: TransferInput): Promise<TransferPlan> {
   const { token, amount } = input;
   const native = client.config.nativeToken;
   const isNative = token.address === null;
-  const [plan, tokenBalance, nativeBalance] = await chainCall(client.config.name, () =>
-    Promise.all([
-      client.planTransfer(input),
-      client.getBalance(input.from, token),
-      isNative ? Promise.resolve(0n) : client.getBalance(input.from, native),
-    ]),
-  );
+  const {
+    plan,
+    balance: tokenBalance,
+    nativeBalance,
+  } = await chainCall(client.config.name, () => client.planTransferWithBalances(input));
   if (tokenBalance < amount) {
     throw errors.insufficientFunds(
       "insufficient_token",

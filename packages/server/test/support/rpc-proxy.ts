@@ -7,7 +7,10 @@ export type ProxyAction = "forward" | "drop" | { status: number };
 /** A listening JSON-RPC proxy in front of a real endpoint. */
 export interface RpcProxy {
   url: string;
-  /** The JSON-RPC methods of every request received, in order, dropped ones included. */
+  /**
+   * The JSON-RPC methods of every request received, in order, dropped ones included; a batch's as its
+   * methods joined by commas.
+   */
   readonly methods: string[];
   /** How many requests for `method` were received. */
   count(method: string): number;
@@ -22,7 +25,7 @@ async function readBody(request: IncomingMessage): Promise<string> {
 
 /**
  * A real HTTP proxy on 127.0.0.1 in front of `upstream` (a devnet endpoint) that decides per request, by
- * its JSON-RPC method and how many of that method it has seen (1 for the first), whether to forward it,
+ * its JSON-RPC method (a batch's methods joined by commas) and how many of that method it has seen (1 for the first), whether to forward it,
  * to drop the connection without an answer (what a client meets when a server closes the keep-alive socket
  * it reuses), or to answer an HTTP status as a gateway would.
  * @example const proxy = await startRpcProxy(devnet.evm.rpcUrl, (method, nth) => method === "eth_getBalance" && nth <= 2 ? "drop" : "forward");
@@ -37,8 +40,10 @@ export async function startRpcProxy(
     const body = await readBody(request);
     let method = "unknown";
     try {
-      const parsed = JSON.parse(body) as { method?: unknown };
-      if (typeof parsed.method === "string") method = parsed.method;
+      const parsed = JSON.parse(body) as { method?: unknown } | { method?: unknown }[];
+      const calls = Array.isArray(parsed) ? parsed : [parsed];
+      if (calls.every((call) => typeof call.method === "string"))
+        method = calls.map((call) => call.method).join(",");
     } catch {}
     methods.push(method);
     const action = decide(method, count(method));
