@@ -5,8 +5,8 @@
  */
 import { and, asc, eq, gt, inArray, or, type SQL, sql } from "drizzle-orm";
 import { newId } from "../internal/crypto.ts";
-import { events, wallets } from "../internal/db/schema.ts";
-import type { Db, Tx } from "../internal/db/store.ts";
+import { events } from "../internal/db/schema.ts";
+import { type Db, namedStatement, type Tx } from "../internal/db/store.ts";
 
 export const EVENT_TYPES = [
   "transaction.created",
@@ -63,30 +63,52 @@ export async function recordEvent(
     });
     return;
   }
-  await recordWalletEvents(tx, type, [{ walletId: subject.walletId, data }]);
+  await recordWalletEvents(tx, [{ walletId: subject.walletId, type, data }]);
+}
+
+/** One event about a wallet, as {@link recordWalletEvents} and {@link walletEventsInsert} write it. */
+export interface WalletEvent {
+  walletId: string;
+  type: EventType;
+  data: object;
 }
 
 /**
- * Writes one event of `type` per entry, each about its wallet, in one statement and in the entries' order
- * (what a batch of changes committed together reports, such as the confirmations of one confirmer pass).
- * Call it inside the database transaction of the changes, as {@link recordEvent}.
+ * Writes one event per entry, each about its wallet, in one statement and in the entries' order (what a
+ * batch of changes committed together reports, such as the confirmations of one confirmer pass). Call it
+ * inside the database transaction of the changes, as {@link recordEvent}.
  */
-export async function recordWalletEvents(
-  tx: Db | Tx,
-  type: EventType,
-  entries: readonly { walletId: string; data: object }[],
-): Promise<void> {
+export async function recordWalletEvents(tx: Db | Tx, entries: readonly WalletEvent[]): Promise<void> {
   if (entries.length === 0) return;
-  const rows = entries.map(
-    ({ walletId, data }, i) => sql`(${newId("evt")}, ${walletId}, ${JSON.stringify(data)}, ${i}::int)`,
-  );
-  // The account is each wallet's: one statement, no read before it.
-  await tx.execute(sql`
-    INSERT INTO ${events} (id, account_id, wallet_id, type, data)
-    SELECT v.id, ${wallets.accountId}, ${wallets.id}, ${type}, v.data::json
-    FROM (VALUES ${sql.join(rows, sql`, `)}) AS v(id, wallet_id, data, ord)
-    JOIN ${wallets} ON ${wallets.id} = v.wallet_id
-    ORDER BY v.ord`);
+  let statement = walletEventStatements.get(entries.length);
+  if (!statement) {
+    statement = namedStatement(`wallet_events_${entries.length}`, walletEventsInsert(entries.length, 1));
+    walletEventStatements.set(entries.length, statement);
+  }
+  await statement(tx, walletEventsParams(entries));
+}
+const walletEventStatements = new Map<number, ReturnType<typeof namedStatement>>();
+
+/**
+ * The SQL text of an INSERT of `count` wallet events whose parameters start at `$first`
+ * ({@link walletEventsParams}' order), in their order: what {@link recordWalletEvents} runs, and what a
+ * statement that records a change with its events embeds. The account is each wallet's, with no read before.
+ */
+export function walletEventsInsert(count: number, first: number): string {
+  const rows = Array.from({ length: count }, (_, i) => {
+    const at = first + 4 * i;
+    return `($${at}, $${at + 1}, $${at + 2}, $${at + 3}, ${i})`;
+  });
+  return `INSERT INTO events (id, wallet_id, type, data, account_id)
+    SELECT v.id, w.id, v.type, v.data::json, w.account_id
+    FROM (VALUES ${rows.join(", ")}) AS v(id, wallet_id, type, data, ord)
+    JOIN wallets w ON w.id = v.wallet_id
+    ORDER BY v.ord`;
+}
+
+/** The parameters of {@link walletEventsInsert}: four per event (a new id, the wallet, the type, the data). */
+export function walletEventsParams(entries: readonly WalletEvent[]): unknown[] {
+  return entries.flatMap(({ walletId, type, data }) => [newId("evt"), walletId, type, JSON.stringify(data)]);
 }
 
 /**

@@ -4,7 +4,7 @@
  */
 import { and, asc, eq, gt, gte, inArray, lt, sql } from "drizzle-orm";
 import { spendHours, transactions } from "../internal/db/schema.ts";
-import type { Db, Tx } from "../internal/db/store.ts";
+import { type Db, namedStatement, type Tx } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 import { formatUsd } from "../internal/money.ts";
 import type { PolicyRow } from "./policy.ts";
@@ -112,14 +112,24 @@ export async function windowSpending(
 
 /** Adds (or, negative, gives back) a spend's USD to its hour bucket. */
 export async function addToHour(db: Db | Tx, walletId: string, at: Date, usdMicros: bigint): Promise<void> {
-  await db
-    .insert(spendHours)
-    .values({ walletId, hour: hourOf(at), usdMicros })
-    .onConflictDoUpdate({
-      target: [spendHours.walletId, spendHours.hour],
-      set: { usdMicros: sql`${spendHours.usdMicros} + ${usdMicros.toString()}::numeric` },
-    });
+  await addToHourStatement(db, hourBucketParams(walletId, at, usdMicros));
 }
+
+/**
+ * The SQL text of {@link addToHour}, its parameters from `$first` in {@link hourBucketParams}' order: what it
+ * runs, and what a statement that records a spend embeds (`recordTransaction`).
+ */
+export function addToHourSql(first: number): string {
+  return `INSERT INTO spend_hours (wallet_id, hour, usd_micros) VALUES ($${first}, $${first + 1}, $${first + 2})
+    ON CONFLICT (wallet_id, hour) DO UPDATE SET usd_micros = spend_hours.usd_micros + EXCLUDED.usd_micros`;
+}
+
+/** The parameters of {@link addToHourSql}: the wallet, the hour `at` falls in, and the USD micros. */
+export function hourBucketParams(walletId: string, at: Date, usdMicros: bigint): unknown[] {
+  return [walletId, hourOf(at).toISOString(), usdMicros.toString()];
+}
+
+const addToHourStatement = namedStatement("add_to_hour", addToHourSql(1));
 
 /**
  * Refuses a spend that would take the rolling 24 h sum past `dailyLimit`. Inside {@link admitSpend} it runs

@@ -3,13 +3,13 @@ import type { SignedTransfer } from "../chains/types.ts";
 import { recordEvent } from "../events/events.ts";
 import { attachTransaction, type IdempotencyClaim } from "../idempotency/idempotency.ts";
 import { transactions, walletPolicies, wallets } from "../internal/db/schema.ts";
-import { type Db, type Tx, withDomainErrors } from "../internal/db/store.ts";
+import { type Db, namedStatement, type Tx, tableColumns, withDomainErrors } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 import { formatUsd } from "../internal/money.ts";
 import type { PolicyRow } from "../policy/policy.ts";
 import { checkStaticRules, isAboveAlert, needsApproval, type SpendFacts } from "../policy/rules.ts";
 import { addToHour, checkDailyLimit } from "../policy/spend-window.ts";
-import { insertTransaction, type TransactionRow, toTransactionView } from "../transactions/transactions.ts";
+import { recordTransaction, type TransactionRow, toTransactionView } from "../transactions/transactions.ts";
 import { alreadyUsed } from "./authorization.ts";
 import { allocateNonce } from "./nonces.ts";
 
@@ -86,38 +86,48 @@ async function admitLocked(
       }
       signed = await options.sign(nonce);
     }
-    const row = await insertTransaction(tx, {
-      walletId: spend.walletId,
-      type: spend.type,
-      chain: spend.chain,
-      token: spend.token.symbol,
-      amountAtomic: spend.amount,
-      decimals: spend.token.decimals,
-      fromAddress: spend.from,
-      toAddress: spend.to,
-      status: held ? "pending_approval" : "pending",
-      spendDecisionId: spend.spendDecisionId ?? null,
-      usdMicros: spend.usdMicros ?? null,
-      ...signedColumns(spend, signed),
-      ...(held
-        ? {
-            approvalStatus: "pending" as const,
-            approvalExpiresAt: new Date(now.getTime() + (options.approvalTtlMs ?? DEFAULT_APPROVAL_TTL_MS)),
-          }
-        : {}),
-      createdAt: now,
-    });
-    const view = toTransactionView(row);
-    if (held) await recordEvent(tx, { walletId: spend.walletId }, "approval.requested", view);
-    if (isAboveAlert(policy, spend)) {
-      await recordEvent(tx, { walletId: spend.walletId }, "spend.alert", {
-        alertAbove: formatUsd(policy.alertAboveMicros ?? 0n),
-        usdValue: formatUsd(spend.usdMicros ?? 0n),
-        transaction: view,
-      });
-    }
-    if (spend.usdMicros !== undefined && spend.usdMicros > 0n)
-      await addToHour(tx, spend.walletId, now, spend.usdMicros);
+    const row = await recordTransaction(
+      tx,
+      {
+        walletId: spend.walletId,
+        type: spend.type,
+        chain: spend.chain,
+        token: spend.token.symbol,
+        amountAtomic: spend.amount,
+        decimals: spend.token.decimals,
+        fromAddress: spend.from,
+        toAddress: spend.to,
+        status: held ? "pending_approval" : "pending",
+        spendDecisionId: spend.spendDecisionId ?? null,
+        usdMicros: spend.usdMicros ?? null,
+        ...signedColumns(spend, signed),
+        ...(held
+          ? {
+              approvalStatus: "pending" as const,
+              approvalExpiresAt: new Date(now.getTime() + (options.approvalTtlMs ?? DEFAULT_APPROVAL_TTL_MS)),
+            }
+          : {}),
+        createdAt: now,
+      },
+      {
+        events: (view) => [
+          ...(held ? [{ type: "approval.requested" as const, data: view }] : []),
+          ...(isAboveAlert(policy, spend)
+            ? [
+                {
+                  type: "spend.alert" as const,
+                  data: {
+                    alertAbove: formatUsd(policy.alertAboveMicros ?? 0n),
+                    usdValue: formatUsd(spend.usdMicros ?? 0n),
+                    transaction: view,
+                  },
+                },
+              ]
+            : []),
+        ],
+        reservedUsdMicros: spend.usdMicros ?? 0n,
+      },
+    );
     if (options.idempotency) await attachTransaction(tx, options.idempotency, row.id);
     return row;
   });
@@ -131,16 +141,19 @@ async function admitLocked(
  * archive to commit, PostgreSQL re-reads both rows and the status read is the archived one.
  */
 export async function lockSpendingPolicy(tx: Tx, walletId: string): Promise<PolicyRow> {
-  const [locked] = await tx
-    .select({ policy: walletPolicies, walletStatus: wallets.status })
-    .from(walletPolicies)
-    .innerJoin(wallets, eq(wallets.id, walletPolicies.walletId))
-    .where(eq(walletPolicies.walletId, walletId))
-    .for("no key update", { of: [walletPolicies, wallets] });
+  const [locked] = await lockSpendingPolicyStatement(tx, [walletId]);
   if (!locked) throw new Error(`wallet ${walletId} has no policy row`);
   if (locked.walletStatus !== "active") throw errors.walletArchived(walletId);
   return locked.policy;
 }
+
+const policyColumns = tableColumns(walletPolicies, ["policy"], "p");
+const lockSpendingPolicyStatement = namedStatement<{ policy: PolicyRow; walletStatus: string }>(
+  "lock_spending_policy",
+  `SELECT ${policyColumns.list}, w.status FROM wallet_policies p JOIN wallets w ON w.id = p.wallet_id
+    WHERE p.wallet_id = $1 FOR NO KEY UPDATE OF p, w`,
+  [...policyColumns.fields, [["walletStatus"], wallets.status]],
+);
 
 /**
  * Marks a pending spend failed and gives its USD back to the rolling window, in one transaction. Returns

@@ -2,9 +2,9 @@
  * EVM nonces of the wallets' addresses, handed out by the store so concurrent spends (and instances sharing
  * one PostgreSQL) never sign two transactions with one nonce, nor skip one.
  */
-import { and, eq, sql } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import { evmNonces } from "../internal/db/schema.ts";
-import type { Db, Tx } from "../internal/db/store.ts";
+import { type Db, namedStatement, type Tx } from "../internal/db/store.ts";
 
 /**
  * Hands out the next nonce of `address` on `chain`: max(what was handed out, what the chain has seen
@@ -16,17 +16,18 @@ export async function allocateNonce(
   address: string,
   chainPendingNonce: number,
 ): Promise<number> {
-  const [allocated] = await tx
-    .insert(evmNonces)
-    .values({ chain, address, nextNonce: chainPendingNonce + 1 })
-    .onConflictDoUpdate({
-      target: [evmNonces.chain, evmNonces.address],
-      set: { nextNonce: sql`greatest(${evmNonces.nextNonce}, ${chainPendingNonce}) + 1` },
-    })
-    .returning({ next: evmNonces.nextNonce });
+  const [allocated] = await allocateNonceStatement(tx, [chain, address, chainPendingNonce]);
   if (!allocated) throw new Error("nonce allocation returned no row");
   return allocated.next - 1;
 }
+
+const allocateNonceStatement = namedStatement<{ next: number }>(
+  "allocate_nonce",
+  `INSERT INTO evm_nonces (chain, address, next_nonce) VALUES ($1, $2, $3::integer + 1)
+    ON CONFLICT (chain, address) DO UPDATE SET next_nonce = greatest(evm_nonces.next_nonce, $3::integer) + 1
+    RETURNING next_nonce`,
+  [[["next"], evmNonces.nextNonce]],
+);
 
 /**
  * Gives back a nonce whose transaction never reached the chain, when no later nonce was handed out since.

@@ -1,10 +1,17 @@
 import { and, desc, eq, type SQL, sql } from "drizzle-orm";
-import { recordEvent, recordWalletEvents } from "../events/events.ts";
+import {
+  type EventType,
+  recordEvent,
+  recordWalletEvents,
+  walletEventsInsert,
+  walletEventsParams,
+} from "../events/events.ts";
 import { newId } from "../internal/crypto.ts";
 import { historyCounts, transactions, wallets } from "../internal/db/schema.ts";
-import type { Db, Tx } from "../internal/db/store.ts";
+import { type Db, namedStatement, rowParams, type Tx, tableColumns } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 import { formatUnits } from "../internal/money.ts";
+import { addToHourSql, hourBucketParams } from "../policy/spend-window.ts";
 
 export type TransactionRow = typeof transactions.$inferSelect;
 export type TransactionType = TransactionRow["type"];
@@ -71,30 +78,105 @@ export function toTransactionView(row: TransactionRow): TransactionView {
 
 export type NewTransaction = Omit<typeof transactions.$inferInsert, "id"> & { id?: string };
 
-/**
- * Records a transaction and counts it, in one database transaction, so `total` is always exact.
- * @example await recordTransaction(db, { walletId, type: "send", chain: "base", … });
- */
-export async function recordTransaction(db: Db, input: NewTransaction): Promise<TransactionRow> {
-  return db.transaction((tx) => insertTransaction(tx, input));
+/** What is recorded in the same statement as a transaction, besides its own event. */
+export interface RecordedWith {
+  /** More events about the wallet, written after the transaction's own, in order; given its view. */
+  events?: (view: TransactionView) => readonly { type: EventType; data: object }[];
+  /** USD micros the spend holds in the rolling window, added to its hour bucket (policy/spend-window.ts). */
+  reservedUsdMicros?: bigint;
 }
 
-/** {@link recordTransaction} as one step of a larger database transaction (a spend's admission). */
-export async function insertTransaction(tx: Tx, input: NewTransaction): Promise<TransactionRow> {
-  const [row] = await tx
-    .insert(transactions)
-    .values({ ...input, id: input.id ?? newId("tx") })
-    .returning();
-  if (!row) throw new Error("insert returned no row");
-  await announceRecorded(tx, row);
+/**
+ * Records a transaction with its event (`transaction.created`, or `transaction.received` for money coming
+ * in), and what `also` says, in one statement: alone or as one step of a larger database transaction (a
+ * spend's admission). The history counts follow from the database's trigger (migration 0009), so `total` is
+ * always exact.
+ * @example await recordTransaction(db, { walletId, type: "send", chain: "base", … });
+ */
+export async function recordTransaction(
+  db: Db | Tx,
+  input: NewTransaction,
+  also: RecordedWith = {},
+): Promise<TransactionRow> {
+  // The row as the database holds it once inserted: every column given or unset, none with another default.
+  const row = {
+    ...UNSET_COLUMNS,
+    ...Object.fromEntries(Object.entries(input).filter(([, value]) => value !== undefined)),
+    id: input.id ?? newId("tx"),
+    createdAt: input.createdAt ?? new Date(),
+  } as TransactionRow;
+  const view = toTransactionView(row);
+  const events = [{ type: announcementOf(row), data: view }, ...(also.events?.(view) ?? [])].map((event) => ({
+    walletId: row.walletId,
+    ...event,
+  }));
+  const reserved = also.reservedUsdMicros !== undefined && also.reservedUsdMicros > 0n;
+  await recordStatement(events.length, reserved)(db, [
+    ...rowParams(transactions, row),
+    ...walletEventsParams(events),
+    ...(reserved ? hourBucketParams(row.walletId, row.createdAt, also.reservedUsdMicros ?? 0n) : []),
+  ]);
   return row;
 }
 
 /** The event of a newly recorded transaction: money coming in, or a spend starting. */
-async function announceRecorded(tx: Tx, row: TransactionRow): Promise<void> {
-  const type = row.type === "receive" ? "transaction.received" : "transaction.created";
-  await recordEvent(tx, { walletId: row.walletId }, type, toTransactionView(row));
+function announcementOf(row: TransactionRow): EventType {
+  return row.type === "receive" ? "transaction.received" : "transaction.created";
 }
+
+/** The columns a new transaction leaves unset: all of them nullable, and none with a default. */
+const UNSET_COLUMNS = {
+  txHash: null,
+  failureReason: null,
+  spendDecisionId: null,
+  confirmedAt: null,
+  usdMicros: null,
+  rawTx: null,
+  nonce: null,
+  lastValidBlockHeight: null,
+  broadcastAt: null,
+  transferIndex: null,
+  resource: null,
+  x402Payment: null,
+  approvalStatus: null,
+  approvalExpiresAt: null,
+  approvalDecidedAt: null,
+} satisfies Omit<TransactionRow, keyof typeof transactions.$inferInsert & RequiredKeys>;
+type RequiredKeys =
+  | "walletId"
+  | "type"
+  | "chain"
+  | "token"
+  | "amountAtomic"
+  | "decimals"
+  | "fromAddress"
+  | "toAddress"
+  | "status"
+  | "id"
+  | "createdAt";
+
+/**
+ * The statement of {@link recordTransaction}: the row, then its events and its hour bucket as CTEs of the
+ * same INSERT (parameters in that order), one per shape and kept.
+ */
+function recordStatement(eventCount: number, reserved: boolean) {
+  const key = `${eventCount}${reserved ? "r" : ""}`;
+  let statement = recordStatements.get(key);
+  if (!statement) {
+    const { list, fields } = tableColumns(transactions);
+    const values = fields.map((_, i) => `$${i + 1}`).join(", ");
+    const eventsAt = fields.length + 1;
+    const ctes = [`announced AS (${walletEventsInsert(eventCount, eventsAt)})`];
+    if (reserved) ctes.push(`reserved AS (${addToHourSql(eventsAt + 4 * eventCount)})`);
+    statement = namedStatement(
+      `record_transaction_${key}`,
+      `WITH ${ctes.join(", ")} INSERT INTO transactions (${list}) VALUES (${values})`,
+    );
+    recordStatements.set(key, statement);
+  }
+  return statement;
+}
+const recordStatements = new Map<string, ReturnType<typeof namedStatement>>();
 
 /** A spend found settled on chain: when, and the hash that settled it when it is known only now. */
 export interface Settlement {
@@ -135,8 +217,11 @@ export async function confirmTransactions(
     const confirmed = settlements.flatMap((settled) => byId.get(settled.transactionId) ?? []);
     await recordWalletEvents(
       tx,
-      "transaction.confirmed",
-      confirmed.map((row) => ({ walletId: row.walletId, data: toTransactionView(row) })),
+      confirmed.map((row) => ({
+        walletId: row.walletId,
+        type: "transaction.confirmed",
+        data: toTransactionView(row),
+      })),
     );
     return confirmed;
   });
@@ -165,7 +250,7 @@ export async function recordTransferOnce(
       })
       .returning();
     if (!row) return undefined;
-    await announceRecorded(tx, row);
+    await recordEvent(tx, { walletId: row.walletId }, announcementOf(row), toTransactionView(row));
     return row;
   });
 }

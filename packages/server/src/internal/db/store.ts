@@ -2,9 +2,9 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { PGlite } from "@electric-sql/pglite";
-import { type SQL, sql } from "drizzle-orm";
+import { getTableColumns, type SQL, sql } from "drizzle-orm";
 import { drizzle as drizzleNodePg } from "drizzle-orm/node-postgres";
-import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
+import type { AnyPgColumn, PgDatabase, PgQueryResultHKT, PgTable } from "drizzle-orm/pg-core";
 import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
 import pg from "pg";
 import { ensurePrivateDir, restrictTree } from "../private-files.ts";
@@ -169,4 +169,57 @@ export function preparedPerDb<T>(build: (db: Db) => T): (db: Db) => T {
     }
     return prepared;
   };
+}
+
+/** Where a column of a {@link namedStatement}'s rows lands in the row it returns: a path of keys. */
+export type RowField = readonly [path: readonly string[], column: AnyPgColumn];
+
+/**
+ * A statement written once as SQL text with numbered parameters ($1, $2…), for the hot paths of a spend: run
+ * by name (each PostgreSQL connection parses and plans it once) and without drizzle's query building, alone
+ * or inside a transaction. `fields` say what each column the statement selects or returns is, in its order,
+ * and its rows come back mapped as drizzle maps them (`[["policy", "dailyLimitMicros"], column]` is
+ * `row.policy.dailyLimitMicros`, a bigint); without `fields` it returns no rows. Parameters go as the driver
+ * takes them: strings for bigints and dates ({@link rowParams} maps a table's row).
+ * @example
+ * const nextNonce = namedStatement<{ next: number }>("next_nonce", "SELECT next_nonce FROM evm_nonces WHERE chain = $1 AND address = $2", [[["next"], evmNonces.nextNonce]]);
+ * const [row] = await nextNonce(db, ["base", address]);
+ */
+export function namedStatement<Row = never>(
+  name: string,
+  text: string,
+  fields: readonly RowField[] = [],
+): (db: Db | Tx, params: unknown[]) => Promise<Row[]> {
+  const ordered = fields.map(([path, field]) => ({ path: [...path], field }));
+  return async (db, params) => {
+    const prepared = db._.session.prepareQuery(
+      { sql: text, params },
+      ordered.length > 0 ? ordered : undefined,
+      name,
+      false,
+    );
+    const result: unknown = await prepared.execute();
+    return ordered.length > 0 ? (result as Row[]) : [];
+  };
+}
+
+/** A table's columns in one order: their quoted names for SQL text, and fields under `path` for the rows. */
+export function tableColumns(table: PgTable, path: readonly string[] = [], qualifier = "") {
+  const entries = Object.entries(getTableColumns(table));
+  return {
+    /** `"a", "b"`, or `q."a", q."b"` with a qualifier. */
+    list: entries.map(([, column]) => `${qualifier ? `${qualifier}.` : ""}"${column.name}"`).join(", "),
+    fields: entries.map(([key, column]): RowField => [[...path, key], column]),
+  };
+}
+
+/**
+ * The parameters of a whole row of `table`, in {@link tableColumns}' order, as its columns map them for the
+ * driver (null for what the row leaves out).
+ */
+export function rowParams<T extends PgTable>(table: T, row: Partial<T["$inferSelect"]>): unknown[] {
+  return Object.entries(getTableColumns(table)).map(([key, column]) => {
+    const value = (row as Record<string, unknown>)[key];
+    return value === undefined || value === null ? null : column.mapToDriverValue(value);
+  });
 }
