@@ -1,4 +1,6 @@
+import { and, asc, eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { events, spendHours, transactions } from "../src/internal/db/schema.ts";
 import { recordTransaction } from "../src/transactions/transactions.ts";
 import { createTestServer, expectErrorShape, seedAccount, type TestServer } from "./support/test-server.ts";
 
@@ -122,5 +124,52 @@ describe("GET /v1/wallets/:id/transactions", () => {
   it("answers 404 for an unknown wallet", async () => {
     const response = await server.api.get("/v1/wallets/wal_unknown0000000000000000/transactions", apiKey);
     expect(response.status).toBe(404);
+  });
+});
+
+describe("recordTransaction", () => {
+  it("returns the row exactly as the store holds it, and writes its events and hour bucket in the same statement", async () => {
+    const db = server.service.store.db;
+    const createdAt = new Date(Date.UTC(2026, 0, 2, 10, 30));
+    const row = await recordTransaction(
+      db,
+      {
+        walletId,
+        type: "send",
+        chain: "base",
+        token: "USDC",
+        amountAtomic: 123_456_789n,
+        decimals: 6,
+        fromAddress: "sender",
+        toAddress: "recipient",
+        status: "pending",
+        usdMicros: 123_456_789n,
+        nonce: 7,
+        rawTx: "0x02",
+        txHash: `0x${"ab".repeat(32)}`,
+        x402Payment: { nonce: "0x01" },
+        broadcastAt: createdAt,
+        createdAt,
+      },
+      {
+        events: (view) => [{ type: "spend.alert", data: { alertAbove: "1.00", transaction: view } }],
+        reservedUsdMicros: 123_456_789n,
+      },
+    );
+    const [stored] = await db.select().from(transactions).where(eq(transactions.id, row.id));
+    expect(row).toEqual(stored);
+    const written = await db
+      .select()
+      .from(events)
+      .where(eq(events.walletId, walletId))
+      .orderBy(asc(events.seq));
+    const mine = written.filter((event) => JSON.stringify(event.data).includes(row.id));
+    expect(mine.map((event) => event.type)).toEqual(["transaction.created", "spend.alert"]);
+    expect(mine[0]?.data).toMatchObject({ id: row.id, amount: "123.456789", status: "pending" });
+    const [bucket] = await db
+      .select()
+      .from(spendHours)
+      .where(and(eq(spendHours.walletId, walletId), eq(spendHours.hour, new Date(Date.UTC(2026, 0, 2, 10)))));
+    expect(bucket?.usdMicros).toBe(123_456_789n);
   });
 });

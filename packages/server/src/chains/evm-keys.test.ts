@@ -88,6 +88,18 @@ describe("EVM keys through libsecp256k1", () => {
     }
   });
 
+  it("answers each key's own address when asked again, a key whose bytes changed in place included", () => {
+    const keys = Array.from({ length: 20 }, () => randomBytes(32));
+    const first = keys.map((key) => evmAddressOf(key));
+    expect(new Set(first).size).toBe(20);
+    expect(keys.map((key) => evmAddressOf(key))).toEqual(first);
+    // The same buffer holding another key (as a caller's reused buffer would) gives that key's address.
+    const buffer = Buffer.from(keys[0] as Buffer);
+    (keys[1] as Buffer).copy(buffer);
+    expect(evmAddressOf(buffer)).toBe(first[1]);
+    expect(evmAddressOf(buffer)).toBe(privateKeyToAccount(`0x${buffer.toString("hex")}`).address);
+  });
+
   it("refuses a secret outside the curve's range", () => {
     expect(() => evmAddressOf(new Uint8Array(32))).toThrow();
     expect(() => signEvmTransaction(transaction, Buffer.alloc(32, 0xff))).toThrow();

@@ -1,3 +1,4 @@
+import { createHmac, randomBytes } from "node:crypto";
 import { pointFromScalar, signRecoverable } from "tiny-secp256k1";
 import {
   type Address,
@@ -25,13 +26,31 @@ import {
  * and zeroes, its own buffer.
  */
 
-/** The EIP-55 checksummed address of a 32-byte secp256k1 secret. Throws on a secret outside the curve's range. */
+/**
+ * The EIP-55 checksummed address of a 32-byte secp256k1 secret. Throws on a secret outside the curve's range.
+ *
+ * Each key's address is derived once per process: a derivation is a curve multiplication, as dear as a
+ * signature, and every send checks the key it signs with against its wallet's address. The addresses are
+ * kept by an HMAC of their key under a secret of this process alone, so what is kept cannot sign, nor tell
+ * anything of the key.
+ */
 export function evmAddressOf(privateKey: Uint8Array): Address {
+  const tag = createHmac("sha256", ADDRESS_CACHE_SECRET).update(privateKey).digest("base64");
+  const known = derivedAddresses.get(tag);
+  if (known) return known;
   const publicKey = pointFromScalar(privateKey, false);
   if (!publicKey) throw new Error("not a secp256k1 private key");
   // The address is the last 20 bytes of the Keccak-256 of the uncompressed point without its 0x04 prefix.
-  return getAddress(`0x${keccak256(publicKey.subarray(1)).slice(-40)}`);
+  const address = getAddress(`0x${keccak256(publicKey.subarray(1)).slice(-40)}`);
+  // Oldest first out, past a bound that holds every wallet of a busy instance.
+  if (derivedAddresses.size >= DERIVED_ADDRESSES_KEPT)
+    derivedAddresses.delete(derivedAddresses.keys().next().value as string);
+  derivedAddresses.set(tag, address);
+  return address;
 }
+const ADDRESS_CACHE_SECRET = randomBytes(32);
+const DERIVED_ADDRESSES_KEPT = 100_000;
+const derivedAddresses = new Map<string, Address>();
 
 /** Signs an EIP-1559 transaction; returns it serialized with its signature, ready for `eth_sendRawTransaction`. */
 export function signEvmTransaction(transaction: TransactionSerializableEIP1559, privateKey: Uint8Array): Hex {
