@@ -154,6 +154,44 @@ describe("EvmChain on the local chain", () => {
     }
   });
 
+  it("tells where several transfers stand from one request for their receipts; one not mined is asked about alone", async () => {
+    const proxy = await startRpcProxy(devnet.evm.rpcUrl, () => "forward");
+    const watching = new EvmChain({ ...base.config, rpcUrl: proxy.url });
+    try {
+      const sender = await fundedSender();
+      const recipient = evmKey().address;
+      const signed: SignedTransfer[] = [];
+      for (const nonce of [0, 1, 2]) {
+        signed.push(
+          await signedTransfer(base, {
+            privateKey: sender.privateKey,
+            to: recipient,
+            token: eth,
+            amount: 1n,
+            nonce,
+          }),
+        );
+      }
+      const [first, second, unsent] = signed as [SignedTransfer, SignedTransfer, SignedTransfer];
+      // The third is signed with a nonce of its own but never sent: nothing on chain knows it.
+      await base.broadcast(first);
+      await base.broadcast(second);
+      await settled(second, sender.address);
+      const asked = proxy.methods.length;
+      const statuses = await watching.getTransferStatuses(
+        [first, second, unsent].map((transfer) => ({ signed: transfer, from: sender.address })),
+      );
+      expect(statuses.map((status) => status.state)).toEqual(["confirmed", "confirmed", "pending"]);
+      const requests = proxy.methods.slice(asked);
+      expect(requests[0]).toBe(
+        "eth_getTransactionReceipt,eth_getTransactionReceipt,eth_getTransactionReceipt",
+      );
+      expect(requests.filter((m) => m === "eth_getTransactionReceipt")).toHaveLength(2);
+    } finally {
+      await proxy.close();
+    }
+  });
+
   it("confirms a mined transfer from its receipt alone once a scan has read its block, with the block's time", async () => {
     const proxy = await startRpcProxy(devnet.evm.rpcUrl, () => "forward");
     const watching = new EvmChain({ ...base.config, rpcUrl: proxy.url });

@@ -6,6 +6,7 @@ import {
   defineChain,
   encodeFunctionData,
   erc20Abi,
+  formatTransactionReceipt,
   getAbiItem,
   getAddress,
   type Hash,
@@ -61,6 +62,8 @@ const TRANSFER_EVENT = getAbiItem({ abi: erc20Abi, name: "Transfer" });
 const NATIVE_TRANSFER_GAS = 21_000n;
 /** Used when a token transfer cannot be estimated (the sender does not hold the amount yet). */
 const FALLBACK_TOKEN_TRANSFER_GAS = 100_000n;
+/** Receipts asked for in one request by {@link EvmChain.getTransferStatuses}. */
+const RECEIPTS_PER_BATCH = 100;
 /** Blocks looked at by one scan: bounded, so one call stays cheap and the caller persists progress often. */
 const MAX_BLOCKS_PER_SCAN = 50n;
 /** Requests in flight at once while scanning (public endpoints rate-limit bursts). */
@@ -358,6 +361,31 @@ export class EvmChain implements ChainClient {
       return { state: "dropped", reason: `nonce ${signed.nonce} was used by another transaction` };
     }
     return { state: "pending" };
+  }
+
+  async getTransferStatuses(
+    transfers: readonly {
+      signed: Pick<SignedTransfer, "txHash" | "nonce" | "lastValidBlockHeight">;
+      from: string;
+    }[],
+  ): Promise<TransferStatus[]> {
+    const statuses: TransferStatus[] = [];
+    for (let at = 0; at < transfers.length; at += RECEIPTS_PER_BATCH) {
+      const chunk = transfers.slice(at, at + RECEIPTS_PER_BATCH);
+      const receipts = await this.#reads(
+        chunk.map(({ signed }) => ({ method: "eth_getTransactionReceipt", params: [signed.txHash] })),
+      );
+      for (const [i, { signed, from }] of chunk.entries()) {
+        const receipt = resultOf(receipts[i]);
+        // Not mined (yet): what the rarer reads of one transfer tell.
+        statuses.push(
+          receipt === null
+            ? await this.getTransferStatus(signed, from)
+            : await this.#minedStatus(formatTransactionReceipt(receipt as never)),
+        );
+      }
+    }
+    return statuses;
   }
 
   #receipt(hash: Hash): Promise<TransactionReceipt | null> {

@@ -236,6 +236,17 @@ export class SolanaChain implements ChainClient {
     }
   }
 
+  async getTransferStatuses(
+    transfers: readonly {
+      signed: Pick<SignedTransfer, "txHash" | "nonce" | "lastValidBlockHeight">;
+      from: string;
+    }[],
+  ): Promise<TransferStatus[]> {
+    const statuses: TransferStatus[] = [];
+    for (const { signed, from } of transfers) statuses.push(await this.getTransferStatus(signed, from));
+    return statuses;
+  }
+
   async getTransferStatus(
     signed: Pick<SignedTransfer, "txHash" | "nonce" | "lastValidBlockHeight">,
     _from: string,

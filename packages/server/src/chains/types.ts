@@ -140,6 +140,16 @@ export interface ChainClient {
     signed: Pick<SignedTransfer, "txHash" | "nonce" | "lastValidBlockHeight">,
     from: string,
   ): Promise<TransferStatus>;
+  /**
+   * Where each of several broadcast transfers stands, in order, as {@link ChainClient.getTransferStatus}
+   * tells one (EVM: their receipts in one request, the rarer follow-up reads one transfer at a time).
+   */
+  getTransferStatuses(
+    transfers: readonly {
+      signed: Pick<SignedTransfer, "txHash" | "nonce" | "lastValidBlockHeight">;
+      from: string;
+    }[],
+  ): Promise<TransferStatus[]>;
   /** EVM: the next nonce of `address` counting pending transactions. */
   getPendingNonce?(address: string): Promise<number>;
   /** EVM: the next nonce of `address` counting mined transactions only. */

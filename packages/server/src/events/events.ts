@@ -6,7 +6,7 @@
 import { and, asc, eq, gt, inArray, or, type SQL, sql } from "drizzle-orm";
 import { newId } from "../internal/crypto.ts";
 import { events } from "../internal/db/schema.ts";
-import { type Db, namedStatement, type Tx } from "../internal/db/store.ts";
+import { type Db, statementsByShape, type Tx } from "../internal/db/store.ts";
 
 export const EVENT_TYPES = [
   "transaction.created",
@@ -80,14 +80,12 @@ export interface WalletEvent {
  */
 export async function recordWalletEvents(tx: Db | Tx, entries: readonly WalletEvent[]): Promise<void> {
   if (entries.length === 0) return;
-  let statement = walletEventStatements.get(entries.length);
-  if (!statement) {
-    statement = namedStatement(`wallet_events_${entries.length}`, walletEventsInsert(entries.length, 1));
-    walletEventStatements.set(entries.length, statement);
-  }
-  await statement(tx, walletEventsParams(entries));
+  await walletEventsStatement(entries.length)(tx, walletEventsParams(entries));
 }
-const walletEventStatements = new Map<number, ReturnType<typeof namedStatement>>();
+const walletEventsStatement = statementsByShape((count: number) => ({
+  name: `wallet_events_${count}`,
+  text: walletEventsInsert(count, 1),
+}));
 
 /**
  * The SQL text of an INSERT of `count` wallet events whose parameters start at `$first`

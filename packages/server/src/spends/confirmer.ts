@@ -3,7 +3,7 @@ import type { Logger } from "pino";
 import { expireApprovals } from "../approvals/approvals.ts";
 import type { AuthzdClient } from "../authzd/client.ts";
 import { ChainUnavailableError } from "../chains/errors.ts";
-import type { ChainClient } from "../chains/types.ts";
+import type { ChainClient, SignedTransfer, TransferStatus } from "../chains/types.ts";
 import { transactions, wallets } from "../internal/db/schema.ts";
 import type { Db } from "../internal/db/store.ts";
 import { confirmTransactions, type Settlement } from "../transactions/transactions.ts";
@@ -154,6 +154,7 @@ export class Confirmer {
         ),
       );
     };
+    const known = await this.#statuses(client, rows);
     try {
       for (const row of rows) {
         if (this.#stopped) return;
@@ -162,7 +163,7 @@ export class Confirmer {
           // An x402 payment was submitted by the resource's facilitator: only the chain tells how it ended.
           if (row.type === "x402") await settleRecordedPayment(this.deps.db, client.config, row);
           else {
-            const settlement = await this.#settle(client, row);
+            const settlement = await this.#settle(client, row, known.get(row.id));
             if (settlement && confirmed.push(settlement) === 1) firstAt = Date.now();
           }
         } catch (error) {
@@ -181,18 +182,41 @@ export class Confirmer {
     }
   }
 
-  /** Acts on what the chain says of a pending spend; a confirmation is returned, for the caller to write. */
-  async #settle(client: ChainClient, row: typeof transactions.$inferSelect): Promise<Settlement | undefined> {
+  /**
+   * What the chain says of a pass's broadcast transfers, asked all at once (by id). A failure that is not
+   * the chain being unavailable is logged, and each transfer is then asked about on its own.
+   */
+  async #statuses(
+    client: ChainClient,
+    rows: (typeof transactions.$inferSelect)[],
+  ): Promise<Map<string, TransferStatus>> {
+    const transfers = rows.filter((row) => row.type !== "x402" && row.txHash && row.rawTx);
+    try {
+      const statuses = await client.getTransferStatuses(
+        transfers.map((row) => ({ signed: signedOf(row), from: row.fromAddress })),
+      );
+      return new Map(transfers.map((row, i) => [row.id, statuses[i] as TransferStatus]));
+    } catch (error) {
+      if (error instanceof ChainUnavailableError) throw error;
+      this.deps.log.warn(
+        { err: error, chain: client.config.name },
+        "could not read a pass's transfers at once",
+      );
+      return new Map();
+    }
+  }
+
+  /**
+   * Acts on what the chain says of a pending spend (`known`, or asked now); a confirmation is returned, for
+   * the caller to write.
+   */
+  async #settle(
+    client: ChainClient,
+    row: typeof transactions.$inferSelect,
+    known: TransferStatus | undefined,
+  ): Promise<Settlement | undefined> {
     const { db } = this.deps;
-    const txHash = row.txHash ?? "";
-    const status = await client.getTransferStatus(
-      {
-        txHash,
-        ...(row.nonce !== null ? { nonce: row.nonce } : {}),
-        ...(row.lastValidBlockHeight !== null ? { lastValidBlockHeight: row.lastValidBlockHeight } : {}),
-      },
-      row.fromAddress,
-    );
+    const status = known ?? (await client.getTransferStatus(signedOf(row), row.fromAddress));
     switch (status.state) {
       case "confirmed":
         return { transactionId: row.id, confirmedAt: status.blockTime ?? new Date() };
@@ -258,4 +282,15 @@ export class Confirmer {
       this.deps.log.info({ err: error, transactionId: row.id }, "re-signed spend rejected; failed");
     });
   }
+}
+
+/** What the chain layer needs to find a recorded transfer. */
+function signedOf(
+  row: typeof transactions.$inferSelect,
+): Pick<SignedTransfer, "txHash" | "nonce" | "lastValidBlockHeight"> {
+  return {
+    txHash: row.txHash ?? "",
+    ...(row.nonce !== null ? { nonce: row.nonce } : {}),
+    ...(row.lastValidBlockHeight !== null ? { lastValidBlockHeight: row.lastValidBlockHeight } : {}),
+  };
 }

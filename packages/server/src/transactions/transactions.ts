@@ -8,7 +8,7 @@ import {
 } from "../events/events.ts";
 import { newId } from "../internal/crypto.ts";
 import { historyCounts, transactions, wallets } from "../internal/db/schema.ts";
-import { type Db, namedStatement, rowParams, type Tx, tableColumns } from "../internal/db/store.ts";
+import { type Db, rowParams, statementsByShape, type Tx, tableColumns } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 import { formatUnits } from "../internal/money.ts";
 import { addToHourSql, hourBucketParams } from "../policy/spend-window.ts";
@@ -111,7 +111,7 @@ export async function recordTransaction(
     ...event,
   }));
   const reserved = also.reservedUsdMicros !== undefined && also.reservedUsdMicros > 0n;
-  await recordStatement(events.length, reserved)(db, [
+  await recordStatement(`${events.length}${reserved ? "r" : ""}`)(db, [
     ...rowParams(transactions, row),
     ...walletEventsParams(events),
     ...(reserved ? hourBucketParams(row.walletId, row.createdAt, also.reservedUsdMicros ?? 0n) : []),
@@ -156,32 +156,27 @@ type RequiredKeys =
   | "createdAt";
 
 /**
- * The statement of {@link recordTransaction}: the row, then its events and its hour bucket as CTEs of the
- * same INSERT (parameters in that order), one per shape and kept.
+ * The statement of {@link recordTransaction}, by shape: the row, then its events and its hour bucket as CTEs
+ * of the same INSERT (parameters in that order).
  */
-function recordStatement(eventCount: number, reserved: boolean) {
-  const key = `${eventCount}${reserved ? "r" : ""}`;
-  let statement = recordStatements.get(key);
-  if (!statement) {
-    const { list, fields } = tableColumns(transactions);
-    const values = fields.map((_, i) => `$${i + 1}`).join(", ");
-    const eventsAt = fields.length + 1;
-    const ctes = [`announced AS (${walletEventsInsert(eventCount, eventsAt)})`];
-    if (reserved) ctes.push(`reserved AS (${addToHourSql(eventsAt + 4 * eventCount)})`);
-    statement = namedStatement(
-      `record_transaction_${key}`,
-      `WITH ${ctes.join(", ")} INSERT INTO transactions (${list}) VALUES (${values})`,
-    );
-    recordStatements.set(key, statement);
-  }
-  return statement;
-}
-const recordStatements = new Map<string, ReturnType<typeof namedStatement>>();
+const recordStatement = statementsByShape((shape: `${number}` | `${number}r`) => {
+  const eventCount = Number.parseInt(shape, 10);
+  const { list, fields } = tableColumns(transactions);
+  const values = fields.map((_, i) => `$${i + 1}`).join(", ");
+  const eventsAt = fields.length + 1;
+  const ctes = [`announced AS (${walletEventsInsert(eventCount, eventsAt)})`];
+  if (shape.endsWith("r")) ctes.push(`reserved AS (${addToHourSql(eventsAt + 4 * eventCount)})`);
+  return {
+    name: `record_transaction_${shape}`,
+    text: `WITH ${ctes.join(", ")} INSERT INTO transactions (${list}) VALUES (${values})`,
+  };
+});
 
 /** A spend found settled on chain: when, and the hash that settled it when it is known only now. */
 export interface Settlement {
   transactionId: string;
   confirmedAt: Date;
+  /** The hash, when it is known only now; null or absent keeps the one recorded. */
   txHash?: string | null;
 }
 
@@ -199,21 +194,15 @@ export async function confirmTransactions(
 ): Promise<TransactionRow[]> {
   if (settlements.length === 0) return [];
   return db.transaction(async (tx) => {
-    const byId = new Map<string, TransactionRow>();
-    const lockOrder = [...settlements].sort((a, b) => (a.transactionId < b.transactionId ? -1 : 1));
-    for (const settled of lockOrder) {
-      const [row] = await tx
-        .update(transactions)
-        .set({
-          status: "confirmed",
-          confirmedAt: settled.confirmedAt,
-          ...(settled.txHash !== undefined ? { txHash: settled.txHash } : {}),
-          failureReason: null,
-        })
-        .where(and(eq(transactions.id, settled.transactionId), eq(transactions.status, "pending")))
-        .returning();
-      if (row) byId.set(row.id, row);
-    }
+    const updated = await confirmStatement(settlements.length)(
+      tx,
+      settlements.flatMap((settled) => [
+        settled.transactionId,
+        settled.confirmedAt.toISOString(),
+        settled.txHash ?? null,
+      ]),
+    );
+    const byId = new Map(updated.map((row) => [row.id, row]));
     const confirmed = settlements.flatMap((settled) => byId.get(settled.transactionId) ?? []);
     await recordWalletEvents(
       tx,
@@ -226,6 +215,32 @@ export async function confirmTransactions(
     return confirmed;
   });
 }
+
+/**
+ * The update of {@link confirmTransactions}, by how many it settles (three parameters each): the rows still
+ * pending are locked in id order first, then moved to confirmed, in one statement.
+ */
+const confirmStatement = statementsByShape<number, TransactionRow>((count) => {
+  const { list, fields } = tableColumns(transactions, [], "t");
+  const settled = Array.from(
+    { length: count },
+    (_, i) => `($${3 * i + 1}, $${3 * i + 2}::timestamptz, $${3 * i + 3})`,
+  );
+  return {
+    name: `confirm_transactions_${count}`,
+    text: `WITH settled (id, confirmed_at, tx_hash) AS (VALUES ${settled.join(", ")}),
+      locked AS MATERIALIZED (
+        SELECT t.id FROM transactions t JOIN settled s ON s.id = t.id
+        WHERE t.status = 'pending' ORDER BY t.id FOR UPDATE OF t)
+      UPDATE transactions t
+        SET status = 'confirmed', confirmed_at = s.confirmed_at, tx_hash = coalesce(s.tx_hash, t.tx_hash),
+            failure_reason = NULL
+      FROM settled s JOIN locked l ON l.id = s.id
+      WHERE t.id = s.id AND t.status = 'pending'
+      RETURNING ${list}`,
+    fields,
+  };
+});
 
 /** A transfer into a wallet, keyed by where it is on chain. */
 export type NewTransfer = NewTransaction & { txHash: string; transferIndex: number };

@@ -203,6 +203,26 @@ export function namedStatement<Row = never>(
   };
 }
 
+/**
+ * {@link namedStatement}s whose text depends on a statement's shape (how many rows it writes, which parts
+ * it has): each shape's built once, on first use, and kept.
+ * @example const insertEvents = statementsByShape((count: number) => ({ name: `events_${count}`, text: eventsSql(count) }));
+ */
+export function statementsByShape<Shape extends string | number, Row = never>(
+  build: (shape: Shape) => { name: string; text: string; fields?: readonly RowField[] },
+): (shape: Shape) => (db: Db | Tx, params: unknown[]) => Promise<Row[]> {
+  const built = new Map<Shape, (db: Db | Tx, params: unknown[]) => Promise<Row[]>>();
+  return (shape) => {
+    let statement = built.get(shape);
+    if (!statement) {
+      const { name, text, fields } = build(shape);
+      statement = namedStatement<Row>(name, text, fields);
+      built.set(shape, statement);
+    }
+    return statement;
+  };
+}
+
 /** A table's columns in one order: their quoted names for SQL text, and fields under `path` for the rows. */
 export function tableColumns(table: PgTable, path: readonly string[] = [], qualifier = "") {
   const entries = Object.entries(getTableColumns(table));
