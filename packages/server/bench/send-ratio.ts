@@ -32,18 +32,21 @@ const RAW_SENDS_PER_SENDER = 4 * SENDS_PER_SENDER;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 
 /**
- * Counts the JSON-RPC requests that pass, as a plain TCP pipe in front of the node (no HTTP parsing, so the
- * hop costs both sides next to nothing): each request body carries one `"jsonrpc"` member.
+ * Counts the JSON-RPC calls and the HTTP requests that pass, as a plain TCP pipe in front of the node (no
+ * HTTP parsing, so the hop costs both sides next to nothing): each call carries one `"jsonrpc"` member (a
+ * batch several), each request starts with `POST `.
  */
 async function countingPipe(upstream: string) {
   const target = new URL(upstream);
   const sockets = new Set<Socket>();
+  let calls = 0;
   let requests = 0;
   const server = createServer((client) => {
     const node = connect(Number(target.port), target.hostname);
     sockets.add(client).add(node);
     client.on("data", (chunk: Buffer) => {
-      for (let at = chunk.indexOf(JSONRPC); at !== -1; at = chunk.indexOf(JSONRPC, at + 1)) requests++;
+      for (let at = chunk.indexOf(JSONRPC); at !== -1; at = chunk.indexOf(JSONRPC, at + 1)) calls++;
+      for (let at = chunk.indexOf(POST); at !== -1; at = chunk.indexOf(POST, at + 1)) requests++;
       node.write(chunk);
     });
     node.pipe(client);
@@ -60,6 +63,9 @@ async function countingPipe(upstream: string) {
   const port = typeof address === "object" && address ? address.port : 0;
   return {
     url: `http://127.0.0.1:${port}`,
+    get calls() {
+      return calls;
+    },
     get requests() {
       return requests;
     },
@@ -70,6 +76,7 @@ async function countingPipe(upstream: string) {
   };
 }
 const JSONRPC = Buffer.from('"jsonrpc"');
+const POST = Buffer.from("POST ");
 
 /**
  * Waits until the service has finished what the last phase left it: every spend settled and the chain's
@@ -176,7 +183,7 @@ export async function benchSendRatio(label: string, store: StoreLocation): Promi
       await fundEvm(devnet, address, { eth: 10n ** 19n, usdc: 1_000_000n * USDC });
     }
     const service_ = async () => {
-      const before = proxy.requests;
+      const before = { calls: proxy.calls, requests: proxy.requests };
       const sends = await rate(SENDERS, SENDS_PER_SENDER, async (sender) => {
         const wallet = wallets[sender];
         if (!wallet) throw new Error("no wallet");
@@ -187,11 +194,16 @@ export async function benchSendRatio(label: string, store: StoreLocation): Promi
         );
         if (response.status !== 201) throw new Error(`send refused: ${response.text}`);
       });
-      return { sends, rpcPerSend: (proxy.requests - before) / (SENDERS * SENDS_PER_SENDER) };
+      const count = SENDERS * SENDS_PER_SENDER;
+      return {
+        sends,
+        callsPerSend: (proxy.calls - before.calls) / count,
+        requestsPerSend: (proxy.requests - before.requests) / count,
+      };
     };
     // Alternated, so a drift of the machine's load weighs on both sides alike.
     const raws: number[] = [];
-    const services: { sends: number; rpcPerSend: number }[] = [];
+    const services: { sends: number; callsPerSend: number; requestsPerSend: number }[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       await drained(service, client);
       raws.push(await rawRate(client, devnet.evm.usdc, rawKeys, to, rawNonces));
@@ -200,9 +212,10 @@ export async function benchSendRatio(label: string, store: StoreLocation): Promi
     }
     const raw = raws.reduce((a, b) => a + b, 0) / raws.length;
     const through = services.reduce((a, b) => a + b.sends, 0) / services.length;
-    const rpc = services.reduce((a, b) => a + b.rpcPerSend, 0) / services.length;
+    const mean = (pick: (s: (typeof services)[number]) => number) =>
+      services.reduce((a, b) => a + pick(b), 0) / services.length;
     console.log(
-      `[${label}] USDC sends, ${SENDERS} concurrent senders each on its own wallet/account: service ${through.toFixed(1)} admitted sends/s, raw ${raw.toFixed(1)} signed transfers/s, ratio ${(through / raw).toFixed(2)} (${rpc.toFixed(1)} RPC requests per send)`,
+      `[${label}] USDC sends, ${SENDERS} concurrent senders each on its own wallet/account: service ${through.toFixed(1)} admitted sends/s, raw ${raw.toFixed(1)} signed transfers/s, ratio ${(through / raw).toFixed(2)} (per send: ${mean((s) => s.callsPerSend).toFixed(1)} JSON-RPC calls in ${mean((s) => s.requestsPerSend).toFixed(1)} requests to the node)`,
     );
   } finally {
     await service.close();
