@@ -126,6 +126,24 @@ describe("a spend above approvalAbove", () => {
     expect(approvedList.body.data.map((t: any) => t.id)).toContain(held.body.id);
   });
 
+  it("holds no nonce while it waits: a send admitted after it and the held one, approved, use the next two", async () => {
+    const wallet = await fundedWallet({ approvalAbove: "5" });
+    const held = await send(wallet.id, "9");
+    expect(held.status, held.text).toBe(202);
+    const after = await send(wallet.id, "1");
+    expect(after.status, after.text).toBe(201);
+    expect((await waitForSettled(server.api, owner.apiKey, after.body.id)).status).toBe("confirmed");
+    const approved = await server.api.post(`/v1/approvals/${held.body.id}/approve`, undefined, owner.apiKey);
+    expect(approved.status, approved.text).toBe(200);
+    expect((await waitForSettled(server.api, owner.apiKey, held.body.id)).status).toBe("confirmed");
+    // Two transactions on chain from the wallet, nonces 0 and 1: no gap was left for the confirmer to fill.
+    expect(await base.getMinedNonce?.(wallet.evm.address)).toBe(2);
+    const history = await server.api.get(`/v1/wallets/${wallet.id}/transactions?type=send`, owner.apiKey);
+    expect(history.body.data.map((t: { id: string }) => t.id).sort()).toEqual(
+      [held.body.id, after.body.id].sort(),
+    );
+  });
+
   it("rejected: ends rejected, the daily limit has its room back, nothing on chain", async () => {
     const wallet = await fundedWallet({ approvalAbove: "5", dailyLimit: "10" });
     const before = await base.getBalance(wallet.evm.address, usdc());

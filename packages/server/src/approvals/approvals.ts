@@ -15,7 +15,6 @@ import { checkStaticRules, type SpendFacts } from "../policy/rules.ts";
 import { checkDailyLimit, reservedInWindow } from "../policy/spend-window.ts";
 import { lockSpendingPolicy, releaseReservation, signedColumns } from "../spends/admission.ts";
 import { broadcastRecorded } from "../spends/broadcast.ts";
-import { allocateNonce } from "../spends/nonces.ts";
 import type { SpendDeps } from "../spends/send.ts";
 import { findToken, planFundedTransfer } from "../spends/transfer.ts";
 import {
@@ -89,14 +88,15 @@ export async function approveSpend(
   let approved: TransactionRow;
   try {
     approved = await deps.db.transaction(async (tx) => {
-      const policy = await lockSpendingPolicy(tx, held.walletId);
+      const { policy, nonce } = await lockSpendingPolicy(
+        tx,
+        held.walletId,
+        plan.evm && { chain: spend.chain, address: spend.from, chainPendingNonce: plan.evm.pendingNonce },
+      );
       const current = await lockHeld(tx, held.id);
       const now = deps.now?.() ?? new Date();
       checkStaticRules(policy, spend);
       await checkDailyLimit(tx, policy, spend, now, reservedInWindow(current, now));
-      const nonce = plan.evm
-        ? await allocateNonce(tx, spend.chain, spend.from, plan.evm.pendingNonce)
-        : undefined;
       const signed = await client.signTransfer(plan, privateKey, nonce);
       const row = await decide(
         tx,

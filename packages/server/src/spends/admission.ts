@@ -2,7 +2,7 @@ import { and, eq } from "drizzle-orm";
 import type { SignedTransfer } from "../chains/types.ts";
 import { recordEvent } from "../events/events.ts";
 import { attachTransaction, type IdempotencyClaim } from "../idempotency/idempotency.ts";
-import { transactions, walletPolicies, wallets } from "../internal/db/schema.ts";
+import { evmNonces, transactions, walletPolicies, wallets } from "../internal/db/schema.ts";
 import { type Db, namedStatement, type Tx, tableColumns, withDomainErrors } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 import { formatUsd } from "../internal/money.ts";
@@ -11,7 +11,7 @@ import { checkStaticRules, isAboveAlert, needsApproval, type SpendFacts } from "
 import { addToHour, checkDailyLimit } from "../policy/spend-window.ts";
 import { recordTransaction, type TransactionRow, toTransactionView } from "../transactions/transactions.ts";
 import { alreadyUsed } from "./authorization.ts";
-import { allocateNonce } from "./nonces.ts";
+import { allocateNonceSql, releaseNonce } from "./nonces.ts";
 
 /**
  * What signing a spend produced: a transfer for this service to broadcast, or (x402) a payment that the
@@ -72,18 +72,23 @@ async function admitLocked(
   options: Parameters<typeof admitSpend>[2],
 ): Promise<TransactionRow> {
   return db.transaction(async (tx) => {
-    const policy = await lockSpendingPolicy(tx, spend.walletId);
+    const { policy, nonce } = await lockSpendingPolicy(
+      tx,
+      spend.walletId,
+      options.evmNonce && { chain: spend.chain, address: spend.from, ...options.evmNonce },
+    );
     checkStaticRules(policy, spend);
     const now = options.now ?? new Date();
     await checkDailyLimit(tx, policy, spend, now);
     // Above approvalAbove: recorded and reserved, but neither given a nonce nor signed until an admin approves.
     const held = needsApproval(policy, spend);
     let signed: SignedSpend | undefined;
-    if (!held) {
-      let nonce: number | undefined;
-      if (options.evmNonce) {
-        nonce = await allocateNonce(tx, spend.chain, spend.from, options.evmNonce.chainPendingNonce);
-      }
+    if (held) {
+      // The lock handed one out with it: given back (nothing else of this address can have taken a later one
+      // under the lock), so the next spend signs with it.
+      if (nonce !== undefined && !(await releaseNonce(tx, spend.chain, spend.from, nonce)))
+        throw new Error("a nonce handed out under the spend's lock could not be given back");
+    } else {
       signed = await options.sign(nonce);
     }
     const row = await recordTransaction(
@@ -139,20 +144,44 @@ async function admitLocked(
  * changes take on the same row, so none of them interleave. The wallet row is locked with it (NO KEY UPDATE
  * does not hold up rows that merely reference the wallet) so that, when the statement has waited for an
  * archive to commit, PostgreSQL re-reads both rows and the status read is the archived one.
+ *
+ * With `nonceFor` (an EVM transfer), the same statement also hands out the sender's next nonce (see
+ * nonces.ts), from the locked row, so only once the lock is held; a refusal after it rolls the nonce back
+ * with the rest of the transaction.
  */
-export async function lockSpendingPolicy(tx: Tx, walletId: string): Promise<PolicyRow> {
-  const [locked] = await lockSpendingPolicyStatement(tx, [walletId]);
+export async function lockSpendingPolicy(
+  tx: Tx,
+  walletId: string,
+  nonceFor?: { chain: string; address: string; chainPendingNonce: number },
+): Promise<{ policy: PolicyRow; nonce?: number }> {
+  const [locked] = nonceFor
+    ? await lockWithNonceStatement(tx, [
+        walletId,
+        nonceFor.chain,
+        nonceFor.address,
+        nonceFor.chainPendingNonce,
+      ])
+    : await lockStatement(tx, [walletId]);
   if (!locked) throw new Error(`wallet ${walletId} has no policy row`);
   if (locked.walletStatus !== "active") throw errors.walletArchived(walletId);
-  return locked.policy;
+  if (!nonceFor) return { policy: locked.policy };
+  if (locked.nextNonce === null) throw new Error("the spend's lock handed out no nonce");
+  return { policy: locked.policy, nonce: locked.nextNonce - 1 };
 }
 
+type LockedPolicy = { policy: PolicyRow; walletStatus: string; nextNonce: number | null };
 const policyColumns = tableColumns(walletPolicies, ["policy"], "p");
-const lockSpendingPolicyStatement = namedStatement<{ policy: PolicyRow; walletStatus: string }>(
-  "lock_spending_policy",
-  `SELECT ${policyColumns.list}, w.status FROM wallet_policies p JOIN wallets w ON w.id = p.wallet_id
-    WHERE p.wallet_id = $1 FOR NO KEY UPDATE OF p, w`,
-  [...policyColumns.fields, [["walletStatus"], wallets.status]],
+const lockedPolicySql = `SELECT ${policyColumns.list}, w.status AS wallet_status
+  FROM wallet_policies p JOIN wallets w ON w.id = p.wallet_id
+  WHERE p.wallet_id = $1 FOR NO KEY UPDATE OF p, w`;
+const lockedFields = [...policyColumns.fields, [["walletStatus"], wallets.status]] as const;
+const lockStatement = namedStatement<LockedPolicy>("lock_spending_policy", lockedPolicySql, lockedFields);
+const lockWithNonceStatement = namedStatement<LockedPolicy>(
+  "lock_spending_policy_with_nonce",
+  `WITH locked AS MATERIALIZED (${lockedPolicySql}),
+    allocated AS (${allocateNonceSql("locked WHERE locked.wallet_status = 'active'", 2)})
+  SELECT locked.*, (SELECT next_nonce FROM allocated) FROM locked`,
+  [...lockedFields, [["nextNonce"], evmNonces.nextNonce]],
 );
 
 /**

@@ -4,30 +4,22 @@
  */
 import { and, eq } from "drizzle-orm";
 import { evmNonces } from "../internal/db/schema.ts";
-import { type Db, namedStatement, type Tx } from "../internal/db/store.ts";
+import type { Db, Tx } from "../internal/db/store.ts";
 
 /**
- * Hands out the next nonce of `address` on `chain`: max(what was handed out, what the chain has seen
- * pending), then moves past it. Call it under the spend's lock, in its transaction.
+ * The SQL text that hands out the next nonce of an address on a chain: max(what was handed out, what the
+ * chain has seen pending), then moves past it. An INSERT … SELECT from `source` (it hands out one nonce for
+ * each row `source` gives, none when it gives none), with the chain, the address and the chain's pending
+ * nonce as parameters `$first` to `$first + 2`; it returns `next_nonce`, one past the nonce handed out.
+ * Run it under the spend's lock, in its transaction: the policy lock's statement embeds it
+ * (`lockSpendingPolicy`), so that its source is the locked row and it runs once the lock is held.
  */
-export async function allocateNonce(
-  tx: Tx,
-  chain: string,
-  address: string,
-  chainPendingNonce: number,
-): Promise<number> {
-  const [allocated] = await allocateNonceStatement(tx, [chain, address, chainPendingNonce]);
-  if (!allocated) throw new Error("nonce allocation returned no row");
-  return allocated.next - 1;
+export function allocateNonceSql(source: string, first: number): string {
+  return `INSERT INTO evm_nonces (chain, address, next_nonce)
+      SELECT $${first}, $${first + 1}, $${first + 2}::integer + 1 FROM ${source}
+    ON CONFLICT (chain, address) DO UPDATE SET next_nonce = greatest(evm_nonces.next_nonce, $${first + 2}::integer) + 1
+    RETURNING next_nonce`;
 }
-
-const allocateNonceStatement = namedStatement<{ next: number }>(
-  "allocate_nonce",
-  `INSERT INTO evm_nonces (chain, address, next_nonce) VALUES ($1, $2, $3::integer + 1)
-    ON CONFLICT (chain, address) DO UPDATE SET next_nonce = greatest(evm_nonces.next_nonce, $3::integer) + 1
-    RETURNING next_nonce`,
-  [[["next"], evmNonces.nextNonce]],
-);
 
 /**
  * Gives back a nonce whose transaction never reached the chain, when no later nonce was handed out since.
