@@ -46,6 +46,7 @@ import {
 import { evmAddressOf, signEvmTransaction } from "./evm-keys.ts";
 import { JsonRpcEndpoint, jsonRpcHttp, type RpcCall } from "./json-rpc-http.ts";
 import type {
+  BroadcastTransfer,
   ChainClient,
   ChainConfig,
   IncomingTransfer,
@@ -363,12 +364,7 @@ export class EvmChain implements ChainClient {
     return { state: "pending" };
   }
 
-  async getTransferStatuses(
-    transfers: readonly {
-      signed: Pick<SignedTransfer, "txHash" | "nonce" | "lastValidBlockHeight">;
-      from: string;
-    }[],
-  ): Promise<TransferStatus[]> {
+  async getTransferStatuses(transfers: readonly BroadcastTransfer[]): Promise<TransferStatus[]> {
     const statuses: TransferStatus[] = [];
     for (let at = 0; at < transfers.length; at += RECEIPTS_PER_BATCH) {
       const chunk = transfers.slice(at, at + RECEIPTS_PER_BATCH);

@@ -47,6 +47,7 @@ import {
   withReadRetries,
 } from "./errors.ts";
 import type {
+  BroadcastTransfer,
   ChainClient,
   ChainConfig,
   IncomingTransfer,
@@ -236,12 +237,7 @@ export class SolanaChain implements ChainClient {
     }
   }
 
-  async getTransferStatuses(
-    transfers: readonly {
-      signed: Pick<SignedTransfer, "txHash" | "nonce" | "lastValidBlockHeight">;
-      from: string;
-    }[],
-  ): Promise<TransferStatus[]> {
+  async getTransferStatuses(transfers: readonly BroadcastTransfer[]): Promise<TransferStatus[]> {
     const statuses: TransferStatus[] = [];
     for (const { signed, from } of transfers) statuses.push(await this.getTransferStatus(signed, from));
     return statuses;

@@ -85,6 +85,12 @@ export interface SignedTransfer {
   lastValidBlockHeight?: bigint;
 }
 
+/** A broadcast transfer as the chain finds it: what was signed, and who sent it. */
+export interface BroadcastTransfer {
+  signed: Pick<SignedTransfer, "txHash" | "nonce" | "lastValidBlockHeight">;
+  from: string;
+}
+
 /** Where a broadcast transfer stands on chain. */
 export type TransferStatus =
   | { state: "confirmed"; blockTime?: Date }
@@ -144,12 +150,7 @@ export interface ChainClient {
    * Where each of several broadcast transfers stands, in order, as {@link ChainClient.getTransferStatus}
    * tells one (EVM: their receipts in one request, the rarer follow-up reads one transfer at a time).
    */
-  getTransferStatuses(
-    transfers: readonly {
-      signed: Pick<SignedTransfer, "txHash" | "nonce" | "lastValidBlockHeight">;
-      from: string;
-    }[],
-  ): Promise<TransferStatus[]>;
+  getTransferStatuses(transfers: readonly BroadcastTransfer[]): Promise<TransferStatus[]>;
   /** EVM: the next nonce of `address` counting pending transactions. */
   getPendingNonce?(address: string): Promise<number>;
   /** EVM: the next nonce of `address` counting mined transactions only. */
