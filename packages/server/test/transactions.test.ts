@@ -1,4 +1,4 @@
-import { and, asc, eq } from "drizzle-orm";
+import { and, asc, eq, getTableColumns } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { events, spendHours, transactions } from "../src/internal/db/schema.ts";
 import { recordTransaction } from "../src/transactions/transactions.ts";
@@ -128,6 +128,13 @@ describe("GET /v1/wallets/:id/transactions", () => {
 });
 
 describe("recordTransaction", () => {
+  it("writes every column itself: no column of transactions but created_at has a default it would bypass", () => {
+    const defaulted = Object.entries(getTableColumns(transactions))
+      .filter(([, column]) => column.hasDefault)
+      .map(([key]) => key);
+    expect(defaulted).toEqual(["createdAt"]);
+  });
+
   it("returns the row exactly as the store holds it, and writes its events and hour bucket in the same statement", async () => {
     const db = server.service.store.db;
     const createdAt = new Date(Date.UTC(2026, 0, 2, 10, 30));

@@ -63,8 +63,8 @@ const TRANSFER_EVENT = getAbiItem({ abi: erc20Abi, name: "Transfer" });
 const NATIVE_TRANSFER_GAS = 21_000n;
 /** Used when a token transfer cannot be estimated (the sender does not hold the amount yet). */
 const FALLBACK_TOKEN_TRANSFER_GAS = 100_000n;
-/** Receipts asked for in one request by {@link EvmChain.getTransferStatuses}. */
-const RECEIPTS_PER_BATCH = 100;
+/** Receipts asked for in one request by {@link EvmChain.getLandedStatuses} (providers cap batches). */
+const RECEIPTS_PER_BATCH = 20;
 /** Blocks looked at by one scan: bounded, so one call stays cheap and the caller persists progress often. */
 const MAX_BLOCKS_PER_SCAN = 50n;
 /** Requests in flight at once while scanning (public endpoints rate-limit bursts). */
@@ -151,22 +151,8 @@ export class EvmChain implements ChainClient {
   }
 
   async getBalance(address: string, token: TokenInfo): Promise<bigint> {
-    const owner = getAddress(address);
-    if (token.address === null) return this.#client.getBalance({ address: owner });
-    return this.#client
-      .readContract({
-        address: getAddress(token.address),
-        abi: erc20Abi,
-        functionName: "balanceOf",
-        args: [owner],
-      })
-      .catch((error: unknown) => {
-        // viem wraps what the transport raised; a call that answered nothing decodable (no contract there).
-        throw (
-          findChainError(error) ??
-          new ChainRequestError({ chain: this.config.name, method: "eth_call" }, error)
-        );
-      });
+    const [balance] = await this.#reads([balanceCall(getAddress(address), token)]);
+    return this.#balanceOf(token, balance);
   }
 
   async planTransfer(input: TransferInput): Promise<TransferPlan> {
@@ -198,14 +184,7 @@ export class EvmChain implements ChainClient {
           value: 0n,
           data: encodeFunctionData({ abi: erc20Abi, functionName: "transfer", args: [to, input.amount] }),
         };
-    const balanceCalls: RpcCall[] = !withBalances
-      ? []
-      : native
-        ? [{ method: "eth_getBalance", params: [from, "latest"] }]
-        : [
-            { method: "eth_call", params: [{ to: call.to, data: balanceOfData(from) }, "latest"] },
-            { method: "eth_getBalance", params: [from, "latest"] },
-          ];
+    const tokens = !withBalances ? [] : native ? [input.token] : [input.token, this.config.nativeToken];
     const [fees, [estimate, nonce, ...balances]] = await Promise.all([
       this.#feesPerGas(),
       this.#reads([
@@ -216,18 +195,14 @@ export class EvmChain implements ChainClient {
           ],
         },
         { method: "eth_getTransactionCount", params: [from, "pending"] },
-        ...balanceCalls,
+        ...tokens.map((token) => balanceCall(from, token)),
       ]),
     ]);
     const gas = this.#gasLimit(estimate, native);
     const pendingNonce = hexToNumber(resultOf(nonce) as Hex);
     return {
       plan: { ...input, fee: gas * fees.maxFeePerGas, evm: { ...call, gas, ...fees, pendingNonce } },
-      balances: balances.map((outcome, i) =>
-        balanceCalls[i]?.method === "eth_call"
-          ? this.#tokenBalance(outcome)
-          : hexToBigInt(resultOf(outcome) as Hex),
-      ),
+      balances: tokens.map((token, i) => this.#balanceOf(token, balances[i])),
     };
   }
 
@@ -237,33 +212,29 @@ export class EvmChain implements ChainClient {
    * (retried when transient).
    */
   #reads(calls: RpcCall[]): Promise<ReadOutcome[]> {
-    const chain = this.config.name;
-    const { url, timeoutMs } = this.#rpc;
     const methods = calls.map((c) => c.method).join(",");
     return withReadRetries(true, async () => {
       let outcomes: Awaited<ReturnType<JsonRpcEndpoint["callBatch"]>>;
       try {
         outcomes = await this.#rpc.callBatch(calls);
       } catch (error) {
-        throw toChainError(scrubRpcUrl(error, url), { chain, method: methods, timeoutMs });
+        throw chainErrorOf(error, this.config.name, this.#rpc, methods);
       }
       return outcomes.map((outcome, i) =>
         "error" in outcome
-          ? {
-              error: toChainError(scrubRpcUrl(outcome.error, url), {
-                chain,
-                method: calls[i]?.method ?? methods,
-                timeoutMs,
-              }),
-            }
+          ? { error: chainErrorOf(outcome.error, this.config.name, this.#rpc, calls[i]?.method ?? methods) }
           : outcome,
       );
     });
   }
 
-  /** An ERC-20 `balanceOf` answer; an answer that does not decode (no contract there) is the node's refusal. */
-  #tokenBalance(outcome: ReadOutcome | undefined): bigint {
+  /**
+   * A balance from its read ({@link balanceCall}): wei, or an ERC-20 `balanceOf` answer, one that does not
+   * decode (no contract there) being the node's refusal.
+   */
+  #balanceOf(token: TokenInfo, outcome: ReadOutcome | undefined): bigint {
     const result = resultOf(outcome);
+    if (token.address === null) return hexToBigInt(result as Hex);
     try {
       return decodeFunctionResult({ abi: erc20Abi, functionName: "balanceOf", data: result as Hex });
     } catch (cause) {
@@ -274,7 +245,7 @@ export class EvmChain implements ChainClient {
   async signTransfer(plan: TransferPlan, privateKey: Uint8Array, nonce?: number): Promise<SignedTransfer> {
     if (!plan.evm) throw new Error("signTransfer given a plan made by another kind of chain");
     if (privateKey.length !== 32) throw new Error("EVM private key must be 32 bytes");
-    if (evmAddressOf(privateKey).toLowerCase() !== plan.from.toLowerCase())
+    if (evmAddressOf(privateKey) !== getAddress(plan.from))
       throw new Error("signTransfer given another account's key");
     const used = nonce ?? plan.evm.pendingNonce;
     const raw = signEvmTransaction(
@@ -364,20 +335,20 @@ export class EvmChain implements ChainClient {
     return { state: "pending" };
   }
 
-  async getTransferStatuses(transfers: readonly BroadcastTransfer[]): Promise<TransferStatus[]> {
-    const statuses: TransferStatus[] = [];
+  async getLandedStatuses(transfers: readonly BroadcastTransfer[]): Promise<(TransferStatus | undefined)[]> {
+    const statuses: (TransferStatus | undefined)[] = [];
     for (let at = 0; at < transfers.length; at += RECEIPTS_PER_BATCH) {
       const chunk = transfers.slice(at, at + RECEIPTS_PER_BATCH);
       const receipts = await this.#reads(
         chunk.map(({ signed }) => ({ method: "eth_getTransactionReceipt", params: [signed.txHash] })),
       );
-      for (const [i, { signed, from }] of chunk.entries()) {
-        const receipt = resultOf(receipts[i]);
-        // Not mined (yet): what the rarer reads of one transfer tell.
+      for (const outcome of receipts) {
+        // No receipt (not mined, or not yet), or one this read could not tell: getTransferStatus decides.
+        const receipt = "result" in outcome ? outcome.result : null;
         statuses.push(
           receipt === null
-            ? await this.getTransferStatus(signed, from)
-            : await this.#minedStatus(formatTransactionReceipt(receipt as never)),
+            ? undefined
+            : await this.#minedStatus(formatTransactionReceipt(receipt as never)).catch(() => undefined),
         );
       }
     }
@@ -593,9 +564,11 @@ function resultOf(outcome: ReadOutcome | undefined): unknown {
   return outcome.result;
 }
 
-/** The call data of ERC-20 `balanceOf(owner)`. */
-function balanceOfData(owner: Address): Hex {
-  return encodeFunctionData({ abi: erc20Abi, functionName: "balanceOf", args: [owner] });
+/** The read of `owner`'s balance of `token`: `eth_getBalance`, or an ERC-20 `balanceOf` call. */
+function balanceCall(owner: Address, token: TokenInfo): RpcCall {
+  if (token.address === null) return { method: "eth_getBalance", params: [owner, "latest"] };
+  const data = encodeFunctionData({ abi: erc20Abi, functionName: "balanceOf", args: [owner] });
+  return { method: "eth_call", params: [{ to: getAddress(token.address), data }, "latest"] };
 }
 
 const readClients = new Map<string, PublicClient>();
@@ -661,7 +634,6 @@ export async function discoverEvmNetwork(
  * in their messages), and an idempotent read is retried after a transient transport failure.
  */
 function chainTransport(chain: string, endpoint: JsonRpcEndpoint): Transport {
-  const { url, timeoutMs } = endpoint;
   const inner = jsonRpcHttp(endpoint);
   return (params) => {
     const transport = inner(params);
@@ -672,11 +644,19 @@ function chainTransport(chain: string, endpoint: JsonRpcEndpoint): Transport {
           try {
             return await transport.request(args, options);
           } catch (error) {
-            throw toChainError(scrubRpcUrl(error, url), { chain, method: args.method, timeoutMs });
+            throw chainErrorOf(error, chain, endpoint, args.method);
           }
         }),
     } as ReturnType<Transport>;
   };
+}
+
+/**
+ * What failed in one call to `endpoint` as the chain error it stands for ({@link toChainError}), without the
+ * URL's path and query: the one way the chain layer's calls and batches report a failure.
+ */
+function chainErrorOf(error: unknown, chain: string, endpoint: JsonRpcEndpoint, method: string): unknown {
+  return toChainError(scrubRpcUrl(error, endpoint.url), { chain, method, timeoutMs: endpoint.timeoutMs });
 }
 
 /** viem's error from one RPC call as the chain error it stands for; anything else (a bug) unchanged. */

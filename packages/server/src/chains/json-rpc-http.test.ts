@@ -156,37 +156,83 @@ describe("jsonRpcHttp", () => {
     expect(outcomes[2]).toEqual({ result: "0x7" });
   });
 
-  it("asks a node that refuses batches the calls one by one; an answer lacking a call fails the batch", async () => {
-    const refusing = await endpoint((body) =>
-      Array.isArray(body)
-        ? {
-            text: JSON.stringify({
-              jsonrpc: "2.0",
-              id: null,
-              error: { code: -32600, message: "no batches" },
-            }),
-          }
-        : { text: JSON.stringify({ jsonrpc: "2.0", id: body.id, result: body.method }) },
-    );
-    const outcomes = await new JsonRpcEndpoint(refusing.url, { timeoutMs: 2_000 }).callBatch([
-      { method: "eth_chainId" },
-      { method: "eth_blockNumber" },
+  it("asks an endpoint that refuses batches the calls one by one, and remembers it when it takes none", async () => {
+    const calls = [{ method: "eth_chainId" }, { method: "eth_blockNumber" }];
+    const single = (body: { id: number; method: string }) => ({
+      text: JSON.stringify({ jsonrpc: "2.0", id: body.id, result: body.method }),
+    });
+    const refusals = [
+      {
+        refusal: {
+          text: JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32600, message: "no batches" } }),
+        },
+        remembered: true,
+      },
+      { refusal: { status: 400, text: "batch requests are not supported" }, remembered: true },
+      { refusal: { status: 413, text: "too large" }, remembered: true },
+      {
+        refusal: {
+          text: JSON.stringify({
+            jsonrpc: "2.0",
+            id: null,
+            error: { code: -32005, message: "limit exceeded" },
+          }),
+        },
+        remembered: false,
+      },
+    ];
+    for (const { refusal, remembered } of refusals) {
+      let batches = 0;
+      const node = await endpoint((body) => {
+        if (!Array.isArray(body)) return single(body);
+        batches++;
+        return refusal;
+      });
+      const rpc = new JsonRpcEndpoint(node.url, { timeoutMs: 2_000 });
+      for (let round = 0; round < 2; round++) {
+        expect(await rpc.callBatch(calls)).toEqual([
+          { result: "eth_chainId" },
+          { result: "eth_blockNumber" },
+        ]);
+      }
+      expect(batches).toBe(remembered ? 1 : 2);
+      expect(node.seen.requests).toBe(batches + 4);
+    }
+
+    // A rate limit is no refusal: the batch fails as a call would (and the chain layer retries it).
+    const limited = await endpoint(() => ({ status: 429, text: "slow down" }));
+    const limit = await failure(new JsonRpcEndpoint(limited.url, { timeoutMs: 2_000 }).callBatch(calls));
+    expect(limit).toBeInstanceOf(HttpRequestError);
+    expect(limit).toMatchObject({ status: 429 });
+    expect(limited.seen.requests).toBe(1);
+
+    // Ids echoed as strings still match their calls.
+    const echoing = await endpoint((body) => ({
+      text: JSON.stringify(
+        (body as unknown as { id: number; method: string }[]).map(({ id, method }) => ({
+          jsonrpc: "2.0",
+          id: String(id),
+          result: method,
+        })),
+      ),
+    }));
+    expect(await new JsonRpcEndpoint(echoing.url, { timeoutMs: 2_000 }).callBatch(calls)).toEqual([
+      { result: "eth_chainId" },
+      { result: "eth_blockNumber" },
     ]);
-    expect(outcomes).toEqual([{ result: "eth_chainId" }, { result: "eth_blockNumber" }]);
-    expect(refusing.seen.requests).toBe(3);
 
     const short = await endpoint((body) => ({
       text: JSON.stringify([
         { jsonrpc: "2.0", id: (body as unknown as { id: number }[])[0]?.id, result: "0x1" },
       ]),
     }));
-    const error = await failure(
+    const lacking = await failure(
       new JsonRpcEndpoint(short.url, { timeoutMs: 2_000 }).callBatch([
         { method: "eth_chainId" },
         { method: "eth_blockNumber" },
       ]),
     );
-    expect(error).toBeInstanceOf(HttpRequestError);
-    expect(error).toMatchObject({ details: "the batch answer lacks a call's response" });
+    expect(lacking).toBeInstanceOf(HttpRequestError);
+    expect(lacking).toMatchObject({ details: "the batch answer lacks a call's response" });
   });
 });

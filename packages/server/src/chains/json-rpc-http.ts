@@ -15,6 +15,7 @@ import http from "node:http";
 import https from "node:https";
 import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 import { createTransport, HttpRequestError, RpcRequestError, TimeoutError, type Transport } from "viem";
+import { mapLimited } from "../internal/concurrency.ts";
 
 /** Options of {@link jsonRpcHttp}. */
 export interface JsonRpcHttpOptions {
@@ -43,15 +44,19 @@ interface RpcAnswer {
  */
 const IDLE_SOCKET_MS = 4_000;
 const DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024;
+/** Calls in flight at once when an endpoint that refuses batches is asked a batch's calls one by one. */
+const ONE_BY_ONE_IN_FLIGHT = 4;
 
 /**
  * A viem transport for `url` (or an endpoint already open). viem's own retries are off: the chain layer
  * retries only what is safe to.
  * @example createPublicClient({ transport: jsonRpcHttp("http://127.0.0.1:8545", { timeoutMs: 15_000 }) })
  */
+export function jsonRpcHttp(url: string, options: JsonRpcHttpOptions): Transport;
+export function jsonRpcHttp(endpoint: JsonRpcEndpoint): Transport;
 export function jsonRpcHttp(target: string | JsonRpcEndpoint, options?: JsonRpcHttpOptions): Transport {
   const endpoint =
-    typeof target === "string" ? new JsonRpcEndpoint(target, options ?? { timeoutMs: 15_000 }) : target;
+    typeof target === "string" ? new JsonRpcEndpoint(target, options as JsonRpcHttpOptions) : target;
   return () =>
     createTransport({
       key: "json-rpc-http",
@@ -88,6 +93,8 @@ export class JsonRpcEndpoint {
     "accept-encoding": "gzip, deflate, br",
   };
   #nextId = 1;
+  /** Set once the endpoint has refused a batch: later batches go call by call. */
+  #refusesBatches = false;
 
   constructor(url: string, options: JsonRpcHttpOptions) {
     this.#url = new URL(url);
@@ -121,15 +128,23 @@ export class JsonRpcEndpoint {
   /**
    * Several calls one caller needs together, in one HTTP request (a JSON-RPC batch): each call's outcome in
    * the order given. What fails for the request as a whole (no answer, an HTTP error status, an answer that
-   * is not a batch's) fails the whole batch as {@link call} fails. A node that refuses batches (it answers
-   * one error object) is asked the calls one by one.
+   * is not a batch's) fails the whole batch as {@link call} fails. A batch refused ({@link batchRefusal}) is
+   * asked call by call, a few at a time; an endpoint that takes no batches is remembered as one, and asked
+   * every later batch that way too.
    */
   async callBatch(calls: readonly RpcCall[]): Promise<RpcOutcome[]> {
+    if (calls.length === 1 || this.#refusesBatches) return this.#oneByOne(calls);
     const bodies = calls.map((call) => this.#body(call));
     const { status, text } = await this.#post(bodies);
     const answer = parseJson(text);
     if (!Array.isArray(answer)) {
-      if (isRpcAnswer(answer) && answer.error != null) return this.#oneByOne(calls);
+      const refusal = batchRefusal(status, answer);
+      if (refusal !== undefined) {
+        // Remembered only when the endpoint says it takes no batches; another error (a rate limit
+        // answered as one error object) is met by this batch's calls, asked one by one.
+        if (refusal === "for good") this.#refusesBatches = true;
+        return this.#oneByOne(calls);
+      }
       this.#checkStatus(bodies, status, text);
       throw new HttpRequestError({
         body: bodies,
@@ -137,10 +152,11 @@ export class JsonRpcEndpoint {
         url: this.url,
       });
     }
-    const byId = new Map<unknown, RpcAnswer>();
-    for (const item of answer) if (isRpcAnswer(item)) byId.set((item as { id?: unknown }).id, item);
+    // Matched by id, whatever order they come in (and a string id for a number, as some proxies echo it).
+    const byId = new Map<string, RpcAnswer>();
+    for (const item of answer) if (isRpcAnswer(item)) byId.set(String((item as { id?: unknown }).id), item);
     return bodies.map((body) => {
-      const item = byId.get(body.id);
+      const item = byId.get(String(body.id));
       if (item?.error != null) return { error: this.#rpcError(body, item.error, status) };
       if (item === undefined || !("result" in item)) {
         throw new HttpRequestError({
@@ -153,16 +169,15 @@ export class JsonRpcEndpoint {
     });
   }
 
-  async #oneByOne(calls: readonly RpcCall[]): Promise<RpcOutcome[]> {
-    return Promise.all(
-      calls.map((call) =>
-        this.call(call.method, call.params).then(
-          (result): RpcOutcome => ({ result }),
-          (error: unknown): RpcOutcome => {
-            if (error instanceof RpcRequestError) return { error };
-            throw error;
-          },
-        ),
+  /** The calls one at a time, at most {@link ONE_BY_ONE_IN_FLIGHT} at once. */
+  #oneByOne(calls: readonly RpcCall[]): Promise<RpcOutcome[]> {
+    return mapLimited(calls, ONE_BY_ONE_IN_FLIGHT, (call) =>
+      this.call(call.method, call.params).then(
+        (result): RpcOutcome => ({ result }),
+        (error: unknown): RpcOutcome => {
+          if (error instanceof RpcRequestError) return { error };
+          throw error;
+        },
       ),
     );
   }
@@ -261,6 +276,21 @@ function decoded(response: http.IncomingMessage): NodeJS.ReadableStream {
   if (!decoder) return response;
   response.on("error", (error) => decoder.destroy(error));
   return response.pipe(decoder);
+}
+
+/**
+ * Whether an answer to a batch refuses it: a JSON-RPC error object in place of the array ("for good" when
+ * its code says the endpoint takes no batch requests: invalid request or no such method), or a client error
+ * status other than those that a single call would meet too (credentials, a time-out, a rate limit): a
+ * proxy that takes no batches, or none that large. Undefined when the answer is no refusal.
+ */
+function batchRefusal(status: number, answer: unknown): "for good" | "this once" | undefined {
+  if (status >= 200 && status <= 299) {
+    if (!isRpcAnswer(answer) || answer.error == null) return undefined;
+    const code = (answer.error as { code?: unknown }).code;
+    return code === -32600 || code === -32601 ? "for good" : "this once";
+  }
+  return status >= 400 && status <= 499 && ![401, 403, 408, 429].includes(status) ? "for good" : undefined;
 }
 
 function parseJson(text: string): unknown {

@@ -47,7 +47,6 @@ import {
   withReadRetries,
 } from "./errors.ts";
 import type {
-  BroadcastTransfer,
   ChainClient,
   ChainConfig,
   IncomingTransfer,
@@ -235,12 +234,6 @@ export class SolanaChain implements ChainClient {
       if (value[0]) return;
       throw error;
     }
-  }
-
-  async getTransferStatuses(transfers: readonly BroadcastTransfer[]): Promise<TransferStatus[]> {
-    const statuses: TransferStatus[] = [];
-    for (const { signed, from } of transfers) statuses.push(await this.getTransferStatus(signed, from));
-    return statuses;
   }
 
   async getTransferStatus(

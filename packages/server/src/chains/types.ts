@@ -147,10 +147,11 @@ export interface ChainClient {
     from: string,
   ): Promise<TransferStatus>;
   /**
-   * Where each of several broadcast transfers stands, in order, as {@link ChainClient.getTransferStatus}
-   * tells one (EVM: their receipts in one request, the rarer follow-up reads one transfer at a time).
+   * What one request can tell of several broadcast transfers, in order: the status of each that has landed
+   * (as {@link ChainClient.getTransferStatus} tells it), undefined for one that has not, or could not be
+   * told this way; getTransferStatus decides those. EVM only: their receipts in one batch.
    */
-  getTransferStatuses(transfers: readonly BroadcastTransfer[]): Promise<TransferStatus[]>;
+  getLandedStatuses?(transfers: readonly BroadcastTransfer[]): Promise<(TransferStatus | undefined)[]>;
   /** EVM: the next nonce of `address` counting pending transactions. */
   getPendingNonce?(address: string): Promise<number>;
   /** EVM: the next nonce of `address` counting mined transactions only. */

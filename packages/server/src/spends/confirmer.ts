@@ -154,7 +154,7 @@ export class Confirmer {
         ),
       );
     };
-    const known = await this.#statuses(client, rows);
+    const landed = await this.#landed(client, rows);
     try {
       for (const row of rows) {
         if (this.#stopped) return;
@@ -163,7 +163,7 @@ export class Confirmer {
           // An x402 payment was submitted by the resource's facilitator: only the chain tells how it ended.
           if (row.type === "x402") await settleRecordedPayment(this.deps.db, client.config, row);
           else {
-            const settlement = await this.#settle(client, row, known.get(row.id));
+            const settlement = await this.#settle(client, row, landed.get(row.id));
             if (settlement && confirmed.push(settlement) === 1) firstAt = Date.now();
           }
         } catch (error) {
@@ -183,32 +183,37 @@ export class Confirmer {
   }
 
   /**
-   * What the chain says of a pass's broadcast transfers, asked all at once (by id). A failure that is not
-   * the chain being unavailable is logged, and each transfer is then asked about on its own.
+   * What one request can tell of a pass's broadcast transfers (by id): those that have landed, where the
+   * chain can tell them at once (ChainClient.getLandedStatuses). The rest are asked about one by one.
    */
-  async #statuses(
+  async #landed(
     client: ChainClient,
     rows: (typeof transactions.$inferSelect)[],
   ): Promise<Map<string, TransferStatus>> {
     const transfers = rows.filter((row) => row.type !== "x402" && row.txHash && row.rawTx);
+    const landed = new Map<string, TransferStatus>();
+    if (!client.getLandedStatuses || transfers.length < 2) return landed;
     try {
-      const statuses = await client.getTransferStatuses(
+      const statuses = await client.getLandedStatuses(
         transfers.map((row) => ({ signed: signedOf(row), from: row.fromAddress })),
       );
-      return new Map(transfers.map((row, i) => [row.id, statuses[i] as TransferStatus]));
+      transfers.forEach((row, i) => {
+        const status = statuses[i];
+        if (status) landed.set(row.id, status);
+      });
     } catch (error) {
-      if (error instanceof ChainUnavailableError) throw error;
-      this.deps.log.warn(
+      // Each is then asked about on its own, as the loop does for one that has not landed.
+      this.deps.log.info(
         { err: error, chain: client.config.name },
-        "could not read a pass's transfers at once",
+        "could not read a pass's receipts at once",
       );
-      return new Map();
     }
+    return landed;
   }
 
   /**
-   * Acts on what the chain says of a pending spend (`known`, or asked now); a confirmation is returned, for
-   * the caller to write.
+   * Acts on what the chain says of a pending spend (`known` when it has landed, or asked now); a
+   * confirmation is returned, for the caller to write.
    */
   async #settle(
     client: ChainClient,

@@ -98,7 +98,8 @@ export async function recordTransaction(
   input: NewTransaction,
   also: RecordedWith = {},
 ): Promise<TransactionRow> {
-  // The row as the database holds it once inserted: every column given or unset, none with another default.
+  // The row as the database holds it once inserted: every column is written (given, or NULL when unset),
+  // so a column that gains a default must be given here (test/transactions.test.ts checks there is none).
   const row = {
     ...UNSET_COLUMNS,
     ...Object.fromEntries(Object.entries(input).filter(([, value]) => value !== undefined)),
