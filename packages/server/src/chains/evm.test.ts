@@ -219,6 +219,47 @@ describe("EvmChain on the local chain", () => {
     }
   });
 
+  it("scans blocks ten to a request, and finds a native transfer among them", async () => {
+    const proxy = await startRpcProxy(devnet.evm.rpcUrl, () => "forward");
+    const watching = new EvmChain({ ...base.config, rpcUrl: proxy.url });
+    try {
+      const sender = await fundedSender();
+      const recipient = evmKey().address;
+      const cursor = (await watching.scanIncoming(async () => [recipient], null)).cursor;
+      const signed = await signedTransfer(base, {
+        privateKey: sender.privateKey,
+        to: recipient,
+        token: eth,
+        amount: 5n,
+      });
+      await base.broadcast(signed);
+      await settled(signed, sender.address);
+      // 24 empty blocks after it: 25 or more to scan.
+      await fetch(devnet.evm.rpcUrl, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "anvil_mine", params: ["0x18"] }),
+      });
+      const asked = proxy.methods.length;
+      const scan = await watching.scanIncoming(async () => [recipient], cursor);
+      expect(scan.transfers).toEqual([
+        expect.objectContaining({ txHash: signed.txHash, to: recipient, amount: 5n, index: -1 }),
+      ]);
+      // The first asks for the cursor's block (was it replaced?); the rest read the range.
+      const [cursorCheck, ...blockRequests] = proxy.methods
+        .slice(asked)
+        .filter((m) => m.split(",")[0] === "eth_getBlockByNumber")
+        .map((m) => m.split(",").length);
+      expect(cursorCheck).toBe(1);
+      const scanned = Number(scan.cursor.split(":")[0]) - Number(cursor.split(":")[0]);
+      expect(scanned).toBeGreaterThanOrEqual(25);
+      expect(blockRequests.reduce((a, b) => a + b, 0)).toBe(scanned);
+      expect(blockRequests.length).toBe(Math.ceil(scanned / 10));
+    } finally {
+      await proxy.close();
+    }
+  });
+
   it("confirms a mined transfer from its receipt alone once a scan has read its block, with the block's time", async () => {
     const proxy = await startRpcProxy(devnet.evm.rpcUrl, () => "forward");
     const watching = new EvmChain({ ...base.config, rpcUrl: proxy.url });

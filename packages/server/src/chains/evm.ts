@@ -63,8 +63,10 @@ const TRANSFER_EVENT = getAbiItem({ abi: erc20Abi, name: "Transfer" });
 const NATIVE_TRANSFER_GAS = 21_000n;
 /** Used when a token transfer cannot be estimated (the sender does not hold the amount yet). */
 const FALLBACK_TOKEN_TRANSFER_GAS = 100_000n;
-/** Receipts asked for in one request by {@link EvmChain.getLandedStatuses} (providers cap batches). */
+/** Receipts asked for in one request (providers cap batches). */
 const RECEIPTS_PER_BATCH = 20;
+/** Blocks with their transactions asked for in one request while scanning (their answers are large). */
+const BLOCKS_PER_BATCH = 10;
 /** Blocks looked at by one scan: bounded, so one call stays cheap and the caller persists progress often. */
 const MAX_BLOCKS_PER_SCAN = 50n;
 /** Requests in flight at once while scanning (public endpoints rate-limit bursts). */
@@ -336,21 +338,19 @@ export class EvmChain implements ChainClient {
   }
 
   async getLandedStatuses(transfers: readonly BroadcastTransfer[]): Promise<(TransferStatus | undefined)[]> {
+    const receipts = await this.#readAll(
+      transfers.map(({ signed }) => ({ method: "eth_getTransactionReceipt", params: [signed.txHash] })),
+      RECEIPTS_PER_BATCH,
+    );
     const statuses: (TransferStatus | undefined)[] = [];
-    for (let at = 0; at < transfers.length; at += RECEIPTS_PER_BATCH) {
-      const chunk = transfers.slice(at, at + RECEIPTS_PER_BATCH);
-      const receipts = await this.#reads(
-        chunk.map(({ signed }) => ({ method: "eth_getTransactionReceipt", params: [signed.txHash] })),
+    for (const outcome of receipts) {
+      // No receipt (not mined, or not yet), or one this read could not tell: getTransferStatus decides.
+      const receipt = "result" in outcome ? outcome.result : null;
+      statuses.push(
+        receipt === null
+          ? undefined
+          : await this.#minedStatus(formatTransactionReceipt(receipt as never)).catch(() => undefined),
       );
-      for (const outcome of receipts) {
-        // No receipt (not mined, or not yet), or one this read could not tell: getTransferStatus decides.
-        const receipt = "result" in outcome ? outcome.result : null;
-        statuses.push(
-          receipt === null
-            ? undefined
-            : await this.#minedStatus(formatTransactionReceipt(receipt as never)).catch(() => undefined),
-        );
-      }
     }
     return statuses;
   }
@@ -427,27 +427,63 @@ export class EvmChain implements ChainClient {
     if (from > to) return { transfers: [], cursor };
 
     const watched = watchSet(await addresses());
-    const blocks = await mapLimited(range(from, to), SCAN_CONCURRENCY, (blockNumber) =>
-      this.#client.getBlock({ blockNumber, includeTransactions: true }),
-    );
+    const blocks = await this.#blocks(range(from, to));
     const times = new Map(blocks.map((b) => [b.number, this.#rememberBlockTime(b.hash, b.timestamp)]));
     const transfers: IncomingTransfer[] = [];
     if (watched.size > 0) {
       const valueTxs = blocks.flatMap((b) =>
-        b.transactions.filter((tx) => tx.to && tx.value > 0n && watched.has(tx.to.toLowerCase())),
+        b.transactions
+          .filter((tx) => tx.to && tx.value > 0n && watched.has(tx.to.toLowerCase()))
+          .map((tx) => ({ ...tx, blockNumber: b.number })),
       );
-      const receipts = await mapLimited(valueTxs, SCAN_CONCURRENCY, (tx) =>
-        this.#client.getTransactionReceipt({ hash: tx.hash }),
+      const receipts = await this.#readAll(
+        valueTxs.map((tx) => ({ method: "eth_getTransactionReceipt", params: [tx.hash] })),
+        RECEIPTS_PER_BATCH,
       );
       valueTxs.forEach((tx, i) => {
-        if (receipts[i]?.status !== "success") return;
-        const transfer = this.#nativeTransfer(tx, watched, times.get(tx.blockNumber ?? 0n) ?? new Date());
+        // A receipt's status is 0x1 for success, 0x0 for a reverted transaction.
+        if ((resultOf(receipts[i]) as { status?: string } | null)?.status !== "0x1") return;
+        const transfer = this.#nativeTransfer(tx, watched, times.get(tx.blockNumber) ?? new Date());
         if (transfer) transfers.push(transfer);
       });
       transfers.push(...(await this.#tokenTransfers(watched, from, to, times)));
     }
     const end = blocks[blocks.length - 1];
     return { transfers, cursor: `${to}:${end?.hash ?? ""}`, more: to < safeHead };
+  }
+
+  /**
+   * Blocks with their transactions, as the scan needs them (number, hash, time; each transaction's hash,
+   * sender, recipient and value), read {@link BLOCKS_PER_BATCH} to a request; a block the node does not
+   * have (the chain moved under the scan) is its refusal.
+   */
+  async #blocks(numbers: bigint[]): Promise<ScannedBlock[]> {
+    const answers = await this.#readAll(
+      numbers.map((n) => ({ method: "eth_getBlockByNumber", params: [numberToHex(n), true] })),
+      BLOCKS_PER_BATCH,
+    );
+    return answers.map((answer) => {
+      const block = resultOf(answer) as RawBlock | null;
+      if (!block) throw new ChainRequestError({ chain: this.config.name, method: "eth_getBlockByNumber" });
+      return {
+        number: hexToBigInt(block.number),
+        hash: block.hash,
+        timestamp: hexToBigInt(block.timestamp),
+        transactions: block.transactions.map((tx) => ({
+          hash: tx.hash,
+          from: tx.from,
+          to: tx.to,
+          value: hexToBigInt(tx.value),
+        })),
+      };
+    });
+  }
+
+  /** Many reads, `perRequest` to a batch, {@link SCAN_CONCURRENCY} batches at once; outcomes in order. */
+  async #readAll(calls: RpcCall[], perRequest: number): Promise<ReadOutcome[]> {
+    const chunks: RpcCall[][] = [];
+    for (let at = 0; at < calls.length; at += perRequest) chunks.push(calls.slice(at, at + perRequest));
+    return (await mapLimited(chunks, SCAN_CONCURRENCY, (chunk) => this.#reads(chunk))).flat();
   }
 
   async getIncomingTransfers(txHash: string, addresses: readonly string[]): Promise<IncomingTransfer[]> {
@@ -552,6 +588,22 @@ export class EvmChain implements ChainClient {
     if (estimate?.error instanceof ChainUnavailableError) throw estimate.error;
     return native ? NATIVE_TRANSFER_GAS : FALLBACK_TOKEN_TRANSFER_GAS;
   }
+}
+
+/** A block as a node answers `eth_getBlockByNumber` with its transactions: the fields the scan reads. */
+interface RawBlock {
+  number: Hex;
+  hash: Hash;
+  timestamp: Hex;
+  transactions: { hash: Hash; from: Address; to: Address | null; value: Hex }[];
+}
+
+/** A block as the scan uses it. */
+interface ScannedBlock {
+  number: bigint;
+  hash: Hash;
+  timestamp: bigint;
+  transactions: { hash: Hash; from: Address; to: Address | null; value: bigint }[];
 }
 
 /** One read of a batch: its result, or the chain error the node's refusal stands for. */
