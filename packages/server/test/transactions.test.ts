@@ -1,7 +1,7 @@
 import { and, asc, eq, getTableColumns } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { events, spendHours, transactions } from "../src/internal/db/schema.ts";
-import { recordTransaction } from "../src/transactions/transactions.ts";
+import { recordTransaction, recordTransferOnce } from "../src/transactions/transactions.ts";
 import { createTestServer, expectErrorShape, seedAccount, type TestServer } from "./support/test-server.ts";
 
 let server: TestServer;
@@ -178,5 +178,38 @@ describe("recordTransaction", () => {
       .from(spendHours)
       .where(and(eq(spendHours.walletId, walletId), eq(spendHours.hour, new Date(Date.UTC(2026, 0, 2, 10)))));
     expect(bucket?.usdMicros).toBe(123_456_789n);
+  });
+
+  it("records a transfer once however many record it at once, announcing it once", async () => {
+    const db = server.service.store.db;
+    const txHash = `0x${"cd".repeat(32)}`;
+    const attempts = await Promise.all(
+      Array.from({ length: 10 }, () =>
+        recordTransferOnce(db, {
+          walletId,
+          type: "receive",
+          chain: "base",
+          token: "USDC",
+          amountAtomic: 5n,
+          decimals: 6,
+          fromAddress: "sender",
+          toAddress: "recipient",
+          txHash,
+          transferIndex: 3,
+          status: "confirmed",
+          confirmedAt: new Date(),
+        }),
+      ),
+    );
+    const recorded = attempts.filter((row) => row !== undefined);
+    expect(recorded).toHaveLength(1);
+    const rows = await db.select().from(transactions).where(eq(transactions.txHash, txHash));
+    expect(rows).toEqual(recorded);
+    const announced = (await db.select().from(events).where(eq(events.walletId, walletId))).filter(
+      (event) => (event.data as { txHash?: string }).txHash === txHash,
+    );
+    expect(announced.map((event) => [event.type, (event.data as { id: string }).id])).toEqual([
+      ["transaction.received", recorded[0]?.id],
+    ]);
   });
 });

@@ -90,9 +90,11 @@ const walletEventsStatement = statementsByShape((count: number) => ({
 /**
  * The SQL text of an INSERT of `count` wallet events whose parameters start at `$first`
  * ({@link walletEventsParams}' order), in their order: what {@link recordWalletEvents} runs, and what a
- * statement that records a change with its events embeds. The account is each wallet's, with no read before.
+ * statement that records a change with its events embeds, with the condition `onlyIf` on them (a change
+ * that may not happen: the events are written only when it does). The account is each wallet's, with no read
+ * before.
  */
-export function walletEventsInsert(count: number, first: number): string {
+export function walletEventsInsert(count: number, first: number, onlyIf = "true"): string {
   const rows = Array.from({ length: count }, (_, i) => {
     const at = first + 4 * i;
     return `($${at}, $${at + 1}, $${at + 2}, $${at + 3}, ${i})`;
@@ -101,6 +103,7 @@ export function walletEventsInsert(count: number, first: number): string {
     SELECT v.id, w.id, v.type, v.data::json, w.account_id
     FROM (VALUES ${rows.join(", ")}) AS v(id, wallet_id, type, data, ord)
     JOIN wallets w ON w.id = v.wallet_id
+    WHERE ${onlyIf}
     ORDER BY v.ord`;
 }
 

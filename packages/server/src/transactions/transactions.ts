@@ -1,7 +1,6 @@
 import { and, desc, eq, type SQL, sql } from "drizzle-orm";
 import {
   type EventType,
-  recordEvent,
   recordWalletEvents,
   walletEventsInsert,
   walletEventsParams,
@@ -98,6 +97,19 @@ export async function recordTransaction(
   input: NewTransaction,
   also: RecordedWith = {},
 ): Promise<TransactionRow> {
+  return (await writeTransaction(db, input, also, "always")).row;
+}
+
+/**
+ * The one write of a new transaction, its events and its hour bucket ({@link recordTransaction}); `once`, a
+ * transfer already recorded under the same key writes nothing ({@link recordTransferOnce}).
+ */
+async function writeTransaction(
+  db: Db | Tx,
+  input: NewTransaction,
+  also: RecordedWith,
+  mode: "always" | "once",
+): Promise<{ row: TransactionRow; inserted: boolean }> {
   // The row as the database holds it once inserted: every column is written (given, or NULL when unset),
   // so a column that gains a default must be given here (test/transactions.test.ts checks there is none).
   const row = {
@@ -112,12 +124,13 @@ export async function recordTransaction(
     ...event,
   }));
   const reserved = also.reservedUsdMicros !== undefined && also.reservedUsdMicros > 0n;
-  await recordStatement(`${events.length}${reserved ? "r" : ""}`)(db, [
+  const shape = `${events.length}${reserved ? "r" : ""}${mode === "once" ? "o" : ""}` as const;
+  const inserted = await recordStatement(shape)(db, [
     ...rowParams(transactions, row),
     ...walletEventsParams(events),
     ...(reserved ? hourBucketParams(row.walletId, row.createdAt, also.reservedUsdMicros ?? 0n) : []),
   ]);
-  return row;
+  return { row, inserted: inserted.length > 0 };
 }
 
 /** The event of a newly recorded transaction: money coming in, or a spend starting. */
@@ -157,19 +170,27 @@ type RequiredKeys =
   | "createdAt";
 
 /**
- * The statement of {@link recordTransaction}, by shape: the row, then its events and its hour bucket as CTEs
- * of the same INSERT (parameters in that order).
+ * The statement of {@link writeTransaction}, by shape: the row, then its events and its hour bucket, as
+ * CTEs of one statement (parameters in that order) that answers the row's id when it was inserted. `once`,
+ * the row is inserted unless its transfer key is taken, and the events only with it.
  */
-const recordStatement = statementsByShape((shape: `${number}` | `${number}r`) => {
+const recordStatement = statementsByShape<`${number}${"" | "r"}${"" | "o"}`, { id: string }>((shape) => {
   const eventCount = Number.parseInt(shape, 10);
   const { list, fields } = tableColumns(transactions);
   const values = fields.map((_, i) => `$${i + 1}`).join(", ");
   const eventsAt = fields.length + 1;
-  const ctes = [`announced AS (${walletEventsInsert(eventCount, eventsAt)})`];
-  if (shape.endsWith("r")) ctes.push(`reserved AS (${addToHourSql(eventsAt + 4 * eventCount)})`);
+  const onConflict = shape.endsWith("o")
+    ? " ON CONFLICT (chain, tx_hash, transfer_index, wallet_id) DO NOTHING"
+    : "";
+  const ctes = [
+    `inserted AS (INSERT INTO transactions (${list}) VALUES (${values})${onConflict} RETURNING id)`,
+    `announced AS (${walletEventsInsert(eventCount, eventsAt, "EXISTS (SELECT 1 FROM inserted)")})`,
+  ];
+  if (shape.includes("r")) ctes.push(`reserved AS (${addToHourSql(eventsAt + 4 * eventCount)})`);
   return {
     name: `record_transaction_${shape}`,
-    text: `WITH ${ctes.join(", ")} INSERT INTO transactions (${list}) VALUES (${values})`,
+    text: `WITH ${ctes.join(", ")} SELECT id FROM inserted`,
+    fields: [[["id"], transactions.id]],
   };
 });
 
@@ -248,8 +269,9 @@ export type NewTransfer = NewTransaction & { txHash: string; transferIndex: numb
 
 /**
  * Records a transfer into a wallet unless the same (chain, txHash, transferIndex, wallet) is already
- * recorded (counted only when inserted: the database's trigger, migration 0009), in one database transaction. However many watchers and
- * faucet calls record one transfer, at once or later, exactly one row exists and it is counted once.
+ * recorded (counted only when inserted: the database's trigger, migration 0009), with its event, in one
+ * statement. However many watchers and faucet calls record one transfer, at once or later, exactly one row
+ * exists, it is counted once, and it is announced once.
  * Returns the row inserted, or undefined when it was already there.
  * @example await recordTransferOnce(db, { walletId, type: "receive", chain: "base", txHash, transferIndex: -1, … });
  */
@@ -257,18 +279,8 @@ export async function recordTransferOnce(
   db: Db | Tx,
   input: NewTransfer,
 ): Promise<TransactionRow | undefined> {
-  return db.transaction(async (tx) => {
-    const [row] = await tx
-      .insert(transactions)
-      .values({ ...input, id: input.id ?? newId("tx") })
-      .onConflictDoNothing({
-        target: [transactions.chain, transactions.txHash, transactions.transferIndex, transactions.walletId],
-      })
-      .returning();
-    if (!row) return undefined;
-    await recordEvent(tx, { walletId: row.walletId }, announcementOf(row), toTransactionView(row));
-    return row;
-  });
+  const { row, inserted } = await writeTransaction(db, input, {}, "once");
+  return inserted ? row : undefined;
 }
 
 /** The row recording a transfer into a wallet, if any. */
