@@ -1,8 +1,8 @@
 import { hash, verify } from "@node-rs/argon2";
-import { eq, sql } from "drizzle-orm";
+import { eq } from "drizzle-orm";
 import { newId } from "../internal/crypto.ts";
 import { accounts } from "../internal/db/schema.ts";
-import { type Db, preparedPerDb, withDomainErrors } from "../internal/db/store.ts";
+import { type Db, namedStatement, withDomainErrors } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 
 /** argon2id, 64 MiB, 3 passes: OWASP's first recommended setting. */
@@ -77,14 +77,12 @@ export async function getAccount(db: Db, accountId: string): Promise<Account> {
 
 /** Whether an account with this id exists; checked for every access token, which names one. */
 export async function accountExists(db: Db, accountId: string): Promise<boolean> {
-  const [row] = await accountByIdQuery(db).execute({ accountId });
+  const [row] = await accountByIdStatement(db, [accountId]);
   return row !== undefined;
 }
 
-const accountByIdQuery = preparedPerDb((db) =>
-  db
-    .select({ id: accounts.id })
-    .from(accounts)
-    .where(eq(accounts.id, sql.placeholder("accountId")))
-    .prepare("account_by_id"),
+const accountByIdStatement = namedStatement<{ id: string }>(
+  "account_by_id",
+  "SELECT id FROM accounts WHERE id = $1",
+  [[["id"], accounts.id]],
 );

@@ -1,8 +1,8 @@
-import { and, desc, eq, inArray, isNull, sql } from "drizzle-orm";
+import { and, desc, eq, inArray, isNull } from "drizzle-orm";
 import { recordEvent } from "../events/events.ts";
 import { generateApiKey, hashApiKey, newId } from "../internal/crypto.ts";
 import { apiKeys, wallets } from "../internal/db/schema.ts";
-import { type Db, preparedPerDb } from "../internal/db/store.ts";
+import { type Db, namedStatement } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 
 /** What a key may do (api.md, "Credentials and roles"). */
@@ -148,7 +148,7 @@ export interface KeyGrant {
  * a revocation made by any instance takes effect on the next request.
  */
 export async function authenticateApiKey(db: Db, key: string, at = new Date()): Promise<KeyGrant> {
-  const [row] = await keyByHashQuery(db).execute({ keyHash: hashApiKey(key) });
+  const [row] = await keyByHashStatement(db, [hashApiKey(key)]);
   if (!row) throw errors.invalidCredentials();
   if (row.revokedAt) throw errors.keyRevoked();
   const now = at.getTime();
@@ -172,19 +172,25 @@ setInterval(() => {
   for (const [id, at] of lastUsedWrites) if (at < cutoff) lastUsedWrites.delete(id);
 }, 60_000).unref();
 
-/** The lookup behind every API-key request, prepared once per store (no query building, a cached plan). */
-const keyByHashQuery = preparedPerDb((db) =>
-  db
-    .select({
-      id: apiKeys.id,
-      accountId: apiKeys.accountId,
-      revokedAt: apiKeys.revokedAt,
-      lastUsedAt: apiKeys.lastUsedAt,
-      role: apiKeys.role,
-      walletIds: apiKeys.walletIds,
-      expiresAt: apiKeys.expiresAt,
-    })
-    .from(apiKeys)
-    .where(eq(apiKeys.keyHash, sql.placeholder("keyHash")))
-    .prepare("api_key_by_hash"),
+/** The lookup behind every API-key request. */
+const keyByHashStatement = namedStatement<{
+  id: string;
+  accountId: string;
+  revokedAt: Date | null;
+  lastUsedAt: Date | null;
+  role: KeyRole;
+  walletIds: string[] | null;
+  expiresAt: Date | null;
+}>(
+  "api_key_by_hash",
+  "SELECT id, account_id, revoked_at, last_used_at, role, wallet_ids, expires_at FROM api_keys WHERE key_hash = $1",
+  [
+    [["id"], apiKeys.id],
+    [["accountId"], apiKeys.accountId],
+    [["revokedAt"], apiKeys.revokedAt],
+    [["lastUsedAt"], apiKeys.lastUsedAt],
+    [["role"], apiKeys.role],
+    [["walletIds"], apiKeys.walletIds],
+    [["expiresAt"], apiKeys.expiresAt],
+  ],
 );

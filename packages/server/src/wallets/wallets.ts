@@ -1,10 +1,9 @@
-import { and, desc, eq, sql } from "drizzle-orm";
-import { alias } from "drizzle-orm/pg-core";
+import { and, desc, eq } from "drizzle-orm";
 import type { ChainKind, ChainRegistry } from "../chains/registry.ts";
 import { recordEvent } from "../events/events.ts";
 import { newId } from "../internal/crypto.ts";
 import { walletKeys, walletPolicies, wallets } from "../internal/db/schema.ts";
-import { type Db, preparedPerDb } from "../internal/db/store.ts";
+import { type Db, namedStatement, tableColumns } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 import { initialPolicyRow, lockPolicyRow, type PolicyInput, type PolicyRow } from "../policy/policy.ts";
 import type { Keyring } from "./keyring.ts";
@@ -100,19 +99,16 @@ export function listWallets(db: Db, accountId: string): Promise<WalletRow[]> {
 
 /** The wallet if it exists and belongs to the account; NotFound otherwise, never revealing which. */
 export async function findWalletForAccount(db: Db, accountId: string, walletId: string): Promise<WalletRow> {
-  const [row] = await walletForAccountQuery(db).execute({ walletId, accountId });
+  const [row] = await walletForAccountStatement(db, [walletId, accountId]);
   if (!row) throw errors.walletNotFound(walletId);
   return row;
 }
 
-const walletForAccountQuery = preparedPerDb((db) =>
-  db
-    .select()
-    .from(wallets)
-    .where(
-      and(eq(wallets.id, sql.placeholder("walletId")), eq(wallets.accountId, sql.placeholder("accountId"))),
-    )
-    .prepare("wallet_for_account"),
+const walletColumns = tableColumns(wallets, [], "w");
+const walletForAccountStatement = namedStatement<WalletRow>(
+  "wallet_for_account",
+  `SELECT ${walletColumns.list} FROM wallets w WHERE w.id = $1 AND w.account_id = $2`,
+  walletColumns.fields,
 );
 
 /** A wallet's private keys as stored, sealed under its data key: one per chain kind it has. */
@@ -128,7 +124,7 @@ export async function findSpendingWallet(
   accountId: string,
   walletId: string,
 ): Promise<{ wallet: WalletRow; policy: PolicyRow; sealedKeys: SealedKeys }> {
-  const [row] = await spendingWalletQuery(db).execute({ walletId, accountId });
+  const [row] = await spendingWalletStatement(db, [walletId, accountId]);
   if (!row) throw errors.walletNotFound(walletId);
   const sealedKeys: SealedKeys = {};
   if (row.evmKey) sealedKeys.evm = row.evmKey;
@@ -136,24 +132,28 @@ export async function findSpendingWallet(
   return { wallet: row.wallet, policy: row.policy, sealedKeys };
 }
 
-const evmKeys = alias(walletKeys, "evm_keys");
-const solanaKeys = alias(walletKeys, "solana_keys");
-const spendingWalletQuery = preparedPerDb((db) =>
-  db
-    .select({
-      wallet: wallets,
-      policy: walletPolicies,
-      evmKey: evmKeys.encryptedPrivateKey,
-      solanaKey: solanaKeys.encryptedPrivateKey,
-    })
-    .from(wallets)
-    .innerJoin(walletPolicies, eq(walletPolicies.walletId, wallets.id))
-    .leftJoin(evmKeys, and(eq(evmKeys.walletId, wallets.id), eq(evmKeys.chainKind, "evm")))
-    .leftJoin(solanaKeys, and(eq(solanaKeys.walletId, wallets.id), eq(solanaKeys.chainKind, "solana")))
-    .where(
-      and(eq(wallets.id, sql.placeholder("walletId")), eq(wallets.accountId, sql.placeholder("accountId"))),
-    )
-    .prepare("spending_wallet"),
+const spendingWalletColumns = tableColumns(wallets, ["wallet"], "w");
+const spendingPolicyColumns = tableColumns(walletPolicies, ["policy"], "p");
+const spendingWalletStatement = namedStatement<{
+  wallet: WalletRow;
+  policy: PolicyRow;
+  evmKey: Buffer | null;
+  solanaKey: Buffer | null;
+}>(
+  "spending_wallet",
+  `SELECT ${spendingWalletColumns.list}, ${spendingPolicyColumns.list},
+      evm_keys.encrypted_private_key, solana_keys.encrypted_private_key
+    FROM wallets w
+    JOIN wallet_policies p ON p.wallet_id = w.id
+    LEFT JOIN wallet_keys evm_keys ON evm_keys.wallet_id = w.id AND evm_keys.chain_kind = 'evm'
+    LEFT JOIN wallet_keys solana_keys ON solana_keys.wallet_id = w.id AND solana_keys.chain_kind = 'solana'
+    WHERE w.id = $1 AND w.account_id = $2`,
+  [
+    ...spendingWalletColumns.fields,
+    ...spendingPolicyColumns.fields,
+    [["evmKey"], walletKeys.encryptedPrivateKey],
+    [["solanaKey"], walletKeys.encryptedPrivateKey],
+  ],
 );
 
 /** Archives a wallet: it can no longer spend, and its history stays. Archiving twice is harmless. */

@@ -155,22 +155,6 @@ export async function selectRows<T>(db: Db | Tx, query: SQL): Promise<T[]> {
   return result.rows as T[];
 }
 
-/**
- * A prepared statement built once for each open store and reused: hot paths skip query building and the
- * database keeps the plan.
- */
-export function preparedPerDb<T>(build: (db: Db) => T): (db: Db) => T {
-  const cache = new WeakMap<Db, T>();
-  return (db) => {
-    let prepared = cache.get(db);
-    if (prepared === undefined) {
-      prepared = build(db);
-      cache.set(db, prepared);
-    }
-    return prepared;
-  };
-}
-
 /** Where a column of a {@link namedStatement}'s rows lands in the row it returns: a path of keys. */
 export type RowField = readonly [path: readonly string[], column: AnyPgColumn];
 
