@@ -1,10 +1,12 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { type Devnet, fundEvm, startDevnet } from "@svc/devnet";
 import { createPublicClient, http } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { devnetClients, evmKey, signedTransfer } from "../../test/support/chains.ts";
 import { eventually } from "../../test/support/eventually.ts";
 import { startRpcProxy } from "../../test/support/rpc-proxy.ts";
-import { NonceTakenError } from "./errors.ts";
+import { ChainRequestError, NonceTakenError } from "./errors.ts";
 import { EvmChain } from "./evm.ts";
 import type { ChainClient, SignedTransfer, TokenInfo, TransferStatus } from "./types.ts";
 
@@ -260,6 +262,33 @@ describe("EvmChain on the local chain", () => {
     }
   });
 
+  it("reads a range again rather than pass over a transfer whose receipt the node does not serve yet", async () => {
+    // A node behind a load balancer: its blocks are current, its receipts lag (null).
+    const lagging = await laggingReceipts(devnet.evm.rpcUrl);
+    const watching = new EvmChain({ ...base.config, rpcUrl: lagging.url });
+    try {
+      const sender = await fundedSender();
+      const recipient = evmKey().address;
+      const cursor = (await watching.scanIncoming(async () => [recipient], null)).cursor;
+      const signed = await signedTransfer(base, {
+        privateKey: sender.privateKey,
+        to: recipient,
+        token: eth,
+        amount: 7n,
+      });
+      await base.broadcast(signed);
+      await settled(signed, sender.address);
+      await expect(watching.scanIncoming(async () => [recipient], cursor)).rejects.toBeInstanceOf(
+        ChainRequestError,
+      );
+      lagging.serveReceipts = true;
+      const scan = await watching.scanIncoming(async () => [recipient], cursor);
+      expect(scan.transfers.map((t) => [t.txHash, t.amount])).toEqual([[signed.txHash, 7n]]);
+    } finally {
+      await lagging.close();
+    }
+  });
+
   it("confirms a mined transfer from its receipt alone once a scan has read its block, with the block's time", async () => {
     const proxy = await startRpcProxy(devnet.evm.rpcUrl, () => "forward");
     const watching = new EvmChain({ ...base.config, rpcUrl: proxy.url });
@@ -430,3 +459,42 @@ describe("EvmChain on the local chain", () => {
     }
   });
 });
+
+/** A JSON-RPC endpoint in front of `upstream` that answers every receipt null until told to serve them. */
+async function laggingReceipts(upstream: string) {
+  const state = { serveReceipts: false };
+  const server = createServer(async (request, response) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of request) chunks.push(chunk as Buffer);
+    const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as
+      | { id: number; method: string }
+      | { id: number; method: string }[];
+    const calls = Array.isArray(body) ? body : [body];
+    const answer = await Promise.all(
+      calls.map(async (call) =>
+        call.method === "eth_getTransactionReceipt" && !state.serveReceipts
+          ? { jsonrpc: "2.0", id: call.id, result: null }
+          : (
+              await fetch(upstream, {
+                method: "POST",
+                headers: { "content-type": "application/json" },
+                body: JSON.stringify(call),
+              })
+            ).json(),
+      ),
+    );
+    response
+      .writeHead(200, { "content-type": "application/json" })
+      .end(JSON.stringify(Array.isArray(body) ? answer : answer[0]));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return Object.assign(state, {
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  });
+}

@@ -432,17 +432,24 @@ export class EvmChain implements ChainClient {
     const transfers: IncomingTransfer[] = [];
     if (watched.size > 0) {
       const valueTxs = blocks.flatMap((b) =>
-        b.transactions
-          .filter((tx) => tx.to && tx.value > 0n && watched.has(tx.to.toLowerCase()))
-          .map((tx) => ({ ...tx, blockNumber: b.number })),
+        b.transactions.flatMap((tx) => {
+          if (!tx.to || !watched.has(tx.to.toLowerCase())) return [];
+          const value = hexToBigInt(tx.value ?? "0x0");
+          return value > 0n ? [{ ...tx, value, blockNumber: b.number }] : [];
+        }),
       );
       const receipts = await this.#readAll(
         valueTxs.map((tx) => ({ method: "eth_getTransactionReceipt", params: [tx.hash] })),
         RECEIPTS_PER_BATCH,
       );
       valueTxs.forEach((tx, i) => {
-        // A receipt's status is 0x1 for success, 0x0 for a reverted transaction.
-        if ((resultOf(receipts[i]) as { status?: string } | null)?.status !== "0x1") return;
+        const receipt = resultOf(receipts[i]) as { status?: string } | null;
+        // Mined (its block was read) but not served yet, as a node behind a load balancer may answer: the
+        // scan fails, and the range is read again, rather than passing over the transfer.
+        if (receipt === null)
+          throw new ChainRequestError({ chain: this.config.name, method: "eth_getTransactionReceipt" });
+        // 0x1 for success, 0x0 for a reverted transaction.
+        if (receipt.status !== "0x1") return;
         const transfer = this.#nativeTransfer(tx, watched, times.get(tx.blockNumber) ?? new Date());
         if (transfer) transfers.push(transfer);
       });
@@ -458,10 +465,9 @@ export class EvmChain implements ChainClient {
    * have (the chain moved under the scan) is its refusal.
    */
   async #blocks(numbers: bigint[]): Promise<ScannedBlock[]> {
-    const answers = await this.#readAll(
-      numbers.map((n) => ({ method: "eth_getBlockByNumber", params: [numberToHex(n), true] })),
-      BLOCKS_PER_BATCH,
-    );
+    const calls = numbers.map((n) => ({ method: "eth_getBlockByNumber", params: [numberToHex(n), true] }));
+    // A batch of large blocks can pass an endpoint's (or this client's) size limit: then one at a time.
+    const answers = await this.#readAll(calls, BLOCKS_PER_BATCH).catch(() => this.#readAll(calls, 1));
     return answers.map((answer) => {
       const block = resultOf(answer) as RawBlock | null;
       if (!block) throw new ChainRequestError({ chain: this.config.name, method: "eth_getBlockByNumber" });
@@ -469,12 +475,7 @@ export class EvmChain implements ChainClient {
         number: hexToBigInt(block.number),
         hash: block.hash,
         timestamp: hexToBigInt(block.timestamp),
-        transactions: block.transactions.map((tx) => ({
-          hash: tx.hash,
-          from: tx.from,
-          to: tx.to,
-          value: hexToBigInt(tx.value),
-        })),
+        transactions: block.transactions,
       };
     });
   }
@@ -595,15 +596,15 @@ interface RawBlock {
   number: Hex;
   hash: Hash;
   timestamp: Hex;
-  transactions: { hash: Hash; from: Address; to: Address | null; value: Hex }[];
+  transactions: { hash: Hash; from: Address; to: Address | null; value?: Hex }[];
 }
 
-/** A block as the scan uses it. */
+/** A block as the scan uses it: its transactions as the node gave them (their values parsed when watched). */
 interface ScannedBlock {
   number: bigint;
   hash: Hash;
   timestamp: bigint;
-  transactions: { hash: Hash; from: Address; to: Address | null; value: bigint }[];
+  transactions: RawBlock["transactions"];
 }
 
 /** One read of a batch: its result, or the chain error the node's refusal stands for. */

@@ -156,7 +156,7 @@ describe("jsonRpcHttp", () => {
     expect(outcomes[2]).toEqual({ result: "0x7" });
   });
 
-  it("asks an endpoint that refuses batches the calls one by one, and remembers it when it takes none", async () => {
+  it("asks an endpoint that takes no batches the calls one by one, and remembers it", async () => {
     const calls = [{ method: "eth_chainId" }, { method: "eth_blockNumber" }];
     const single = (body: { id: number; method: string }) => ({
       text: JSON.stringify({ jsonrpc: "2.0", id: body.id, result: body.method }),
@@ -170,18 +170,8 @@ describe("jsonRpcHttp", () => {
       },
       { refusal: { status: 400, text: "batch requests are not supported" }, remembered: true },
       { refusal: { status: 413, text: "too large" }, remembered: true },
-      {
-        refusal: {
-          text: JSON.stringify({
-            jsonrpc: "2.0",
-            id: null,
-            error: { code: -32005, message: "limit exceeded" },
-          }),
-        },
-        remembered: false,
-      },
     ];
-    for (const { refusal, remembered } of refusals) {
+    for (const { refusal } of refusals) {
       let batches = 0;
       const node = await endpoint((body) => {
         if (!Array.isArray(body)) return single(body);
@@ -195,16 +185,24 @@ describe("jsonRpcHttp", () => {
           { result: "eth_blockNumber" },
         ]);
       }
-      expect(batches).toBe(remembered ? 1 : 2);
-      expect(node.seen.requests).toBe(batches + 4);
+      expect(batches).toBe(1);
+      expect(node.seen.requests).toBe(5);
     }
 
-    // A rate limit is no refusal: the batch fails as a call would (and the chain layer retries it).
+    // A rate limit is no refusal, whether an HTTP status or a JSON-RPC error: the batch fails as a call would
+    // (the chain layer retries what is transient), and no call is sent again on its own.
     const limited = await endpoint(() => ({ status: 429, text: "slow down" }));
     const limit = await failure(new JsonRpcEndpoint(limited.url, { timeoutMs: 2_000 }).callBatch(calls));
     expect(limit).toBeInstanceOf(HttpRequestError);
     expect(limit).toMatchObject({ status: 429 });
     expect(limited.seen.requests).toBe(1);
+    const exceeded = await endpoint(() => ({
+      text: JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32005, message: "limit exceeded" } }),
+    }));
+    const rpcLimit = await failure(new JsonRpcEndpoint(exceeded.url, { timeoutMs: 2_000 }).callBatch(calls));
+    expect(rpcLimit).toBeInstanceOf(RpcRequestError);
+    expect(rpcLimit).toMatchObject({ code: -32005 });
+    expect(exceeded.seen.requests).toBe(1);
 
     // Ids echoed as strings still match their calls.
     const echoing = await endpoint((body) => ({

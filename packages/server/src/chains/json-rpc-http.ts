@@ -128,23 +128,24 @@ export class JsonRpcEndpoint {
   /**
    * Several calls one caller needs together, in one HTTP request (a JSON-RPC batch): each call's outcome in
    * the order given. What fails for the request as a whole (no answer, an HTTP error status, an answer that
-   * is not a batch's) fails the whole batch as {@link call} fails. A batch refused ({@link batchRefusal}) is
-   * asked call by call, a few at a time; an endpoint that takes no batches is remembered as one, and asked
-   * every later batch that way too.
+   * is not a batch's, one JSON-RPC error such as a rate limit) fails the whole batch as {@link call} fails.
+   * An endpoint that takes no batches ({@link refusesBatches}) is remembered as one, and asked this batch and
+   * every later one call by call, a few at a time.
    */
   async callBatch(calls: readonly RpcCall[]): Promise<RpcOutcome[]> {
+    if (calls.length === 0) return [];
     if (calls.length === 1 || this.#refusesBatches) return this.#oneByOne(calls);
     const bodies = calls.map((call) => this.#body(call));
     const { status, text } = await this.#post(bodies);
     const answer = parseJson(text);
     if (!Array.isArray(answer)) {
-      const refusal = batchRefusal(status, answer);
-      if (refusal !== undefined) {
-        // Remembered only when the endpoint says it takes no batches; another error (a rate limit
-        // answered as one error object) is met by this batch's calls, asked one by one.
-        if (refusal === "for good") this.#refusesBatches = true;
+      if (refusesBatches(status, answer)) {
+        this.#refusesBatches = true;
         return this.#oneByOne(calls);
       }
+      // Another error object (a rate limit, say) is the batch's failure, as it would be a call's.
+      if (isRpcAnswer(answer) && answer.error != null)
+        throw this.#rpcError(bodies[0] as RpcBody, answer.error, status);
       this.#checkStatus(bodies, status, text);
       throw new HttpRequestError({
         body: bodies,
@@ -279,18 +280,16 @@ function decoded(response: http.IncomingMessage): NodeJS.ReadableStream {
 }
 
 /**
- * Whether an answer to a batch refuses it: a JSON-RPC error object in place of the array ("for good" when
- * its code says the endpoint takes no batch requests: invalid request or no such method), or a client error
- * status other than those that a single call would meet too (credentials, a time-out, a rate limit): a
- * proxy that takes no batches, or none that large. Undefined when the answer is no refusal.
+ * Whether an answer to a batch says the endpoint takes no batches (of that size): a JSON-RPC error object
+ * in place of the array whose code says so (invalid request, or no such method), or a client error status
+ * other than those that a single call would meet too (credentials, a time-out, a rate limit).
  */
-function batchRefusal(status: number, answer: unknown): "for good" | "this once" | undefined {
+function refusesBatches(status: number, answer: unknown): boolean {
   if (status >= 200 && status <= 299) {
-    if (!isRpcAnswer(answer) || answer.error == null) return undefined;
-    const code = (answer.error as { code?: unknown }).code;
-    return code === -32600 || code === -32601 ? "for good" : "this once";
+    const code = isRpcAnswer(answer) ? (answer.error as { code?: unknown } | undefined)?.code : undefined;
+    return code === -32600 || code === -32601;
   }
-  return status >= 400 && status <= 499 && ![401, 403, 408, 429].includes(status) ? "for good" : undefined;
+  return status >= 400 && status <= 499 && ![401, 403, 408, 429].includes(status);
 }
 
 function parseJson(text: string): unknown {

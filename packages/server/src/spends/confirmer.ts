@@ -202,6 +202,8 @@ export class Confirmer {
         if (status) landed.set(row.id, status);
       });
     } catch (error) {
+      // The chain not answering ends the pass, as it would at its first row.
+      if (error instanceof ChainUnavailableError) throw error;
       // Each is then asked about on its own, as the loop does for one that has not landed.
       this.deps.log.info(
         { err: error, chain: client.config.name },
