@@ -25,7 +25,6 @@ import {
   recoverTransactionAddress,
   TimeoutError,
   type TransactionReceipt,
-  TransactionReceiptNotFoundError,
   type Transport,
   TransactionNotFoundError as ViemTransactionNotFoundError,
 } from "viem";
@@ -338,28 +337,35 @@ export class EvmChain implements ChainClient {
   }
 
   async getLandedStatuses(transfers: readonly BroadcastTransfer[]): Promise<(TransferStatus | undefined)[]> {
-    const receipts = await this.#readAll(
-      transfers.map(({ signed }) => ({ method: "eth_getTransactionReceipt", params: [signed.txHash] })),
-      RECEIPTS_PER_BATCH,
-    );
+    const receipts = await this.#receipts(transfers.map(({ signed }) => signed.txHash as Hash));
     const statuses: (TransferStatus | undefined)[] = [];
     for (const outcome of receipts) {
       // No receipt (not mined, or not yet), or one this read could not tell: getTransferStatus decides.
-      const receipt = "result" in outcome ? outcome.result : null;
-      statuses.push(
-        receipt === null
-          ? undefined
-          : await this.#minedStatus(formatTransactionReceipt(receipt as never)).catch(() => undefined),
-      );
+      const receipt = "result" in outcome ? (outcome.result as TransactionReceipt | null) : null;
+      statuses.push(receipt === null ? undefined : await this.#minedStatus(receipt).catch(() => undefined));
     }
     return statuses;
   }
 
-  #receipt(hash: Hash): Promise<TransactionReceipt | null> {
-    return this.#client.getTransactionReceipt({ hash }).catch((error: unknown) => {
-      if (error instanceof TransactionReceiptNotFoundError) return null;
-      throw error;
-    });
+  async #receipt(hash: Hash): Promise<TransactionReceipt | null> {
+    const [outcome] = await this.#receipts([hash]);
+    return resultOf(outcome) as TransactionReceipt | null;
+  }
+
+  /**
+   * Transactions' receipts, {@link RECEIPTS_PER_BATCH} to a request: each read's outcome, in order, its
+   * result a receipt, or null while the node serves none.
+   */
+  async #receipts(hashes: readonly Hash[]): Promise<ReadOutcome[]> {
+    const outcomes = await this.#readAll(
+      hashes.map((hash) => ({ method: "eth_getTransactionReceipt", params: [hash] })),
+      RECEIPTS_PER_BATCH,
+    );
+    return outcomes.map((outcome) =>
+      "result" in outcome && outcome.result !== null
+        ? { result: formatTransactionReceipt(outcome.result as never) }
+        : outcome,
+    );
   }
 
   async #minedStatus(receipt: TransactionReceipt): Promise<TransferStatus> {
@@ -438,18 +444,14 @@ export class EvmChain implements ChainClient {
           return value > 0n ? [{ ...tx, value, blockNumber: b.number }] : [];
         }),
       );
-      const receipts = await this.#readAll(
-        valueTxs.map((tx) => ({ method: "eth_getTransactionReceipt", params: [tx.hash] })),
-        RECEIPTS_PER_BATCH,
-      );
+      const receipts = await this.#receipts(valueTxs.map((tx) => tx.hash));
       valueTxs.forEach((tx, i) => {
-        const receipt = resultOf(receipts[i]) as { status?: string } | null;
+        const receipt = resultOf(receipts[i]) as TransactionReceipt | null;
         // Mined (its block was read) but not served yet, as a node behind a load balancer may answer: the
         // scan fails, and the range is read again, rather than passing over the transfer.
         if (receipt === null)
           throw new ChainRequestError({ chain: this.config.name, method: "eth_getTransactionReceipt" });
-        // 0x1 for success, 0x0 for a reverted transaction.
-        if (receipt.status !== "0x1") return;
+        if (receipt.status !== "success") return;
         const transfer = this.#nativeTransfer(tx, watched, times.get(tx.blockNumber) ?? new Date());
         if (transfer) transfers.push(transfer);
       });
