@@ -32,6 +32,24 @@ async function fundedSender() {
   return sender;
 }
 
+/**
+ * A funded sender's ETH transfer of `amount` to a new recipient, broadcast after `watching`'s scan cursor
+ * was taken at the head: what a scan from `cursor` should find.
+ */
+async function sentToWatched(watching: ChainClient, amount: bigint) {
+  const sender = await fundedSender();
+  const recipient = evmKey().address;
+  const cursor = (await watching.scanIncoming(async () => [recipient], null)).cursor;
+  const signed = await signedTransfer(base, {
+    privateKey: sender.privateKey,
+    to: recipient,
+    token: eth,
+    amount,
+  });
+  await base.broadcast(signed);
+  return { sender, recipient, cursor, signed };
+}
+
 /** The status once the node has mined the transfer (anvil mines on receipt, but its receipt can lag). */
 function settled(signed: SignedTransfer, from: string): Promise<TransferStatus> {
   return eventually(async () => {
@@ -225,16 +243,7 @@ describe("EvmChain on the local chain", () => {
     const proxy = await startRpcProxy(devnet.evm.rpcUrl, () => "forward");
     const watching = new EvmChain({ ...base.config, rpcUrl: proxy.url });
     try {
-      const sender = await fundedSender();
-      const recipient = evmKey().address;
-      const cursor = (await watching.scanIncoming(async () => [recipient], null)).cursor;
-      const signed = await signedTransfer(base, {
-        privateKey: sender.privateKey,
-        to: recipient,
-        token: eth,
-        amount: 5n,
-      });
-      await base.broadcast(signed);
+      const { sender, recipient, cursor, signed } = await sentToWatched(watching, 5n);
       await settled(signed, sender.address);
       // 24 empty blocks after it: 25 or more to scan.
       await fetch(devnet.evm.rpcUrl, {
@@ -267,16 +276,7 @@ describe("EvmChain on the local chain", () => {
     const lagging = await laggingReceipts(devnet.evm.rpcUrl);
     const watching = new EvmChain({ ...base.config, rpcUrl: lagging.url });
     try {
-      const sender = await fundedSender();
-      const recipient = evmKey().address;
-      const cursor = (await watching.scanIncoming(async () => [recipient], null)).cursor;
-      const signed = await signedTransfer(base, {
-        privateKey: sender.privateKey,
-        to: recipient,
-        token: eth,
-        amount: 7n,
-      });
-      await base.broadcast(signed);
+      const { sender, recipient, cursor, signed } = await sentToWatched(watching, 7n);
       await settled(signed, sender.address);
       await expect(watching.scanIncoming(async () => [recipient], cursor)).rejects.toBeInstanceOf(
         ChainRequestError,
@@ -293,16 +293,7 @@ describe("EvmChain on the local chain", () => {
     const proxy = await startRpcProxy(devnet.evm.rpcUrl, () => "forward");
     const watching = new EvmChain({ ...base.config, rpcUrl: proxy.url });
     try {
-      const sender = await fundedSender();
-      const recipient = evmKey().address;
-      const cursor = (await watching.scanIncoming(async () => [recipient], null)).cursor;
-      const signed = await signedTransfer(base, {
-        privateKey: sender.privateKey,
-        to: recipient,
-        token: eth,
-        amount: 1n,
-      });
-      await base.broadcast(signed);
+      const { sender, recipient, cursor, signed } = await sentToWatched(watching, 1n);
       const scanned = await eventually(async () => {
         const scan = await watching.scanIncoming(async () => [recipient], cursor);
         return scan.transfers.find((t) => t.txHash === signed.txHash);
