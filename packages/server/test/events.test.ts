@@ -196,7 +196,12 @@ describe("events", () => {
     );
     expect(confirmed.map((row) => row.id)).toEqual([third.id, first.id]);
 
-    const events = ofType(await allEvents(apiKey), "transaction.confirmed");
+    // Events appear once every transaction older than theirs has ended (other test databases' too, on
+    // PostgreSQL): wait for the confirmation's.
+    const events = await eventually(async () => {
+      const confirmations = ofType(await allEvents(apiKey), "transaction.confirmed");
+      return confirmations.length > 0 && confirmations;
+    });
     expect(events.map((event) => event.data.id)).toEqual([third.id, first.id]);
     expect(events.map((event) => [event.data.status, event.data.confirmedAt])).toEqual([
       ["confirmed", blockTime.toISOString()],
