@@ -8,6 +8,7 @@ import type { AnyPgColumn, PgDatabase, PgQueryResultHKT, PgTable } from "drizzle
 import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
 import pg from "pg";
 import { ensurePrivateDir, restrictTree } from "../private-files.ts";
+import { PgliteConnection } from "./pglite-connection.ts";
 import * as schema from "./schema.ts";
 
 /** The drizzle database, whichever driver is underneath. */
@@ -80,7 +81,8 @@ export async function openStore(location: StoreLocation): Promise<Store> {
     appliedVersions: async () =>
       (await client.query<{ version: number }>("SELECT version FROM schema_migrations")).rows,
   });
-  const db: Db = drizzlePglite(client, { schema });
+  // drizzle's PGlite driver calls only `query` and `transaction`, which the connection answers as PGlite does.
+  const db: Db = drizzlePglite(new PgliteConnection(client) as unknown as PGlite, { schema });
   return {
     db,
     kind: "pglite",
