@@ -1,4 +1,7 @@
-import { PGlite, types } from "@electric-sql/pglite";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { PGlite, TransactionAbortedError, types } from "@electric-sql/pglite";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { PgliteConnection } from "./pglite-connection.ts";
 
@@ -12,7 +15,9 @@ beforeEach(async () => {
     name text UNIQUE)`);
   connection = new PgliteConnection(pg);
 });
-afterEach(() => pg.close());
+afterEach(async () => {
+  if (!pg.closed) await pg.close();
+});
 
 /** The statements the backend holds under a name, as PostgreSQL lists them. */
 async function preparedTexts(): Promise<string[]> {
@@ -41,17 +46,16 @@ describe("PgliteConnection", () => {
       null,
     ];
     const inserted = await connection.query(insert, params);
-    expect(inserted.affectedRows).toBe(2);
+    expect(inserted).toMatchObject({ command: "INSERT", rowCount: 2, affectedRows: 2, rows: [] });
+    const updated = await connection.query("UPDATE items SET n = n WHERE n = $1", [1]);
+    expect(updated).toEqual(await pg.query("UPDATE items SET n = n WHERE n = $1", [1]));
     const select = "SELECT id, n, amount, at, data, tags, name FROM items WHERE n >= $1 ORDER BY id";
     for (const options of [
       undefined,
       { rowMode: "array" as const },
       { rowMode: "array" as const, parsers: { [types.TIMESTAMPTZ]: (value: string) => value } },
     ]) {
-      const ours = await connection.query(select, [0], options);
-      const theirs = await pg.query(select, [0], options);
-      expect(ours.rows).toEqual(theirs.rows);
-      expect(ours.fields).toEqual(theirs.fields);
+      expect(await connection.query(select, [0], options)).toEqual(await pg.query(select, [0], options));
     }
     const [row] = (await connection.query<{ n: bigint; data: unknown }>(select, [0])).rows;
     expect(row?.n).toBe(9007199254740993n);
@@ -105,12 +109,12 @@ describe("PgliteConnection", () => {
     expect(rows).toEqual([{ name: "taken" }]);
   });
 
-  it("refuses to commit a transaction a caught failure aborted", async () => {
+  it("refuses to commit a transaction a caught failure aborted, as PGlite does", async () => {
     const committed = connection.transaction(async (tx) => {
       await tx.query("INSERT INTO items (n, name) VALUES ($1, $2)", [1, "lost"]);
       await tx.query("SELECT 1/0").catch(() => {});
     });
-    await expect(committed).rejects.toThrow("rolled back");
+    await expect(committed).rejects.toBeInstanceOf(TransactionAbortedError);
     expect((await connection.query("SELECT * FROM items")).rows).toEqual([]);
   });
 
@@ -120,5 +124,58 @@ describe("PgliteConnection", () => {
     await expect(connection.query("SELECT * FROM items")).rejects.toMatchObject({ code: "0A000" });
     const { fields } = await connection.query("SELECT * FROM items");
     expect(fields.map((field) => field.name)).toContain("extra");
+  });
+});
+
+describe("PgliteConnection, when something goes wrong around it", () => {
+  it("lets two connections share one PGlite, and keeps at least one statement", async () => {
+    const other = new PgliteConnection(pg, { maxPrepared: 0 });
+    await connection.query("SELECT 1 AS one");
+    expect((await other.query("SELECT 2 AS two")).rows).toEqual([{ two: 2 }]);
+    expect((await other.query("SELECT 2 AS two")).rows).toEqual([{ two: 2 }]);
+    expect((await connection.query("SELECT 1 AS one")).rows).toEqual([{ one: 1 }]);
+  });
+
+  it("closes once what was asked for has ended, refusing what comes after", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "svc-pglite-"));
+    try {
+      const onDisk = await PGlite.create(dir);
+      await onDisk.exec("CREATE TABLE items (n int)");
+      const store = new PgliteConnection(onDisk);
+      const slow = store.transaction(async (tx) => {
+        await tx.query("INSERT INTO items VALUES ($1)", [0]);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      });
+      const queued = Array.from({ length: 20 }, (_, i) =>
+        store.query("INSERT INTO items VALUES ($1)", [i + 1]),
+      );
+      const closed = store.close();
+      await expect(store.query("SELECT 1")).rejects.toThrow("the store is closed");
+      await Promise.all([slow, ...queued, closed]);
+      expect(onDisk.closed).toBe(true);
+      const reopened = await PGlite.create(dir);
+      expect((await reopened.query("SELECT count(*)::int AS n FROM items")).rows).toEqual([{ n: 21 }]);
+      await reopened.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("runs nothing more once a transaction it could not end was left open", async () => {
+    // A fault injected where nothing real can be made to fail: PGlite refusing the ROLLBACK.
+    const execProtocol = pg.execProtocol.bind(pg);
+    pg.execProtocol = async (message, options) => {
+      if (new TextDecoder().decode(message).includes("ROLLBACK")) throw new Error("injected");
+      return execProtocol(message, options);
+    };
+    const failed = connection.transaction(async (tx) => {
+      await tx.query("INSERT INTO items (n, name) VALUES ($1, $2)", [1, "told it failed"]);
+      throw new Error("work failed");
+    });
+    const next = connection.query("INSERT INTO items (n, name) VALUES ($1, $2)", [2, "next"]);
+    await expect(failed).rejects.toThrow("work failed");
+    // Run inside the open transaction, the next write would have committed the failed one's row with it.
+    await expect(next).rejects.toThrow("left inside a failed transaction");
+    await expect(connection.transaction(async () => {})).rejects.toThrow("left inside a failed transaction");
   });
 });

@@ -5,6 +5,7 @@ import {
   protocol,
   type QueryOptions,
   type Results,
+  TransactionAbortedError,
 } from "@electric-sql/pglite";
 
 /** A statement the backend holds under a name, with what it takes and what it returns. */
@@ -17,6 +18,9 @@ interface Prepared {
 
 /** The statements kept prepared at once, by default; the one used longest ago is closed to make room. */
 const MAX_PREPARED = 200;
+
+/** Connections made in this process: each names its statements apart, should two share one PGlite. */
+let connections = 0;
 
 /**
  * PGlite's one connection, as drizzle's PGlite driver uses it (`query` and `transaction`), with each
@@ -41,17 +45,22 @@ export class PgliteConnection {
   readonly #prepared = new Map<string, Prepared>();
   /** Names evicted and not yet closed: closed ahead of the next statement, in the same trip. */
   #toClose: string[] = [];
+  readonly #namePrefix = `svc${connections++}_`;
   #nextName = 0;
   readonly #maxPrepared: number;
+  /** Set by `close`: what is asked for from then on is refused. */
+  #closing = false;
+  /** Why no statement may run any more: a transaction that could not be ended was left open. */
+  #broken: Error | undefined;
 
   constructor(pg: PGlite, options: { maxPrepared?: number } = {}) {
     this.#pg = pg;
-    this.#maxPrepared = options.maxPrepared ?? MAX_PREPARED;
+    this.#maxPrepared = Math.max(1, options.maxPrepared ?? MAX_PREPARED);
   }
 
   /** One statement on its own: its result, as PGlite's `query` answers it. */
   query<T>(text: string, params: unknown[] = [], options?: QueryOptions): Promise<Results<T>> {
-    return this.#owner.runExclusive(async () => {
+    return this.#hold(async () => {
       try {
         return await this.#run<T>(text, params, options);
       } finally {
@@ -61,11 +70,32 @@ export class PgliteConnection {
   }
 
   /**
+   * Closes PGlite once every statement and transaction already asked for has ended; anything asked for from
+   * now on is refused.
+   */
+  async close(): Promise<void> {
+    this.#closing = true;
+    await this.#owner.runExclusive(async () => {
+      if (!this.#pg.closed) await this.#pg.close();
+    });
+  }
+
+  /** Runs `work` holding the whole connection, unless it can no longer be used. */
+  #hold<T>(work: () => Promise<T>): Promise<T> {
+    if (this.#closing) return Promise.reject(new Error("the store is closed"));
+    return this.#owner.runExclusive(async () => {
+      // Also for a caller that was waiting while the one ahead of it broke the connection.
+      if (this.#broken) throw this.#broken;
+      return work();
+    });
+  }
+
+  /**
    * A transaction: `work` runs its statements through the handle it is given; COMMIT when it resolves,
    * ROLLBACK when it throws (its error is rethrown).
    */
   transaction<T>(work: (tx: PgliteTransactionHandle) => Promise<T>): Promise<T> {
-    return this.#owner.runExclusive(async () => {
+    return this.#hold(async () => {
       let open = true;
       const handle: PgliteTransactionHandle = {
         query: <R>(text: string, params?: unknown[], options?: QueryOptions) => {
@@ -78,17 +108,20 @@ export class PgliteConnection {
         const result = await work(handle);
         open = false;
         // COMMIT of a transaction that a failed statement aborted rolls it back instead.
-        if (commandOf(await this.#simple("COMMIT")) === "ROLLBACK")
-          throw new Error("the transaction was rolled back: a statement in it failed");
+        if (commandOf(await this.#simple("COMMIT")) === "ROLLBACK") throw new TransactionAbortedError();
         return result;
       } catch (error) {
         if (open) {
           open = false;
-          // The work's error is the one worth seeing, should the rollback fail too.
+          // The work's error is the one worth seeing, should the rollback fail too (checked below).
           await this.#simple("ROLLBACK").catch(() => {});
         }
         throw error;
       } finally {
+        // Still inside it (a COMMIT or ROLLBACK that failed): every later statement would run in it, and
+        // the next COMMIT would commit what this caller was told had failed.
+        if (!this.#pg.closed && this.#pg.isInTransaction())
+          this.#broken ??= new Error("the store's connection was left inside a failed transaction");
         await this.#pg.syncToFs();
       }
     });
@@ -96,9 +129,14 @@ export class PgliteConnection {
 
   /** A statement without parameters, by the simple protocol: its messages. */
   #simple(text: string): Promise<messages.BackendMessage[]> {
-    return this.#inBackend.runExclusive(
-      async () => (await this.#pg.execProtocol(protocol.serialize.query(text), { syncToFs: false })).messages,
-    );
+    return this.#inBackend.runExclusive(() => this.#exchange([protocol.serialize.query(text)]));
+  }
+
+  /** Hands the backend protocol messages, at once, and answers its replies (its error, thrown). */
+  async #exchange(parts: Uint8Array[]): Promise<messages.BackendMessage[]> {
+    // A closed PGlite's backend is gone: asked anyway, it can spin forever.
+    if (this.#pg.closed) throw new Error("the store is closed");
+    return (await this.#pg.execProtocol(concat(parts), { syncToFs: false })).messages;
   }
 
   #run<T>(text: string, params: unknown[], options: QueryOptions | undefined): Promise<Results<T>> {
@@ -124,17 +162,12 @@ export class PgliteConnection {
     this.#toClose = [];
     let replies: messages.BackendMessage[];
     try {
-      replies = (
-        await this.#pg.execProtocol(
-          concat([
-            ...closing,
-            protocol.serialize.bind({ statement: prepared.name, values }),
-            protocol.serialize.execute({}),
-            protocol.serialize.sync(),
-          ]),
-          { syncToFs: false },
-        )
-      ).messages;
+      replies = await this.#exchange([
+        ...closing,
+        protocol.serialize.bind({ statement: prepared.name, values }),
+        protocol.serialize.execute({}),
+        protocol.serialize.sync(),
+      ]);
     } catch (error) {
       // A plan whose result type a schema change altered, or a statement the backend no longer has: prepared
       // afresh on its next use.
@@ -163,7 +196,7 @@ export class PgliteConnection {
     );
     const asArrays = options?.rowMode === "array";
     const rows: unknown[] = [];
-    let affectedRows = 0;
+    const result: Results<T> = { rows: rows as Results<T>["rows"], fields, affectedRows: 0 };
     for (const reply of replies) {
       if (reply instanceof messages.DataRowMessage) {
         const values = reply.fields.map((value, index) => {
@@ -174,24 +207,24 @@ export class PgliteConnection {
           asArrays ? values : Object.fromEntries(fields.map(({ name }, index) => [name, values[index]])),
         );
       } else if (reply instanceof messages.CommandCompleteMessage) {
-        const [command, ...rest] = reply.text.split(" ");
-        if (command && ["INSERT", "UPDATE", "DELETE", "MERGE"].includes(command))
-          affectedRows = Number(rest[rest.length - 1]);
+        // `INSERT 0 2`, `UPDATE 3`, `SELECT 1`, `BEGIN`: the command, and the rows it counted when it counts.
+        const [command = "", ...rest] = reply.text.split(" ");
+        const counted = Number.parseInt(rest[rest.length - 1] ?? "", 10);
+        result.command = command;
+        if (!Number.isNaN(counted)) result.rowCount = counted;
+        if (["INSERT", "UPDATE", "DELETE", "COPY", "MERGE"].includes(command)) result.affectedRows = counted;
       }
     }
-    return { rows: rows as Results<T>["rows"], fields, affectedRows };
+    return result;
   }
 
   async #prepare(text: string): Promise<Prepared> {
-    const name = `svc_${this.#nextName++}`;
-    const { messages: replies } = await this.#pg.execProtocol(
-      concat([
-        protocol.serialize.parse({ name, text }),
-        protocol.serialize.describe({ type: "S", name }),
-        protocol.serialize.sync(),
-      ]),
-      { syncToFs: false },
-    );
+    const name = `${this.#namePrefix}${this.#nextName++}`;
+    const replies = await this.#exchange([
+      protocol.serialize.parse({ name, text }),
+      protocol.serialize.describe({ type: "S", name }),
+      protocol.serialize.sync(),
+    ]);
     const prepared: Prepared = { name, parameterTypes: [] };
     for (const message of replies) {
       if (message instanceof messages.ParameterDescriptionMessage)

@@ -81,15 +81,16 @@ export async function openStore(location: StoreLocation): Promise<Store> {
     appliedVersions: async () =>
       (await client.query<{ version: number }>("SELECT version FROM schema_migrations")).rows,
   });
+  const connection = new PgliteConnection(client);
   // drizzle's PGlite driver calls only `query` and `transaction`, which the connection answers as PGlite does.
-  const db: Db = drizzlePglite(new PgliteConnection(client) as unknown as PGlite, { schema });
+  const db: Db = drizzlePglite(connection as unknown as PGlite, { schema });
   return {
     db,
     kind: "pglite",
     ping: async () => {
       await db.execute(sql`SELECT 1`);
     },
-    close: () => client.close(),
+    close: () => connection.close(),
   };
 }
 
