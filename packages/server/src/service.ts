@@ -3,7 +3,7 @@ import { join, resolve } from "node:path";
 import type { DevnetInfo } from "@svc/devnet";
 import pino, { type Logger } from "pino";
 import { AccessTokens } from "./accounts/access-tokens.ts";
-import { createApp, REDACTED_LOG_PATHS } from "./app.ts";
+import { createApp, loggerOptions } from "./app.ts";
 import { AuthzdClient } from "./authzd/client.ts";
 import { type ChainRegistry, createChainRegistry } from "./chains/registry.ts";
 import { Faucet, type FaucetAccounts } from "./faucet/faucet.ts";
@@ -68,10 +68,7 @@ export interface StartOptions {
  * console.log(service.url);
  */
 export async function startService(config: Config, options: StartOptions = {}): Promise<RunningService> {
-  const logger = pino(
-    { level: config.logLevel, redact: { paths: REDACTED_LOG_PATHS, censor: "[Redacted]" } },
-    options.logDestination ?? pino.destination(1),
-  );
+  const logger = pino(loggerOptions(config.logLevel), options.logDestination ?? pino.destination(1));
   const dataDir = resolve(config.dataDir);
   const location: StoreLocation =
     options.store ??

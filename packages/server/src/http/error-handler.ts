@@ -78,25 +78,6 @@ function toAppError(error: unknown, request: FastifyRequest): AppError {
   return errors.internal(error);
 }
 
-/**
- * What of a failure goes into the log. A failed query's error carries its parameters (a password hash, an API
- * key hash); the log keeps the statement and the driver's error and drops the parameters.
- */
-function loggableCause(error: unknown): unknown {
-  if (error instanceof Error && "query" in error && "params" in error) {
-    const cause = (error as { cause?: unknown }).cause;
-    return {
-      type: error.name,
-      query: String((error as { query: unknown }).query),
-      cause:
-        cause instanceof Error
-          ? { type: cause.name, message: cause.message, code: (cause as { code?: unknown }).code }
-          : undefined,
-    };
-  }
-  return error;
-}
-
 /** Largest request body accepted, in bytes. */
 export const BODY_LIMIT_BYTES = 64 * 1024;
 
@@ -114,10 +95,7 @@ export function installErrorHandling(app: App): void {
   app.setErrorHandler((error, request, reply) => {
     const appError = toAppError(error, request);
     if (appError.status >= 500) {
-      request.log.error(
-        { err: loggableCause(appError.cause ?? error), requestId: request.id },
-        "request failed",
-      );
+      request.log.error({ err: appError.cause ?? error, requestId: request.id }, "request failed");
     }
     return render(request, reply, appError);
   });
