@@ -3,7 +3,7 @@ import { join, resolve } from "node:path";
 import type { DevnetInfo } from "@svc/devnet";
 import pino, { type Logger } from "pino";
 import { AccessTokens } from "./accounts/access-tokens.ts";
-import { createApp, loggerOptions } from "./app.ts";
+import { createApp } from "./app.ts";
 import { AuthzdClient } from "./authzd/client.ts";
 import { type ChainRegistry, createChainRegistry } from "./chains/registry.ts";
 import { Faucet, type FaucetAccounts } from "./faucet/faucet.ts";
@@ -11,6 +11,7 @@ import type { App } from "./http/types.ts";
 import { type Config, ConfigError } from "./internal/config.ts";
 import { newKey, randomBase62 } from "./internal/crypto.ts";
 import { openStore, type Store, type StoreLocation } from "./internal/db/store.ts";
+import { loggerOptions } from "./internal/logging.ts";
 import { ensurePrivateDir, restrictTree, restrictUmask } from "./internal/private-files.ts";
 import {
   FailoverRateLimiter,
