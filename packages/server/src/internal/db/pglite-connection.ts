@@ -19,19 +19,17 @@ interface Prepared {
 /** The statements kept prepared at once, by default; the one used longest ago is closed to make room. */
 const MAX_PREPARED = 200;
 
-/** Connections made in this process: each names its statements apart, should two share one PGlite. */
-let connections = 0;
-
 /**
  * PGlite's one connection, as drizzle's PGlite driver uses it (`query` and `transaction`), with each
- * statement's text parsed and planned once and kept by name in the backend, as PostgreSQL drivers keep
- * named statements per connection. PGlite's own `query` parses, describes, binds, describes again and
- * executes every call in six trips through its WASM backend; here a statement seen before is one trip
- * (Bind, Execute, Sync), about five times less CPU, on the thread that also serves every request.
+ * statement's text parsed once and kept by name in the backend, as PostgreSQL drivers keep named statements
+ * per connection (PostgreSQL still plans each run until it settles on a generic plan). PGlite's own `query`
+ * parses, describes, binds, describes again and executes every call in six trips through its WASM backend;
+ * here a statement seen before is one trip (Bind, Execute, Sync), about five times less CPU, on the thread
+ * that also serves every request.
  *
  * Whoever holds the connection holds it whole: a statement for its run, a transaction from BEGIN to its end,
- * so no other caller's statement lands inside someone's transaction. Everything else that reaches the PGlite
- * instance (migrations) runs before the first statement here.
+ * so no other caller's statement lands inside someone's transaction. One connection to a PGlite, and nothing
+ * else uses that PGlite once it is made (the migrations run before): its locks are the connection's own.
  */
 export class PgliteConnection {
   readonly #pg: PGlite;
@@ -45,7 +43,6 @@ export class PgliteConnection {
   readonly #prepared = new Map<string, Prepared>();
   /** Names evicted and not yet closed: closed ahead of the next statement, in the same trip. */
   #toClose: string[] = [];
-  readonly #namePrefix = `svc${connections++}_`;
   #nextName = 0;
   readonly #maxPrepared: number;
   /** Set by `close`: what is asked for from then on is refused. */
@@ -97,6 +94,7 @@ export class PgliteConnection {
   transaction<T>(work: (tx: PgliteTransactionHandle) => Promise<T>): Promise<T> {
     return this.#hold(async () => {
       let open = true;
+      let rollbackFailure: unknown;
       const handle: PgliteTransactionHandle = {
         query: <R>(text: string, params?: unknown[], options?: QueryOptions) => {
           if (!open) return Promise.reject(new Error("the transaction has ended"));
@@ -113,15 +111,19 @@ export class PgliteConnection {
       } catch (error) {
         if (open) {
           open = false;
-          // The work's error is the one worth seeing, should the rollback fail too (checked below).
-          await this.#simple("ROLLBACK").catch(() => {});
+          // The work's error is the one its caller sees, should the rollback fail too (kept below).
+          await this.#simple("ROLLBACK").catch((failure: unknown) => {
+            rollbackFailure = failure;
+          });
         }
         throw error;
       } finally {
         // Still inside it (a COMMIT or ROLLBACK that failed): every later statement would run in it, and
         // the next COMMIT would commit what this caller was told had failed.
         if (!this.#pg.closed && this.#pg.isInTransaction())
-          this.#broken ??= new Error("the store's connection was left inside a failed transaction");
+          this.#broken ??= new Error("the store's connection was left inside a failed transaction", {
+            cause: rollbackFailure,
+          });
         await this.#pg.syncToFs();
       }
     });
@@ -219,7 +221,7 @@ export class PgliteConnection {
   }
 
   async #prepare(text: string): Promise<Prepared> {
-    const name = `${this.#namePrefix}${this.#nextName++}`;
+    const name = `svc_${this.#nextName++}`;
     const replies = await this.#exchange([
       protocol.serialize.parse({ name, text }),
       protocol.serialize.describe({ type: "S", name }),
