@@ -82,12 +82,12 @@ function asLogged(error: unknown, seen: Set<object>): unknown {
   for (const [key, value] of Object.entries(error)) {
     if (key === "message" || key === "stack" || key === "cause" || key === "errors") continue;
     if (isErrorLike(value)) written[key] = asLogged(value, seen);
-    else if (["string", "number", "boolean"].includes(typeof value)) written[key] = value;
+    else if (isPlainValue(value)) written[key] = value;
   }
   if (typeof error.stack === "string") written.stack = error.stack;
   const cause: unknown = (error as { cause?: unknown }).cause;
   if (isErrorLike(cause)) written.cause = asLogged(cause, seen);
-  else if (["string", "number", "boolean"].includes(typeof cause)) written.cause = cause;
+  else if (isPlainValue(cause)) written.cause = cause;
   const aggregated: unknown = (error as { errors?: unknown }).errors;
   if (Array.isArray(aggregated)) written.errors = aggregated.map((each) => asLogged(each, seen));
   return written;
@@ -113,6 +113,11 @@ function isErrorLike(value: unknown): value is ErrorLike {
     value instanceof Error ||
     (typeof value === "object" && value !== null && typeof (value as ErrorLike).message === "string")
   );
+}
+
+/** A string, number or boolean: written as it is. */
+function isPlainValue(value: unknown): value is string | number | boolean {
+  return typeof value === "string" || typeof value === "number" || typeof value === "boolean";
 }
 
 function nameOf(error: ErrorLike): string {

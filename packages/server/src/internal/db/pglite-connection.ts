@@ -12,8 +12,8 @@ import {
 interface Prepared {
   name: string;
   parameterTypes: number[];
-  /** How its rows are described; absent for a statement that returns none. */
-  rowDescription?: messages.RowDescriptionMessage;
+  /** Its columns, as results name them (none for a statement that returns no rows); every result shares them. */
+  fields: { name: string; dataTypeID: number }[];
 }
 
 /** The statements kept prepared at once, by default; the one used longest ago is closed to make room. */
@@ -138,7 +138,7 @@ export class PgliteConnection {
   async #exchange(parts: Uint8Array[]): Promise<messages.BackendMessage[]> {
     // A closed PGlite's backend is gone: asked anyway, it can spin forever.
     if (this.#pg.closed) throw new Error("the store is closed");
-    return (await this.#pg.execProtocol(concat(parts), { syncToFs: false })).messages;
+    return (await this.#pg.execProtocol(Buffer.concat(parts), { syncToFs: false })).messages;
   }
 
   #run<T>(text: string, params: unknown[], options: QueryOptions | undefined): Promise<Results<T>> {
@@ -189,10 +189,7 @@ export class PgliteConnection {
     replies: messages.BackendMessage[],
     options: QueryOptions | undefined,
   ): Results<T> {
-    const fields = (prepared.rowDescription?.fields ?? []).map(({ name, dataTypeID }) => ({
-      name,
-      dataTypeID,
-    }));
+    const { fields } = prepared;
     const parsers = fields.map(
       ({ dataTypeID }) => options?.parsers?.[dataTypeID] ?? this.#pg.parsers[dataTypeID],
     );
@@ -227,11 +224,12 @@ export class PgliteConnection {
       protocol.serialize.describe({ type: "S", name }),
       protocol.serialize.sync(),
     ]);
-    const prepared: Prepared = { name, parameterTypes: [] };
+    const prepared: Prepared = { name, parameterTypes: [], fields: [] };
     for (const message of replies) {
       if (message instanceof messages.ParameterDescriptionMessage)
         prepared.parameterTypes = message.dataTypeIDs;
-      if (message instanceof messages.RowDescriptionMessage) prepared.rowDescription = message;
+      if (message instanceof messages.RowDescriptionMessage)
+        prepared.fields = message.fields.map(({ name, dataTypeID }) => ({ name, dataTypeID }));
     }
     this.#prepared.set(text, prepared);
     while (this.#prepared.size > this.#maxPrepared) {
@@ -264,14 +262,4 @@ function commandOf(replies: messages.BackendMessage[]): string | undefined {
 
 function isDatabaseError(error: unknown): error is messages.DatabaseError {
   return error instanceof messages.DatabaseError;
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((length, part) => length + part.length, 0));
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
 }
