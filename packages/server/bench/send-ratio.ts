@@ -22,6 +22,7 @@ import { chainCursors, transactions } from "../src/internal/db/schema.ts";
 import { type StoreLocation, selectRows } from "../src/internal/db/store.ts";
 import type { RunningService } from "../src/service.ts";
 import { ApiClient, seedAccount } from "../test/support/api-client.ts";
+import { CpuMeter } from "./cpu.ts";
 import { startBenchService } from "./service.ts";
 
 const USDC = 1_000_000n;
@@ -206,11 +207,19 @@ export async function benchSendRatio(label: string, store: StoreLocation): Promi
     // about half its later rate.
     const raws: number[] = [];
     const services: { sends: number; callsPerSend: number; requestsPerSend: number }[] = [];
+    // Where the time goes: the CPU each side costs, this process (the service with its load, or the raw
+    // senders), the node and, on PostgreSQL, the database server.
+    const groups: Record<string, string> =
+      "databaseUrl" in store ? { node: "anvil", PostgreSQL: "postgres" } : { node: "anvil" };
+    const rawCpu = new CpuMeter(groups);
+    const serviceCpu = new CpuMeter(groups);
     for (let round = 0; round <= ROUNDS; round++) {
+      const counted = <T>(meter: CpuMeter, work: () => Promise<T>) =>
+        round === 0 ? work() : meter.measure(work);
       await drained(service, client);
-      const rawSends = await rawRate(client, devnet.evm.usdc, rawKeys, to, rawNonces);
+      const rawSends = await counted(rawCpu, () => rawRate(client, devnet.evm.usdc, rawKeys, to, rawNonces));
       await drained(service, client);
-      const serviceSends = await service_();
+      const serviceSends = await counted(serviceCpu, service_);
       if (round === 0) continue;
       raws.push(rawSends);
       services.push(serviceSends);
@@ -222,6 +231,18 @@ export async function benchSendRatio(label: string, store: StoreLocation): Promi
     console.log(
       `[${label}] USDC sends, ${SENDERS} concurrent senders each on its own wallet/account: service ${through.toFixed(1)} admitted sends/s, raw ${raw.toFixed(1)} signed transfers/s, ratio ${(through / raw).toFixed(2)} (per send: ${mean((s) => s.callsPerSend).toFixed(1)} JSON-RPC calls in ${mean((s) => s.requestsPerSend).toFixed(1)} requests to the node)`,
     );
+    const perSend = serviceCpu.perUnit(ROUNDS * SENDERS * SENDS_PER_SENDER);
+    const perTransfer = rawCpu.perUnit(ROUNDS * SENDERS * RAW_SENDS_PER_SENDER);
+    if (perSend && perTransfer) {
+      const parts = (cpu: NonNullable<typeof perSend>, self: string) =>
+        `${cpu.machine.toFixed(2)} ms of the machine's CPU (${[
+          `${self} ${cpu.self.toFixed(2)}`,
+          ...Object.entries(cpu.groups).map(([name, ms]) => `${name} ${ms.toFixed(2)}`),
+        ].join(", ")}; the machine ${(cpu.busyShare * 100).toFixed(0)}% busy)`;
+      console.log(
+        `[${label}] CPU per admitted send: ${parts(perSend, "service and its load")}; per raw transfer: ${parts(perTransfer, "raw senders")}`,
+      );
+    }
   } finally {
     await service.close();
     await proxy.close();
