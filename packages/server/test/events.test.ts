@@ -155,9 +155,28 @@ describe("events", () => {
     });
     expect(ofType(events, "wallet.archived").map((e) => e.data.id)).toEqual([wallet.id]);
     expect(ofType(events, "wallet.archived")[0]?.data.status).toBe("archived");
-    // Oldest first, each once.
+    // Each once, oldest first: the changes this test made one after another appear in that order, their
+    // times never going back. (The background workers' events, confirmations and receipts, fall between
+    // them where their own database transactions wrote; one that began a moment before a request's but wrote
+    // after it shows a createdAt a millisecond or so earlier than the event before it.)
     expect(new Set(events.map((e) => e.id)).size).toBe(events.length);
-    const times = events.map((e) => Date.parse(e.createdAt));
+    const madeInTurn = events.filter(
+      (e) => !["transaction.confirmed", "transaction.received"].includes(e.type),
+    );
+    const subject = (e: EventView) =>
+      e.type === "policy.updated" ? e.data.dailyLimit : (e.data.id ?? e.data.transaction?.id);
+    expect(madeInTurn.map((e) => [e.type, subject(e)])).toEqual([
+      ["api_key.created", owner.apiKeyId],
+      ["api_key.created", key.body.id],
+      ["api_key.revoked", key.body.id],
+      ["policy.updated", "40"],
+      ["api_key.created", agent.body.id],
+      ["transaction.created", small.body.id],
+      ["transaction.created", large.body.id],
+      ["spend.alert", large.body.id],
+      ["wallet.archived", wallet.id],
+    ]);
+    const times = madeInTurn.map((e) => Date.parse(e.createdAt));
     expect([...times].sort((a, b) => a - b)).toEqual(times);
   });
 
