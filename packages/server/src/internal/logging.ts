@@ -96,7 +96,7 @@ function asLogged(error: unknown, seen: Set<object>): unknown {
 /** The database's error under a failed query: what failed, without the values. */
 function driverError(error: ErrorLike): Record<string, unknown> {
   const fields: Record<string, unknown> = { type: nameOf(error) };
-  const source = error as unknown as Record<string, unknown>;
+  const source = error as ErrorLike & Partial<Record<(typeof DRIVER_FIELDS)[number], unknown>>;
   for (const field of DRIVER_FIELDS) {
     if (typeof source[field] === "string") fields[field] = source[field];
   }

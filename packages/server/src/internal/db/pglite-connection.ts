@@ -5,6 +5,7 @@ import {
   protocol,
   type QueryOptions,
   type Results,
+  type Transaction,
   TransactionAbortedError,
 } from "@electric-sql/pglite";
 
@@ -31,7 +32,7 @@ const MAX_PREPARED = 200;
  * so no other caller's statement lands inside someone's transaction. One connection to a PGlite, and nothing
  * else uses that PGlite once it is made (the migrations run before): its locks are the connection's own.
  */
-export class PgliteConnection {
+export class PgliteConnection implements PgliteDriverClient {
   readonly #pg: PGlite;
   readonly #owner = new Mutex();
   /**
@@ -249,8 +250,14 @@ export class PgliteConnection {
 }
 
 /** What a transaction's statements run through: the part of PGlite's `Transaction` drizzle uses. */
-export interface PgliteTransactionHandle {
-  query<T>(text: string, params?: unknown[], options?: QueryOptions): Promise<Results<T>>;
+export type PgliteTransactionHandle = Pick<Transaction, "query">;
+
+/**
+ * The part of PGlite that drizzle's PGlite driver uses, which {@link PgliteConnection} answers: a whole
+ * PGlite fits it too, so a connection checked against it can be handed to the driver as one.
+ */
+export interface PgliteDriverClient extends Pick<PGlite, "query"> {
+  transaction<T>(work: (tx: PgliteTransactionHandle) => Promise<T>): Promise<T>;
 }
 
 /** The command tag's first word (`COMMIT`, `ROLLBACK`, `INSERT`…) of a statement's messages. */

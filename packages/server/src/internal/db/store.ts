@@ -8,7 +8,7 @@ import type { AnyPgColumn, PgDatabase, PgQueryResultHKT, PgTable } from "drizzle
 import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
 import pg from "pg";
 import { ensurePrivateDir, restrictTree } from "../private-files.ts";
-import { PgliteConnection } from "./pglite-connection.ts";
+import { PgliteConnection, type PgliteDriverClient } from "./pglite-connection.ts";
 import * as schema from "./schema.ts";
 
 /** The drizzle database, whichever driver is underneath. */
@@ -82,8 +82,10 @@ export async function openStore(location: StoreLocation): Promise<Store> {
       (await client.query<{ version: number }>("SELECT version FROM schema_migrations")).rows,
   });
   const connection = new PgliteConnection(client);
-  // drizzle's PGlite driver calls only `query` and `transaction`, which the connection answers as PGlite does.
-  const db: Db = drizzlePglite(connection as unknown as PGlite, { schema });
+  // drizzle's PGlite driver calls only `query` and `transaction`, which the connection answers as PGlite
+  // does (checked here); its type asks for a whole PGlite.
+  const driverClient: PgliteDriverClient = connection;
+  const db: Db = drizzlePglite(driverClient as PGlite, { schema });
   return {
     db,
     kind: "pglite",
