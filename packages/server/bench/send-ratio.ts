@@ -225,11 +225,11 @@ export async function benchSendRatio(label: string, store: StoreLocation): Promi
       services.push(serviceSends);
     }
     const raw = raws.reduce((a, b) => a + b, 0) / raws.length;
-    const through = services.reduce((a, b) => a + b.sends, 0) / services.length;
-    // Each round's own ratio, its two phases run back to back: how far one round's reading can stray.
-    const roundRatios = services.map((s, i) => (s.sends / (raws[i] ?? Number.NaN)).toFixed(2)).join(", ");
     const mean = (pick: (s: (typeof services)[number]) => number) =>
       services.reduce((a, b) => a + pick(b), 0) / services.length;
+    const through = mean((s) => s.sends);
+    // Each round's own ratio, its two phases run back to back: how far one round's reading can stray.
+    const roundRatios = services.map((s, i) => (s.sends / (raws[i] ?? Number.NaN)).toFixed(2)).join(", ");
     console.log(
       `[${label}] USDC sends, ${SENDERS} concurrent senders each on its own wallet/account: service ${through.toFixed(1)} admitted sends/s, raw ${raw.toFixed(1)} signed transfers/s, ratio ${(through / raw).toFixed(2)} (rounds ${roundRatios}; per send: ${mean((s) => s.callsPerSend).toFixed(1)} JSON-RPC calls in ${mean((s) => s.requestsPerSend).toFixed(1)} requests to the node)`,
     );
