@@ -125,11 +125,17 @@ export async function startService(config: Config, options: StartOptions = {}): 
       { db: store.db, chains: registry, log: logger },
       config.network.watchIntervalMs,
     );
-    outbound = new OutboundFetcher({ allow: config.outboundAllow });
+    // What callers name is never one of the service's own backends, whatever SVC_OUTBOUND_ALLOW exempts.
+    const backends = [
+      ...registry.list().flatMap((chain) => [chain.rpcUrl, ...(chain.wsUrl ? [chain.wsUrl] : [])]),
+      ...(config.authzd ? [config.authzd.url] : []),
+    ];
+    outbound = new OutboundFetcher({ allow: config.outboundAllow, backends });
     // Webhooks pass the same guard, with a short timeout and no redirects (a receiver answers where it was
     // registered; a redirect could lead the signed event anywhere).
     webhookOutbound = new OutboundFetcher({
       allow: config.outboundAllow,
+      backends,
       timeoutMs: WEBHOOK_TIMEOUT_MS,
       maxRedirects: 0,
       maxResponseBytes: 1024 * 1024,

@@ -458,6 +458,83 @@ describe("time and size bounds", () => {
   });
 });
 
+describe("the service's own backends (its chain RPC endpoints), loopback exempt as on the devnet", () => {
+  // Stands for a local EVM node, which takes anvil_impersonateAccount from whoever reaches it.
+  let node: TestServer;
+  let elsewhere: TestServer;
+  let redirector: TestServer;
+  let fetcher: OutboundFetcher;
+  let target = "";
+
+  beforeAll(async () => {
+    node = await startServer("127.0.0.1", (_req, res) =>
+      json(res, 200, { jsonrpc: "2.0", id: 1, result: null }),
+    );
+    elsewhere = await startServer("127.0.0.1", (_req, res) => json(res, 200, { ok: true }));
+    redirector = await startServer("127.0.0.1", (_req, res) => {
+      res.writeHead(307, { location: target }).end();
+    });
+  });
+  afterEach(async () => {
+    expect(node.requests).toEqual([]);
+    await fetcher?.close();
+  });
+  afterAll(async () => {
+    await Promise.all([node.close(), elsewhere.close(), redirector.close()]);
+  });
+
+  const devnetFetcher = (backend: string) =>
+    new OutboundFetcher({
+      allow: ["127.0.0.0/8", "::1/128", "0.0.0.0/8", "localhost", "rebound.example"],
+      resolve: tableResolver({ localhost: ["127.0.0.1"], "rebound.example": ["127.0.0.1"] }),
+      backends: [backend],
+    });
+
+  it.each([
+    ["as configured", () => `${node.url}/`],
+    ["as another loopback address", () => `http://127.0.0.2:${node.port}/`],
+    ["as a short IPv4 form", () => `http://127.1:${node.port}/`],
+    ["as an IPv4-mapped IPv6 address", () => `http://[::ffff:127.0.0.1]:${node.port}/`],
+    ["as the unspecified address", () => `http://0.0.0.0:${node.port}/`],
+    ["by a name exempt by name", () => `http://localhost:${node.port}/`],
+    ["by a name that resolves to it", () => `http://rebound.example:${node.port}/`],
+  ])("refuses the node's endpoint named %s", async (_name, url) => {
+    fetcher = devnetFetcher(node.url);
+    const error = await refusal(
+      fetcher.fetch({
+        url: url(),
+        method: "POST",
+        body: '{"jsonrpc":"2.0","id":1,"method":"anvil_impersonateAccount","params":[]}',
+      }),
+    );
+    expect(error).toMatchObject({
+      status: 400,
+      reason: "destination_not_allowed",
+      details: { kind: "backend" },
+    });
+  });
+
+  it("refuses a backend configured by name, reached by address", async () => {
+    fetcher = devnetFetcher(`http://localhost:${node.port}`);
+    const error = await refusal(fetcher.fetch({ url: `${node.url}/` }));
+    expect(error).toMatchObject({ reason: "destination_not_allowed", details: { kind: "backend" } });
+  });
+
+  it("refuses a redirect to the node", async () => {
+    fetcher = devnetFetcher(node.url);
+    target = `${node.url}/`;
+    const error = await refusal(fetcher.fetch({ url: `${redirector.url}/` }));
+    expect(error).toMatchObject({ reason: "destination_not_allowed", details: { kind: "backend" } });
+  });
+
+  it("still reaches another exempt loopback server", async () => {
+    fetcher = devnetFetcher(node.url);
+    const response = await fetcher.fetch({ url: `${elsewhere.url}/` });
+    expect(response.status).toBe(200);
+    expect(elsewhere.requests).toHaveLength(1);
+  });
+});
+
 describe("headersForOrigin (the paid retry sent where redirects led)", () => {
   const headers = { Authorization: "Bearer t", cookie: "c=1", "X-Payment": "p", "x-other": "kept" };
 

@@ -923,6 +923,44 @@ describe("who may fetch, and what", () => {
     }
   });
 
+  it("never reaches the service's own backends, loopback exempt or not: 400 destination_not_allowed", async () => {
+    const wallet = await fundedWallet(undefined, 0n);
+    const agent = await server.api.post(
+      "/v1/api-keys",
+      { name: "agent", role: "agent", walletIds: [wallet.id] },
+      owner.accessToken,
+    );
+    // Reached, the EVM node would let the agent send from any address it names, its wallet's included.
+    const impersonate = JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "anvil_impersonateAccount",
+      params: [wallet.evm.address],
+    });
+    for (const url of [
+      devnet.evm.rpcUrl,
+      devnet.evm.rpcUrl.replace("127.0.0.1", "localhost"),
+      devnet.solana.rpcUrl,
+      daemon.url,
+    ]) {
+      const response = await paidFetch(
+        {
+          walletId: wallet.id,
+          url,
+          method: "POST",
+          body: impersonate,
+          headers: { "content-type": "application/json" },
+        },
+        agent.body.key,
+      );
+      expect(response.status, `${url}: ${response.text}`).toBe(400);
+      expect(expectErrorShape(response)).toMatchObject({
+        reason: "destination_not_allowed",
+        details: { kind: "backend" },
+      });
+    }
+  });
+
   it("refuses loopback, by address or by name, where SVC_OUTBOUND_ALLOW does not exempt it", async () => {
     const strict = await createTestServer({ devnet, env: testnetEnv(devnet) });
     try {

@@ -128,6 +128,36 @@ export class DestinationGuard {
   }
 }
 
+/** Addresses that reach this machine itself: loopback, and the unspecified address (connecting to it lands here). */
+const THIS_MACHINE: readonly Range[] = [
+  parseRange("127.0.0.0/8"),
+  parseRange("0.0.0.0/32"),
+  parseRange("::1/128"),
+  parseRange("::/128"),
+];
+
+/**
+ * Whether two IP addresses lead to the same host: the same address (an IPv4-mapped IPv6 address is its IPv4
+ * one), or both this machine (loopback or unspecified), where a server listening on one is reached through the
+ * others. Anything not an address matches nothing.
+ * @example sameHost("::ffff:127.0.0.1", "127.0.0.1") // true
+ * @example sameHost("0.0.0.0", "127.0.0.1")          // true
+ * @example sameHost("10.0.0.5", "10.0.0.6")          // false
+ */
+export function sameHost(a: string, b: string): boolean {
+  const [left, right] = [a, b].map((address) => {
+    const parsed = parseAddress(address);
+    return (
+      parsed &&
+      (contains(IPV4_MAPPED, parsed) ? { family: 4 as const, value: parsed.value & 0xffffffffn } : parsed)
+    );
+  });
+  if (!left || !right) return false;
+  if (left.family === right.family && left.value === right.value) return true;
+  const local = (address: ParsedAddress) => THIS_MACHINE.some((range) => contains(range, address));
+  return local(left) && local(right);
+}
+
 /** The IPv4 address an IPv6 address leads to (mapped, NAT64, 6to4), if it carries one. */
 function embeddedIpv4(address: ParsedAddress): ParsedAddress[] {
   if (address.family !== 6) return [];

@@ -7,9 +7,9 @@
  */
 import { lookup as systemLookup } from "node:dns/promises";
 import { isIP, type LookupFunction } from "node:net";
-import { Agent, fetch as undiciFetch } from "undici";
+import { Agent, buildConnector, fetch as undiciFetch } from "undici";
 import { AppError, errors } from "../internal/errors.ts";
-import { DestinationGuard } from "./destinations.ts";
+import { DestinationGuard, sameHost } from "./destinations.ts";
 
 /** One resolved address of a hostname. */
 export interface ResolvedAddress {
@@ -32,6 +32,12 @@ export interface OutboundFetcherOptions {
   maxResponseBytes?: number;
   /** Redirects followed before giving up. Default 5. */
   maxRedirects?: number;
+  /**
+   * URLs of the service's own backends (its chain RPC endpoints, the authorization daemon): never reached,
+   * whatever `allow` says, so that no caller can make the service call them for it (a local EVM node takes
+   * `anvil_impersonateAccount` from anyone who reaches it). Matched by port and host. Default none.
+   */
+  backends?: readonly string[];
 }
 
 /** A request to send. Headers are the caller's; hop-by-hop headers and `Host` are not forwarded. */
@@ -100,6 +106,7 @@ export class OutboundFetcher {
   readonly #timeoutMs: number;
   readonly #maxResponseBytes: number;
   readonly #maxRedirects: number;
+  readonly #backends: readonly { hostname: string; port: number }[];
 
   constructor(options: OutboundFetcherOptions = {}) {
     this.#guard = new DestinationGuard(options.allow ?? []);
@@ -107,8 +114,23 @@ export class OutboundFetcher {
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.#maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
     this.#maxRedirects = options.maxRedirects ?? DEFAULT_MAX_REDIRECTS;
+    this.#backends = (options.backends ?? []).map((text) => {
+      const url = new URL(text);
+      return { hostname: url.hostname.replace(/^\[|\]$/g, ""), port: portOf(url.protocol, url.port) };
+    });
     this.#agent = new Agent({
-      connect: { lookup: this.#lookup, timeout: this.#timeoutMs },
+      // Each connection is checked where its port is known: its addresses against the guard and, with the
+      // port, against the service's backends (an IP-literal host here, a name in the lookup it resolves by).
+      connect: (target, callback) => {
+        const port = portOf(target.protocol, target.port);
+        const connect = buildConnector({ lookup: this.#lookupFor(port), timeout: this.#timeoutMs });
+        const host = target.hostname.replace(/^\[|\]$/g, "");
+        if (isIP(host) === 0) return connect(target, callback);
+        this.#refuseBackend(host, host, port).then(
+          () => connect(target, callback),
+          (error: Error) => callback(error, null),
+        );
+      },
       headersTimeout: this.#timeoutMs,
       bodyTimeout: this.#timeoutMs,
     });
@@ -205,24 +227,26 @@ export class OutboundFetcher {
   }
 
   /** undici's connector resolves through this: only checked addresses are ever returned to connect to. */
-  readonly #lookup: LookupFunction = (hostname, options, callback) => {
-    this.#checkedAddresses(hostname, options.family).then(
-      (addresses) => {
-        if (options.all) (callback as (e: null, a: ResolvedAddress[]) => void)(null, addresses);
-        else callback(null, addresses[0]?.address ?? "", addresses[0]?.family ?? 4);
-      },
-      (error: NodeJS.ErrnoException) => callback(error, "", 4),
-    );
-  };
+  #lookupFor(port: number): LookupFunction {
+    return (hostname, options, callback) =>
+      this.#checkedAddresses(hostname, options.family, port).then(
+        (addresses) => {
+          if (options.all) (callback as (e: null, a: ResolvedAddress[]) => void)(null, addresses);
+          else callback(null, addresses[0]?.address ?? "", addresses[0]?.family ?? 4);
+        },
+        (error: NodeJS.ErrnoException) => callback(error, "", 4),
+      );
+  }
 
-  async #checkedAddresses(hostname: string, family: unknown): Promise<ResolvedAddress[]> {
+  async #checkedAddresses(hostname: string, family: unknown, port: number): Promise<ResolvedAddress[]> {
     const all = await this.#resolve(hostname);
     const addresses = family === 4 || family === 6 ? all.filter((a) => a.family === family) : all;
     if (addresses.length === 0) {
       throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: "ENOTFOUND" });
     }
-    if (this.#guard.isExemptHost(hostname)) return addresses;
     // Every address is checked, not only the first: which one is connected to is the connector's choice.
+    for (const { address } of addresses) await this.#refuseBackend(hostname, address, port);
+    if (this.#guard.isExemptHost(hostname)) return addresses;
     for (const { address } of addresses) {
       const verdict = this.#guard.checkAddress(address);
       if (!verdict.allowed) {
@@ -234,6 +258,23 @@ export class OutboundFetcher {
       }
     }
     return addresses;
+  }
+
+  /** Refuses `address`:`port` when it is one of the service's backends, however the caller named it. */
+  async #refuseBackend(named: string, address: string, port: number): Promise<void> {
+    for (const backend of this.#backends) {
+      if (backend.port !== port) continue;
+      const backendAddresses =
+        isIP(backend.hostname) !== 0
+          ? [backend.hostname]
+          : (await this.#resolve(backend.hostname).catch(() => [])).map((found) => found.address);
+      if (backendAddresses.some((backendAddress) => sameHost(address, backendAddress))) {
+        throw errors.destinationNotAllowed(
+          `Refusing to connect to ${named}:${port}: it is one of this service's own backends (a chain's RPC endpoint or the authorization daemon), which outbound requests never reach`,
+          { host: named, kind: "backend" },
+        );
+      }
+    }
   }
 
   async #readBody(response: Awaited<ReturnType<typeof undiciFetch>>, url: URL): Promise<Buffer> {
@@ -325,6 +366,12 @@ function copyHeaders(source: Iterable<[string, string]>): Headers {
   const headers = new Headers();
   for (const [name, value] of source) headers.append(name, value);
   return headers;
+}
+
+/** The port a URL's connection goes to: the explicit one, or its scheme's default. */
+function portOf(protocol: string, port: string): number {
+  if (port !== "") return Number(port);
+  return protocol === "https:" || protocol === "wss:" ? 443 : 80;
 }
 
 /** The first `code` (ECONNREFUSED, ENOTFOUND, UND_ERR_…) along an error's cause chain. */
