@@ -1,3 +1,4 @@
+import { type Devnet, fundEvm, startDevnet } from "@svc/devnet";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestServer, expectErrorShape, seedAccount, type TestServer } from "./support/test-server.ts";
 
@@ -191,5 +192,70 @@ describe("the spending policy resource", () => {
       expect(response.status, `${method} ${path}`).toBe(404);
     }
     expect((await server.api.get(`/v1/wallets/${id}/policy`, apiKey)).body.status).toBe("active");
+  });
+});
+
+describe("a token without a USD price (a profile with no SVC_PRICE_ETH_USD)", () => {
+  let devnet: Devnet;
+  let unpriced: TestServer;
+  let key: string;
+
+  beforeAll(async () => {
+    // The testnet profile prices nothing but USDC; its base-sepolia is a local anvil with that chain id.
+    devnet = await startDevnet({ evmChainId: 84532 });
+    unpriced = await createTestServer({
+      devnet,
+      env: {
+        SVC_NETWORK_PROFILE: "testnet",
+        SVC_RPC_BASE_SEPOLIA: devnet.evm.rpcUrl,
+        SVC_USDC_BASE_SEPOLIA: devnet.evm.usdc,
+        SVC_RPC_SOLANA_DEVNET: devnet.solana.rpcUrl,
+        SVC_USDC_SOLANA_DEVNET: devnet.solana.usdcMint,
+      },
+    });
+    ({ apiKey: key } = await seedAccount(unpriced.api));
+  });
+  afterAll(async () => {
+    await unpriced?.close();
+    await devnet?.stop();
+  });
+
+  async function sendEth(policy: Record<string, unknown>) {
+    const created = await unpriced.api.post(
+      "/v1/wallets",
+      { name: "unpriced", chains: ["base-sepolia"], policy },
+      key,
+    );
+    expect(created.status, created.text).toBe(201);
+    await fundEvm(devnet, created.body.evm.address, { eth: 10n ** 19n });
+    return unpriced.api.post(
+      `/v1/wallets/${created.body.id}/send`,
+      { to: "0x000000000000000000000000000000000000dEaD", amount: "1", token: "ETH", chain: "base-sepolia" },
+      key,
+    );
+  }
+
+  it.each([
+    ["maxPerTx", { maxPerTx: "10" }],
+    ["dailyLimit", { dailyLimit: "10" }],
+    ["approvalAbove", { approvalAbove: "100" }],
+    ["alertAbove", { alertAbove: "1" }],
+  ])(
+    "refuses it where %s is set, as it cannot be valued against it: 403 price_unavailable",
+    async (_rule, policy) => {
+      const response = await sendEth(policy);
+      expect(response.status, response.text).toBe(403);
+      expect(expectErrorShape(response)).toMatchObject({
+        code: "PolicyViolation",
+        reason: "price_unavailable",
+        details: { rule: "price", token: "ETH", chain: "base-sepolia" },
+      });
+    },
+  );
+
+  it("sends it where no USD bound is set", async () => {
+    const response = await sendEth({});
+    expect(response.status, response.text).toBe(201);
+    expect(response.body).toMatchObject({ token: "ETH", amount: "1", status: "pending" });
   });
 });

@@ -25,7 +25,7 @@ export interface SpendFacts {
 
 /**
  * The rules that do not depend on other spends: paused, verified authorization when required, whitelist,
- * price known, per-transaction bound. Throws PolicyViolation with api.md's reasons.
+ * price known (when any USD bound is set), per-transaction bound. Throws PolicyViolation with api.md's reasons.
  */
 export function checkStaticRules(policy: PolicyRow, spend: SpendFacts): void {
   if (policy.status === "paused") {
@@ -54,11 +54,17 @@ export function checkStaticRules(policy: PolicyRow, spend: SpendFacts): void {
       );
     }
   }
-  const bounded = policy.maxPerTxMicros !== null || policy.dailyLimitMicros !== null;
+  // Every USD bound fails closed on a token without a price: a spend the policy cannot value is neither let
+  // past a limit nor past an owner who asked to approve or hear of large spends.
+  const bounded =
+    policy.maxPerTxMicros !== null ||
+    policy.dailyLimitMicros !== null ||
+    policy.approvalAboveMicros !== null ||
+    policy.alertAboveMicros !== null;
   if (bounded && spend.usdMicros === undefined) {
     throw errors.policyViolation(
       "price_unavailable",
-      `No USD price is known for ${spend.token.symbol} on ${spend.chain}, so this spend cannot be checked against the policy's USD limits`,
+      `No USD price is known for ${spend.token.symbol} on ${spend.chain}, so this spend cannot be checked against the policy's USD bounds`,
       { rule: "price", token: spend.token.symbol, chain: spend.chain },
     );
   }
