@@ -302,6 +302,36 @@ describe("events", () => {
     expect(strangers.map((e) => e.type)).toEqual(["api_key.created"]);
     expect((await server.api.get(`/v1/events?walletId=${mine.body.id}`, stranger.apiKey)).status).toBe(404);
   });
+
+  it("are seen by an agent or read key bound to no wallet for every wallet, but not the account's API keys", async () => {
+    const owner = await seedAccount(server.api);
+    const wallets = [];
+    for (const name of ["one", "two"]) {
+      const created = await server.api.post("/v1/wallets", { name, chains: ["base"] }, owner.apiKey);
+      await server.api.request("PATCH", `/v1/wallets/${created.body.id}/policy`, {
+        token: owner.apiKey,
+        body: { maxPerTx: "5" },
+      });
+      wallets.push(created.body.id);
+    }
+    for (const role of ["agent", "read"]) {
+      const key = await server.api.post("/v1/api-keys", { name: `unbound ${role}`, role }, owner.apiKey);
+      const seen = await eventually(async () => {
+        const visible = await allEvents(key.body.key);
+        return visible.length >= 2 && visible;
+      });
+      expect(seen.map((e) => [e.type, e.data.walletId])).toEqual(wallets.map((id) => ["policy.updated", id]));
+      const keyEvents = await server.api.get("/v1/events?type=api_key.created,api_key.revoked", key.body.key);
+      expect(keyEvents.status).toBe(200);
+      expect(keyEvents.body.data).toEqual([]);
+    }
+    // An admin sees the keys' events: the owner's seed key and the two above.
+    const admin = await eventually(async () => {
+      const seen = ofType(await allEvents(owner.apiKey), "api_key.created");
+      return seen.length >= 3 && seen;
+    });
+    expect(admin.map((e) => e.data.role)).toEqual(["admin", "agent", "read"]);
+  });
 });
 
 describe("the event cursor on PostgreSQL", () => {

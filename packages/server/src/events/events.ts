@@ -3,7 +3,7 @@
  * an event exists exactly when its change committed. Clients poll them (`GET /v1/events`) and webhook
  * endpoints receive them.
  */
-import { and, asc, eq, gt, inArray, or, type SQL, sql } from "drizzle-orm";
+import { and, asc, eq, gt, inArray, isNotNull, or, type SQL, sql } from "drizzle-orm";
 import { newId } from "../internal/crypto.ts";
 import { events } from "../internal/db/schema.ts";
 import { type Db, statementsByShape, type Tx } from "../internal/db/store.ts";
@@ -138,8 +138,11 @@ export function parseCursor(text: string): EventCursor | undefined {
 
 export interface EventFilter {
   accountId: string;
-  /** Only events about these wallets (account-wide events excluded); undefined = every event of the account. */
-  walletIds?: readonly string[] | undefined;
+  /**
+   * Only events about these wallets, or about any wallet with `"any"` (account-wide events, such as API keys',
+   * excluded either way); undefined = every event of the account.
+   */
+  walletIds?: readonly string[] | "any" | undefined;
   types?: readonly EventType[] | undefined;
 }
 
@@ -159,7 +162,8 @@ export async function listEvents(
     or(gt(events.txId, after.txId), and(eq(events.txId, after.txId), gt(events.seq, after.seq))) as SQL,
     sql`${events.txId} < pg_snapshot_xmin(pg_current_snapshot())::text::bigint`,
   ];
-  if (filter.walletIds !== undefined) {
+  if (filter.walletIds === "any") conditions.push(isNotNull(events.walletId));
+  else if (filter.walletIds !== undefined) {
     if (filter.walletIds.length === 0) return { rows: [], nextCursor: after };
     conditions.push(inArray(events.walletId, [...filter.walletIds]));
   }

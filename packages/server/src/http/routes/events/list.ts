@@ -35,11 +35,12 @@ const eventView = z
 
 /**
  * The events a credential may see: an admin credential for every wallet sees every event of the account;
- * any other sees those about its wallets (account-wide events, such as API keys', are an admin's).
+ * any other sees those about its wallets, all of them for a key bound to none (account-wide events, such as
+ * API keys', are an admin's).
  */
-function visibleWallets(principal: Principal): readonly string[] | undefined {
+function visibleWallets(principal: Principal): readonly string[] | "any" | undefined {
   if (hasRole(principal, "admin") && principal.walletIds === null) return undefined;
-  return principal.walletIds ?? undefined;
+  return principal.walletIds ?? "any";
 }
 
 /** GET /v1/events: the account's events, oldest first, after a cursor. */
