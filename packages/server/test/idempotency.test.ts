@@ -42,11 +42,14 @@ const sendWithKey = (walletId: string, key: string, body: Record<string, unknown
     "idempotency-key": key,
   });
 
+/** How the service stores an Idempotency-Key sent by a credential for every wallet (the owner's key). */
+const accountWide = (key: string) => `:${key}`;
+
 /** Leaves a claim as a request still running (or a dead process) would: in progress, nothing recorded. */
 async function leaveClaim(walletId: string, key: string, body: Record<string, unknown>, lockedAt: Date) {
   await server.service.store.db.insert(idempotencyKeys).values({
     accountId: owner.userId,
-    key,
+    key: accountWide(key),
     // The fingerprint the route computes: its params and its parsed body (token defaults to USDC).
     requestHash: requestFingerprint("POST", "/v1/wallets/:id/send", {
       params: { id: walletId },
@@ -108,7 +111,7 @@ describe("a claim left behind by a process that died", () => {
     await server.service.store.db
       .update(idempotencyKeys)
       .set({ state: "in_progress", responseStatus: null, responseBody: null })
-      .where(eq(idempotencyKeys.key, "crash-1"));
+      .where(eq(idempotencyKeys.key, accountWide("crash-1")));
     server.clock.advance(STALE_AFTER_MS + 1000);
     const retried = await sendWithKey(wallet.id, "crash-1", body);
     expect(retried.status).toBe(201);
@@ -173,5 +176,38 @@ describe("keys limited to some wallets", () => {
     expect(sent.headers.get("idempotent-replayed")).toBe("false");
     expect(await sendsOf(mine.id)).toBe(1);
     expect(await sendsOf(theirs.id)).toBe(1);
+  });
+
+  it("cannot be reached by a credential for every wallet that writes the bound key's id into its header", async () => {
+    const devnet = await sharedDevnet();
+    const wallet = await createWallet();
+    await fundEvm(devnet, wallet.evm.address, { eth: 10n ** 18n, usdc: 10n * USDC });
+    const created = await server.api.post(
+      "/v1/api-keys",
+      { name: "bound agent", role: "agent", walletIds: [wallet.id] },
+      owner.apiKey,
+    );
+    const unbound = await server.api.post(
+      "/v1/api-keys",
+      { name: "unbound agent", role: "agent" },
+      owner.apiKey,
+    );
+    const body = { chain: "base", to: RECIPIENT, amount: "1" };
+    const send = (apiKey: string, key: string) =>
+      server.api.post(`/v1/wallets/${wallet.id}/send`, body, apiKey, { "idempotency-key": key });
+
+    // Taken first under the bound key's id, by the key for every wallet...
+    const forged = await send(unbound.body.key, `${created.body.id}:inv-1`);
+    expect(forged.status, forged.text).toBe(201);
+    // ...the bound key's own inv-1 is still its own: sent afresh, not the other's answer replayed.
+    const own = await send(created.body.key, "inv-1");
+    expect(own.status, own.text).toBe(201);
+    expect(own.headers.get("idempotent-replayed")).toBe("false");
+    expect(own.body.id).not.toBe(forged.body.id);
+    // And the other way: the bound key's inv-2 used first tells the key for every wallet nothing.
+    expect((await send(created.body.key, "inv-2")).status).toBe(201);
+    const probe = await send(unbound.body.key, `${created.body.id}:inv-2`);
+    expect(probe.headers.get("idempotent-replayed")).toBe("false");
+    expect(await sendsOf(wallet.id)).toBe(4);
   });
 });

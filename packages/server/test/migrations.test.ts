@@ -8,6 +8,7 @@ import { fundEvm } from "@svc/devnet";
 import { sql } from "drizzle-orm";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
+import { requestFingerprint } from "../src/idempotency/idempotency.ts";
 import { hashApiKey } from "../src/internal/crypto.ts";
 import { type StoreLocation, selectRows } from "../src/internal/db/store.ts";
 import { Keyring } from "../src/wallets/keyring.ts";
@@ -29,20 +30,22 @@ let cleanup: () => Promise<void> = async () => {};
 afterAll(() => cleanup());
 
 /**
- * A store exactly as the first release left it: `schema_migrations` (as store.ts creates it) and 0001 only,
- * on PGlite or PostgreSQL as the suite runs.
+ * A store exactly as the release with the first `count` migrations left it: `schema_migrations` (as store.ts
+ * creates it) and those migrations, on PGlite or PostgreSQL as the suite runs.
  */
-async function storeAtFirstMigration(): Promise<{
+async function storeAtMigration(count: number): Promise<{
   location: StoreLocation;
   exec(text: string, params?: unknown[]): Promise<void>;
   close(): Promise<void>;
 }> {
-  const first = migrationFiles[0] ?? "";
+  const applied = migrationFiles.slice(0, count).map(
+    (file) => `BEGIN;
+${readFileSync(join(MIGRATIONS, file), "utf8")}
+INSERT INTO schema_migrations (version, name) VALUES (${Number(file.slice(0, 4))}, '${file}');
+COMMIT;`,
+  );
   const script = `CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now());
-BEGIN;
-${readFileSync(join(MIGRATIONS, first), "utf8")}
-INSERT INTO schema_migrations (version, name) VALUES (1, '${first}');
-COMMIT;`;
+${applied.join("\n")}`;
   if (STORE_KIND === "postgres") {
     const db = await createFreshDatabase();
     cleanup = db.drop;
@@ -69,7 +72,7 @@ COMMIT;`;
 describe("a database created by the first migration", () => {
   it(`is upgraded to the last one by a normal start, its rows intact and new columns at their defaults (${STORE_KIND})`, async () => {
     expect(migrationFiles.length).toBeGreaterThan(1);
-    const old = await storeAtFirstMigration();
+    const old = await storeAtMigration(1);
     // Representative rows of the first release: an account with a password, an API key, a wallet with its
     // sealed keys (under the suite's master key), a policy, and a received and a sent transaction.
     const accountId = "usr_firstrelease0000000001";
@@ -205,6 +208,73 @@ describe("a database created by the first migration", () => {
       );
       expect(sent.status, sent.text).toBe(201);
       expect(sent.body).toMatchObject({ from: evm.address, amount: "2", status: "pending" });
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe("0010: Idempotency-Keys stored before their namespaces could not be forged", () => {
+  it(`still replay their answers to their own credentials after the upgrade (${STORE_KIND})`, async () => {
+    const at = migrationFiles.findIndex((file) => file.startsWith("0010_"));
+    expect(at).toBeGreaterThan(0);
+    const old = await storeAtMigration(at);
+    const accountId = "usr_idempotency00000000001";
+    const walletId = "wal_idempotency00000000001";
+    const [boundKey, everyKey] = [`svc_${"B".repeat(40)}`, `svc_${"E".repeat(40)}`];
+    await old.exec("INSERT INTO accounts (id, email, password_hash) VALUES ($1, 'i@example.com', 'x')", [
+      accountId,
+    ]);
+    await old.exec(
+      `INSERT INTO api_keys (id, account_id, name, key_hash, role, wallet_ids) VALUES
+         ('key_bound000000000000000001', $1, 'bound', $2, 'agent', $4),
+         ('key_every000000000000000001', $1, 'every', $3, 'agent', NULL)`,
+      [accountId, hashApiKey(boundKey), hashApiKey(everyKey), JSON.stringify([walletId])],
+    );
+    // Answers as the old service stored them: the bound key's under its id, the other's as sent.
+    const body = { to: "0x1111111111111111111111111111111111111111", amount: "1", chain: "base" };
+    const fingerprint = requestFingerprint("POST", "/v1/wallets/:id/send", {
+      params: { id: walletId },
+      body: { ...body, token: "USDC" },
+    });
+    // The answer of a send: a transaction.
+    const answer = (id: string) => ({
+      id,
+      walletId,
+      type: "send",
+      amount: "1",
+      token: "USDC",
+      chain: "base",
+      to: body.to,
+      from: "0x2222222222222222222222222222222222222222",
+      timestamp: "2026-11-20T00:00:00.000Z",
+      status: "pending",
+    });
+    for (const [key, id] of [
+      ["key_bound000000000000000001:inv-1", "tx_bound000000000000000001"],
+      ["order:42", "tx_every000000000000000001"],
+    ] as const) {
+      await old.exec(
+        `INSERT INTO idempotency_keys (account_id, key, request_hash, state, response_status, response_body)
+         VALUES ($1, $2, $3, 'completed', 201, $4)`,
+        [accountId, key, fingerprint, JSON.stringify(answer(id))],
+      );
+    }
+    await old.close();
+
+    const server = await createTestServer({ store: old.location });
+    try {
+      for (const [apiKey, key, id] of [
+        [boundKey, "inv-1", "tx_bound000000000000000001"],
+        [everyKey, "order:42", "tx_every000000000000000001"],
+      ] as const) {
+        const retried = await server.api.post(`/v1/wallets/${walletId}/send`, body, apiKey, {
+          "idempotency-key": key,
+        });
+        expect(retried.status, retried.text).toBe(201);
+        expect(retried.headers.get("idempotent-replayed")).toBe("true");
+        expect(retried.body).toEqual(answer(id));
+      }
     } finally {
       await server.close();
     }

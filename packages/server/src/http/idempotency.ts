@@ -100,11 +100,13 @@ export function installIdempotency(app: App, services: Services): void {
 }
 
 /**
- * Keys are the account's, shared by its credentials that see all of its wallets; a credential limited to
- * some wallets has a namespace of its own, so it can neither learn which keys others used nor take them.
+ * Keys are the account's, shared by its credentials that see all of its wallets (namespace `:`); a key
+ * limited to some wallets has a namespace of its own (`<key id>:`), so it can neither learn which keys
+ * others used nor take them. The first colon ends a namespace (a key id holds none), so no header value
+ * reaches into another's.
  */
 function idempotencyNamespace(principal: Principal): string {
-  if (principal.walletIds === null || principal.credential.kind !== "api_key") return "";
+  if (principal.walletIds === null || principal.credential.kind !== "api_key") return ":";
   return `${principal.credential.keyId}:`;
 }
 
