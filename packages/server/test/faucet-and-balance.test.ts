@@ -199,4 +199,27 @@ describe("faucet and balance", () => {
     expect((await server.api.get(`/v1/wallets/${wallet.id}/balance`, other.apiKey)).status).toBe(404);
     expect((await receives(wallet.id, "base")).total).toBe(0);
   });
+
+  it("refuses SOL too little for a new account (its rent exemption) with 400, and pays nothing", async () => {
+    const wallet = await createWallet(["solana"]);
+    const dust = await server.api.post(
+      `/v1/wallets/${wallet.id}/faucet`,
+      { chain: "solana", token: "SOL", amount: "0.000000001" },
+      apiKey,
+    );
+    expect(dust.status, dust.text).toBe(400);
+    expect(expectErrorShape(dust)).toMatchObject({
+      code: "ValidationError",
+      reason: "below_rent_minimum",
+      details: { chain: "solana", account: "recipient", token: "SOL", resulting: "0.000000001" },
+    });
+    // Nothing was paid: the one receive is the payment after it.
+    const paid = await server.api.post(
+      `/v1/wallets/${wallet.id}/faucet`,
+      { chain: "solana", token: "SOL" },
+      apiKey,
+    );
+    expect(paid.status, paid.text).toBe(201);
+    expect((await receives(wallet.id, "solana")).total).toBe(1);
+  });
 });

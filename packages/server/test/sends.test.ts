@@ -1,4 +1,4 @@
-import { isAddress } from "@solana/kit";
+import { createSolanaRpc, generateKeyPairSigner, isAddress } from "@solana/kit";
 import { fundEvm, fundSolana } from "@svc/devnet";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChainClient } from "../src/chains/types.ts";
@@ -263,6 +263,58 @@ describe("refused sends move nothing and record nothing", () => {
     expect(await chains.base.getBalance(wallet.evm.address, usdcOf(chains.base))).toBe(5n * USDC);
   });
 
+  it("refuses SOL that would leave the recipient or the sender below an account's rent exemption, with 400", async () => {
+    const rent = await devnetRentExemption();
+    const wallet = await createWallet();
+    await fundSolana(devnet, wallet.solana.address as never, { sol: SOL });
+    const fresh = () => newSolanaAddress();
+    // A new account given less than its rent exemption: the chain would refuse it.
+    const dust = await expectRefused(
+      wallet.id,
+      { to: await fresh(), amount: "0.000000001", token: "SOL", chain: "solana" },
+      400,
+      "ValidationError",
+      "below_rent_minimum",
+    );
+    expect(dust.details).toEqual({
+      chain: "solana",
+      account: "recipient",
+      token: "SOL",
+      minimum: formatSol(rent),
+      resulting: "0.000000001",
+    });
+    // The wallet left with less than its own exemption after the 0.000005 SOL fee.
+    const left = rent - 1n;
+    const drained = await expectRefused(
+      wallet.id,
+      { to: await fresh(), amount: formatSol(SOL - 5_000n - left), token: "SOL", chain: "solana" },
+      400,
+      "ValidationError",
+      "below_rent_minimum",
+    );
+    expect(drained.details).toMatchObject({ account: "sender", resulting: formatSol(left) });
+    // Exactly the exemption to a new account goes through and lands.
+    const to = await fresh();
+    const sent = await server.api.post(
+      `/v1/wallets/${wallet.id}/send`,
+      { to, amount: formatSol(rent), token: "SOL", chain: "solana" },
+      apiKey,
+    );
+    expect(sent.status, sent.text).toBe(201);
+    expect((await waitForSettled(server.api, apiKey, sent.body.id)).status).toBe("confirmed");
+    expect(await chains.solana.getBalance(to, chains.solana.config.nativeToken)).toBe(rent);
+    // And so does everything but the fee, leaving the wallet nothing.
+    const rest = SOL - rent - 2n * 5_000n;
+    const emptied = await server.api.post(
+      `/v1/wallets/${wallet.id}/send`,
+      { to: await fresh(), amount: formatSol(rest), token: "SOL", chain: "solana" },
+      apiKey,
+    );
+    expect(emptied.status, emptied.text).toBe(201);
+    expect((await waitForSettled(server.api, apiKey, emptied.body.id)).status).toBe("confirmed");
+    expect(await chains.solana.getBalance(wallet.solana.address, chains.solana.config.nativeToken)).toBe(0n);
+  });
+
   it("refuses amounts no chain can carry and JSON numbers that are not exact, with 400", async () => {
     const wallet = await fundedWallet();
     await expectRefused(
@@ -343,3 +395,19 @@ describe("refused sends move nothing and record nothing", () => {
     );
   });
 });
+
+/** What the devnet's cluster asks an account holding no data to keep (its rent exemption), in lamports. */
+async function devnetRentExemption(): Promise<bigint> {
+  return createSolanaRpc(devnet.solana.rpcUrl).getMinimumBalanceForRentExemption(0n).send();
+}
+
+async function newSolanaAddress(): Promise<string> {
+  return (await generateKeyPairSigner()).address;
+}
+
+/** Lamports as a decimal SOL string, as the API writes amounts. */
+function formatSol(lamports: bigint): string {
+  const whole = lamports / SOL;
+  const fraction = (lamports % SOL).toString().padStart(9, "0").replace(/0+$/, "");
+  return fraction === "" ? `${whole}` : `${whole}.${fraction}`;
+}

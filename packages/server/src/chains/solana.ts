@@ -145,13 +145,37 @@ export class SolanaChain implements ChainClient {
 
   async planTransferWithBalances(input: TransferInput): Promise<TransferPlanWithBalances> {
     const native = this.config.nativeToken;
-    const [plan, balance, nativeBalance] = await Promise.all([
+    const sendsNative = input.token.address === null;
+    const [plan, balance, nativeBalance, rentExemption] = await Promise.all([
       this.planTransfer(input),
       this.getBalance(input.from, input.token),
-      input.token.address === null ? undefined : this.getBalance(input.from, native),
+      sendsNative ? undefined : this.getBalance(input.from, native),
+      sendsNative
+        ? Promise.all([this.#systemAccountRent(), this.getBalance(input.to, native)]).then(
+            ([minimum, recipientBalance]) => ({ minimum, recipientBalance }),
+          )
+        : undefined,
     ]);
-    return { plan, balance, nativeBalance: nativeBalance ?? balance };
+    return {
+      plan,
+      balance,
+      nativeBalance: nativeBalance ?? balance,
+      ...(rentExemption ? { rentExemption } : {}),
+    };
   }
+
+  /** The rent exemption of an account holding no data (a wallet's): fixed by the cluster, read once. */
+  #systemAccountRent(): Promise<bigint> {
+    this.#systemAccountRentRead ??= this.#rpc
+      .getMinimumBalanceForRentExemption(0n)
+      .send()
+      .catch((error: unknown) => {
+        this.#systemAccountRentRead = undefined;
+        throw error;
+      });
+    return this.#systemAccountRentRead;
+  }
+  #systemAccountRentRead: Promise<bigint> | undefined;
 
   /** The base fee, and the rent of the recipient's token account when the transfer creates it. */
   async #transferFee(to: string, token: TokenInfo): Promise<bigint> {

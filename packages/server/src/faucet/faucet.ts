@@ -11,7 +11,7 @@ import type { Db } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 import { formatUnits, parseUnitsStrict } from "../internal/money.ts";
 import { recordIncoming } from "../receives/watcher.ts";
-import { broadcastTransfer, findToken, parseTransferAmount } from "../spends/transfer.ts";
+import { broadcastTransfer, checkRentExemption, findToken, parseTransferAmount } from "../spends/transfer.ts";
 import { findTransfer, type TransactionRow } from "../transactions/transactions.ts";
 import { findWalletForAccount } from "../wallets/wallets.ts";
 
@@ -226,9 +226,12 @@ export class Faucet {
       await this.#prepare(chain, account);
       const from = await faucetAddress(client, account);
       for (let attempt = 1; ; attempt++) {
-        // Planned (the network part) outside any database transaction, like every transfer.
-        const plan = await client.planTransfer({ from, to, token, amount });
-        const signed = await client.signTransfer(plan, account.privateKey);
+        // Planned (the network part) outside any database transaction, like every transfer; SOL too little
+        // for a new account is refused here as a send refuses it, not by the chain.
+        const input = { from, to, token, amount };
+        const planned = await client.planTransferWithBalances(input);
+        checkRentExemption(client, input, planned);
+        const signed = await client.signTransfer(planned.plan, account.privateKey);
         try {
           await broadcastTransfer(client, signed);
           return signed;

@@ -145,6 +145,17 @@ export const errors = {
     ),
   weakPassword: (message: string) => new AppError(400, "ValidationError", message, "weak_password"),
   invalidAmount: (message: string) => new AppError(400, "ValidationError", message, "invalid_amount"),
+  /** Amounts in whole native coins as decimal strings. */
+  belowRentMinimum: (
+    message: string,
+    details: {
+      chain: string;
+      account: "recipient" | "sender";
+      token: string;
+      minimum: string;
+      resulting: string;
+    },
+  ) => new AppError(400, "ValidationError", message, "below_rent_minimum", details),
   chainNotInWallet: (chain: string, walletChains: readonly string[]) =>
     new AppError(
       400,

@@ -3,7 +3,14 @@
  * the chain says signing it needs. All the network work of a transfer happens here, before any database lock.
  */
 import { chainCall, TransactionRejectedError } from "../chains/errors.ts";
-import type { ChainClient, SignedTransfer, TokenInfo, TransferInput, TransferPlan } from "../chains/types.ts";
+import type {
+  ChainClient,
+  SignedTransfer,
+  TokenInfo,
+  TransferInput,
+  TransferPlan,
+  TransferPlanWithBalances,
+} from "../chains/types.ts";
 import { errors } from "../internal/errors.ts";
 import { formatUnits, parseUnitsStrict } from "../internal/money.ts";
 
@@ -48,11 +55,8 @@ export async function planFundedTransfer(client: ChainClient, input: TransferInp
   const { token, amount } = input;
   const native = client.config.nativeToken;
   const isNative = token.address === null;
-  const {
-    plan,
-    balance: tokenBalance,
-    nativeBalance,
-  } = await chainCall(client.config.name, () => client.planTransferWithBalances(input));
+  const planned = await chainCall(client.config.name, () => client.planTransferWithBalances(input));
+  const { plan, balance: tokenBalance, nativeBalance } = planned;
   if (tokenBalance < amount) {
     throw errors.insufficientFunds(
       "insufficient_token",
@@ -76,7 +80,43 @@ export async function planFundedTransfer(client: ChainClient, input: TransferInp
       },
     );
   }
+  checkRentExemption(client, input, planned);
   return plan;
+}
+
+/**
+ * Refuses a transfer of Solana's native coin that its chain would refuse for rent: one leaving the recipient,
+ * or the sender after the fee, with more than nothing but less than an account's rent exemption (400
+ * `below_rent_minimum`). No-op where the plan carries no rent exemption (EVM, tokens).
+ */
+export function checkRentExemption(
+  client: ChainClient,
+  input: TransferInput,
+  planned: TransferPlanWithBalances,
+): void {
+  if (!planned.rentExemption || input.to === input.from) return;
+  const { minimum, recipientBalance } = planned.rentExemption;
+  const native = client.config.nativeToken;
+  const held = {
+    recipient: recipientBalance + input.amount,
+    sender: planned.nativeBalance - input.amount - planned.plan.fee,
+  };
+  for (const account of ["recipient", "sender"] as const) {
+    const left = held[account];
+    if (left <= 0n || left >= minimum) continue;
+    throw errors.belowRentMinimum(
+      account === "recipient"
+        ? `${client.config.name} refuses to leave an account holding less than ${formatUnits(minimum, native.decimals)} ${native.symbol}: the recipient would hold ${formatUnits(left, native.decimals)}; send at least ${formatUnits(minimum - recipientBalance, native.decimals)}`
+        : `${client.config.name} refuses to leave an account holding less than ${formatUnits(minimum, native.decimals)} ${native.symbol}: this wallet would keep ${formatUnits(left, native.decimals)} after the fee; send less, or everything but the fee`,
+      {
+        chain: client.config.name,
+        account,
+        token: native.symbol,
+        minimum: formatUnits(minimum, native.decimals),
+        resulting: formatUnits(left, native.decimals),
+      },
+    );
+  }
 }
 
 /** Plans a transfer (see {@link ChainClient.planTransfer}), a chain's failure leaving as the API's error. */
