@@ -3,7 +3,7 @@
  * request authenticates with its own `Authorization: Bearer <API key>`; the key is checked by calling the
  * service with it (through the SDK), so this module holds no credential of its own and no server code.
  */
-import { createHash, randomUUID, timingSafeEqual } from "node:crypto";
+import { createHash, randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { SvcError, SvcUnauthorizedError, SvcWallet } from "@svc/sdk";
@@ -27,6 +27,8 @@ export interface McpHttpOptions {
 /**
  * A mounted MCP endpoint: `handle` each request; `close` at shutdown. A framework that has already read the
  * body passes its text (it is parsed only after the key is checked); otherwise the request stream is read.
+ * A framework that names its requests sets `X-Request-Id` on the response before `handle`: the endpoint's
+ * error bodies carry that id (without one, `handle` sets a new one).
  */
 export interface McpHttpHandler {
   handle(request: IncomingMessage, response: ServerResponse, bodyText?: string): Promise<void>;
@@ -41,29 +43,89 @@ interface Session {
 
 const digest = (key: string): Buffer => createHash("sha256").update(key).digest();
 
-function answerError(
-  response: ServerResponse,
-  status: number,
-  error: { code: string; message: string; reason?: string | undefined; requestId?: string | undefined },
-): void {
-  if (response.headersSent) return;
-  const headers: Record<string, string> = { "content-type": "application/json" };
-  if (status === 401) headers["www-authenticate"] = 'Bearer realm="svc"';
-  response.writeHead(status, headers).end(JSON.stringify({ error }));
+/**
+ * The service's error shape (every error of the service has it, `/v1` and `/mcp` alike): `requestId` is the
+ * request's id, the same as its `X-Request-Id` header.
+ */
+export interface McpHttpErrorBody {
+  error: {
+    code: string;
+    message: string;
+    requestId: string;
+    reason?: string;
+    details?: Record<string, unknown>;
+  };
 }
 
-function bearerOf(request: IncomingMessage): string | undefined {
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? "");
-  return match?.[1];
+/** An error this endpoint answers itself, before or instead of the MCP transport. */
+type McpHttpError = Omit<McpHttpErrorBody["error"], "requestId" | "reason" | "details"> & {
+  reason?: string | undefined;
+  details?: Record<string, unknown> | undefined;
+};
+
+/**
+ * The request's id: the `X-Request-Id` the mounting service already set on the response (the Svc service sets
+ * its own request id there), or, mounted elsewhere, a new one set there now, so the header and the bodies agree.
+ */
+function requestIdOf(response: ServerResponse): string {
+  const header = response.getHeader("x-request-id");
+  if (typeof header === "string" && header !== "") return header;
+  const id = `req_${randomBytes(12).toString("base64url")}`;
+  if (!response.headersSent) response.setHeader("x-request-id", id);
+  return id;
+}
+
+/** Answers `{ error: { code, message, requestId, reason?, details? } }` (unless an answer has begun). */
+function answerError(response: ServerResponse, status: number, requestId: string, error: McpHttpError): void {
+  if (response.headersSent) return;
+  const body: McpHttpErrorBody = {
+    error: {
+      code: error.code,
+      message: error.message,
+      requestId,
+      ...(error.reason === undefined ? {} : { reason: error.reason }),
+      ...(error.details === undefined ? {} : { details: error.details }),
+    },
+  };
+  const headers: Record<string, string> = { "content-type": "application/json; charset=utf-8" };
+  if (status === 401) headers["www-authenticate"] = 'Bearer realm="svc"';
+  response.writeHead(status, headers).end(JSON.stringify(body));
+}
+
+/**
+ * The request's credential, read as the service's `/v1` reads it: no `Authorization` header is
+ * `missing_credentials`; one that is not `Bearer <credential>` is `invalid_credentials`.
+ */
+function bearerOf(request: IncomingMessage): { key: string } | { refused: McpHttpError } {
+  const header = request.headers.authorization;
+  if (!header) {
+    return {
+      refused: {
+        code: "Unauthorized",
+        message:
+          "Missing credentials: the MCP endpoint needs an Svc API key, sent as Authorization: Bearer <key>",
+        reason: "missing_credentials",
+      },
+    };
+  }
+  const match = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
+  if (match?.[1] === undefined) {
+    return {
+      refused: { code: "Unauthorized", message: "Invalid credentials", reason: "invalid_credentials" },
+    };
+  }
+  return { key: match[1] };
 }
 
 /**
  * Builds the streamable HTTP endpoint. A request without a session starts one for its key's tool set (an
  * agent key is never offered a loosening tool); later requests name the session (`Mcp-Session-Id`) and must
- * carry the same key. No key or a key the service refuses → 401 with the service's message.
+ * carry the same key. No key or a key the service refuses → 401 with the service's reason and message. Every
+ * error answered here has the service's shape, {@link McpHttpErrorBody}, with the request's id; a fault
+ * answers 500 and is rethrown (for the mounting service to log).
  * @example
  * const mcp = createMcpHttpHandler({ baseUrl: "http://127.0.0.1:8080/v1" });
- * http.createServer((req, res) => mcp.handle(req, res));
+ * http.createServer((req, res) => void mcp.handle(req, res).catch((error) => console.error(error)));
  */
 export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
   const sessions = new Map<string, Session>();
@@ -89,16 +151,19 @@ export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
     }
   };
 
-  const handle = async (request: IncomingMessage, response: ServerResponse, bodyText?: string) => {
-    const apiKey = bearerOf(request);
-    if (apiKey === undefined) {
-      answerError(response, 401, {
-        code: "Unauthorized",
-        reason: "missing_credential",
-        message: "The MCP endpoint needs an Svc API key: send Authorization: Bearer <key>",
-      });
+  /** Serves one request; every error answered here has the service's shape, with the request's id. */
+  const serve = async (
+    request: IncomingMessage,
+    response: ServerResponse,
+    requestId: string,
+    bodyText: string | undefined,
+  ): Promise<void> => {
+    const credential = bearerOf(request);
+    if ("refused" in credential) {
+      answerError(response, 401, requestId, credential.refused);
       return;
     }
+    const apiKey = credential.key;
     const svc = new SvcWallet({ apiKey, baseUrl: baseUrl() });
     const sessionId = request.headers["mcp-session-id"];
     let toolSet: Awaited<ReturnType<typeof toolSetOf>> | undefined;
@@ -112,19 +177,20 @@ export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
       }
     } catch (error) {
       if (error instanceof SvcUnauthorizedError) {
-        answerError(response, 401, {
+        // The service's refusal (its code, reason and message), under this request's id.
+        answerError(response, 401, requestId, {
           code: error.code,
           message: error.message,
           reason: error.reason,
-          requestId: error.requestId,
+          details: error.details,
         });
         return;
       }
       if (error instanceof SvcError) {
-        answerError(response, 502, {
+        answerError(response, 502, requestId, {
           code: "InternalError",
-          reason: "service_unavailable",
           message: `The service could not check the key: ${error.message}`,
+          reason: "service_unavailable",
         });
         return;
       }
@@ -136,15 +202,12 @@ export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
       try {
         parsedBody = JSON.parse(bodyText);
       } catch {
-        if (!response.headersSent) {
-          response.writeHead(400, { "content-type": "application/json" }).end(
-            JSON.stringify({
-              jsonrpc: "2.0",
-              error: { code: -32700, message: "Parse error: the body is not JSON" },
-              id: null,
-            }),
-          );
-        }
+        // As `/v1` answers a body that is not JSON (without echoing the body).
+        answerError(response, 400, requestId, {
+          code: "ValidationError",
+          message: "Malformed request body: not valid JSON",
+          reason: "invalid_body",
+        });
         return;
       }
     }
@@ -152,18 +215,18 @@ export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
     if (typeof sessionId === "string") {
       const session = sessions.get(sessionId);
       if (session === undefined) {
-        answerError(response, 404, {
+        answerError(response, 404, requestId, {
           code: "NotFound",
-          reason: "session_not_found",
           message: "No such MCP session (it ended or expired): initialize a new one",
+          reason: "session_not_found",
         });
         return;
       }
       if (!timingSafeEqual(session.keyDigest, digest(apiKey))) {
-        answerError(response, 403, {
+        answerError(response, 403, requestId, {
           code: "Forbidden",
-          reason: "session_of_another_key",
           message: "This MCP session was opened with another API key",
+          reason: "session_of_another_key",
         });
         return;
       }
@@ -191,6 +254,22 @@ export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
     });
     await server.connect(transport);
     await transport.handleRequest(request, response, parsedBody);
+  };
+
+  const handle = async (request: IncomingMessage, response: ServerResponse, bodyText?: string) => {
+    const requestId = requestIdOf(response);
+    try {
+      await serve(request, response, requestId, bodyText);
+    } catch (error) {
+      // A fault of ours (or of the configuration): the caller gets an answer naming the request, and the
+      // error is rethrown for the mounting service to log under the same id.
+      answerError(response, 500, requestId, {
+        code: "InternalError",
+        message: "Internal error; the request id locates it in the log",
+      });
+      if (!response.writableEnded) response.end();
+      throw error;
+    }
   };
 
   return {

@@ -4,7 +4,12 @@
  * @packageDocumentation
  */
 export { clientFor, configFromEnv, confirmAboveFromEnv, type McpConfig } from "./config.ts";
-export { createMcpHttpHandler, type McpHttpHandler, type McpHttpOptions } from "./http.ts";
+export {
+  createMcpHttpHandler,
+  type McpHttpErrorBody,
+  type McpHttpHandler,
+  type McpHttpOptions,
+} from "./http.ts";
 export { servesTestNetworks, type ToolSet, toolSetOf } from "./role.ts";
 export {
   ADMIN_TOOLS,

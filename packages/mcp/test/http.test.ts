@@ -38,7 +38,31 @@ afterAll(async () => {
   await world?.close();
 });
 
-type ErrorBody = { error: { code: string; reason?: string; message: string } };
+type ErrorBody = {
+  error: { code: string; message: string; requestId: string; reason?: string; details?: unknown };
+};
+
+/**
+ * The service's error shape (README: `{ "error": { "code", "message", "requestId", "reason"?, "details"? } }`),
+ * its `requestId` the response's `X-Request-Id`; returns the error.
+ */
+async function expectError(
+  response: Response,
+  status: number,
+  expected: { code: string; reason?: string },
+): Promise<ErrorBody["error"]> {
+  expect(response.status).toBe(status);
+  const requestId = response.headers.get("x-request-id");
+  expect(requestId).toMatch(/^req_\w+$/);
+  const body = (await response.json()) as ErrorBody;
+  expect(Object.keys(body)).toEqual(["error"]);
+  expect(body.error).toMatchObject({ ...expected, requestId });
+  expect(typeof body.error.message).toBe("string");
+  for (const key of Object.keys(body.error)) {
+    expect(["code", "message", "requestId", "reason", "details"]).toContain(key);
+  }
+  return body.error;
+}
 
 function post(headers: Record<string, string>, body: unknown = INITIALIZE): Promise<Response> {
   return fetch(`${world.server.url}/mcp`, {
@@ -55,18 +79,22 @@ function post(headers: Record<string, string>, body: unknown = INITIALIZE): Prom
 describe("/mcp over streamable HTTP", () => {
   it("answers 401 without a key and with a key the service refuses; nothing else", async () => {
     const none = await post({});
-    expect(none.status).toBe(401);
     expect(none.headers.get("www-authenticate")).toMatch(/^Bearer/);
-    expect(((await none.json()) as ErrorBody).error).toMatchObject({
+    await expectError(none, 401, { code: "Unauthorized", reason: "missing_credentials" });
+    // The same reason as /v1 for the same request.
+    const v1 = await fetch(`${world.baseUrl}/wallets`);
+    await expectError(v1, 401, { code: "Unauthorized", reason: "missing_credentials" });
+
+    // A header that is not `Bearer <key>`: as /v1, invalid credentials.
+    await expectError(await post({ authorization: "Basic dXNlcjpwYXNz" }), 401, {
       code: "Unauthorized",
-      reason: "missing_credential",
+      reason: "invalid_credentials",
     });
 
+    // A key the service refuses: its reason, under this request's id (not the id of the check it made).
     const bad = await post({ authorization: "Bearer svc_not_a_real_key_0000000000000000" });
-    expect(bad.status).toBe(401);
-    const badBody = (await bad.json()) as ErrorBody;
-    expect(badBody.error.code).toBe("Unauthorized");
-    expect(JSON.stringify(badBody)).not.toContain("svc_not_a_real_key");
+    const badError = await expectError(bad, 401, { code: "Unauthorized", reason: "invalid_credentials" });
+    expect(JSON.stringify(badError)).not.toContain("svc_not_a_real_key");
 
     // The key is checked before the body is read: a bad key with a broken body is still 401.
     const broken = (headers: Record<string, string>) =>
@@ -79,10 +107,23 @@ describe("/mcp over streamable HTTP", () => {
         },
         body: "{not json",
       });
-    expect((await broken({})).status).toBe(401);
-    const parseError = await broken({ authorization: `Bearer ${world.agentKey}` });
-    expect(parseError.status).toBe(400);
-    expect(((await parseError.json()) as { error: { code: number } }).error.code).toBe(-32700);
+    await expectError(await broken({}), 401, { code: "Unauthorized", reason: "missing_credentials" });
+    // A good key with a broken body: as /v1, a ValidationError `invalid_body`.
+    await expectError(await broken({ authorization: `Bearer ${world.agentKey}` }), 400, {
+      code: "ValidationError",
+      reason: "invalid_body",
+    });
+
+    // A session that does not exist (ended, expired, or never opened).
+    const unknown = await post(
+      {
+        authorization: `Bearer ${world.agentKey}`,
+        "mcp-session-id": "00000000-0000-4000-8000-000000000000",
+        "mcp-protocol-version": "2025-06-18",
+      },
+      { jsonrpc: "2.0", id: 2, method: "tools/list" },
+    );
+    await expectError(unknown, 404, { code: "NotFound", reason: "session_not_found" });
 
     // A revoked key is refused on its next request, even inside the session it opened.
     const temp = await world.admin.apiKeys.create({
@@ -104,7 +145,7 @@ describe("/mcp over streamable HTTP", () => {
       },
       { jsonrpc: "2.0", id: 2, method: "tools/list" },
     );
-    expect(other.status).toBe(403);
+    await expectError(other, 403, { code: "Forbidden", reason: "session_of_another_key" });
     await world.admin.apiKeys.revoke(temp.id);
     const revoked = await post(
       {
@@ -114,8 +155,7 @@ describe("/mcp over streamable HTTP", () => {
       },
       { jsonrpc: "2.0", id: 2, method: "tools/list" },
     );
-    expect(revoked.status).toBe(401);
-    expect(((await revoked.json()) as ErrorBody).error.reason).toBe("key_revoked");
+    await expectError(revoked, 401, { code: "Unauthorized", reason: "key_revoked" });
   });
 
   it("offers each role its tools: an agent key sees no loosening tool, a read key nothing that acts", async () => {
