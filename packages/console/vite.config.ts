@@ -10,6 +10,7 @@ export default defineConfig({
   plugins: [react()],
   resolve: { alias: { "@svc/sdk": fileURLToPath(new URL("../sdk/src/index.ts", import.meta.url)) } },
   build: { outDir: "dist", emptyOutDir: true, sourcemap: true, target: "es2022" },
-  // `npm run dev` proxies the API to a service started with `npm start`.
-  server: { proxy: { "/v1": "http://127.0.0.1:8080" } },
+  // `npm run dev` proxies the API to a service started with `npm start`: `SVC_URL` when set, else the local
+  // service on `PORT` (8080 unless set), as `npm start` reads it.
+  server: { proxy: { "/v1": process.env.SVC_URL || `http://127.0.0.1:${process.env.PORT || 8080}` } },
 });

@@ -37,7 +37,8 @@ export function buildProgram(env: NodeJS.ProcessEnv, json: boolean): Command {
     .addHelpText(
       "after",
       `
-Config file: $SVC_CONFIG, else ~/.config/svc/config.json (written by svc login, mode 0600).
+Config file: $SVC_CONFIG, else $XDG_CONFIG_HOME/svc/config.json, else ~/.config/svc/config.json
+             (written by svc login, mode 0600).
 Exit codes: 0 ok, 1 usage or invalid input, 2 credential or role, 3 policy refused, 4 insufficient funds,
             5 not found, 6 service unreachable, 7 service, chain or resource failed, 8 still pending at --timeout.`,
     );
