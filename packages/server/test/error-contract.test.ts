@@ -1,4 +1,6 @@
 import { createHash } from "node:crypto";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { accounts } from "../src/internal/db/schema.ts";
@@ -158,6 +160,26 @@ describe("the error contract", () => {
     } finally {
       await broken.service.app.close();
     }
+  });
+  it("logs a failure of what a request reached out to as a warning, not an error: any caller can cause one", async () => {
+    // A loopback port nobody listens on (loopback is exempt from the outbound guard on the devnet profile).
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const wallet = await server.api.post("/v1/wallets", { name: "fetcher", chains: ["base"] }, apiKey);
+    const response = await server.api.post(
+      "/v1/x402/fetch",
+      { walletId: wallet.body.id, url: `http://127.0.0.1:${port}/data` },
+      apiKey,
+    );
+    expect(response.status, response.text).toBe(502);
+    const error = expectErrorShape(response);
+    expect(error.reason).toBe("resource_unreachable");
+    const logged = server.logs.lines
+      .map((line) => JSON.parse(line))
+      .filter((entry) => entry.requestId === error.requestId && entry.msg === "request failed");
+    expect(logged.map((entry) => [entry.level, entry.reason])).toEqual([[40, "resource_unreachable"]]);
   });
 });
 

@@ -95,7 +95,14 @@ export function installErrorHandling(app: App): void {
   app.setErrorHandler((error, request, reply) => {
     const appError = toAppError(error, request);
     if (appError.status >= 500) {
-      request.log.error({ err: appError.cause ?? error, requestId: request.id }, "request failed");
+      // A fault of ours or of our store (500, 503) is an error. A failure of what the request reached out to
+      // (502: a chain's node, the resource an x402 fetch named, the daemon) is a warning: any caller can cause
+      // one, and it must not fill the error log an operator is paged from.
+      const level = appError.status === 502 ? "warn" : "error";
+      request.log[level](
+        { err: appError.cause ?? error, requestId: request.id, reason: appError.reason },
+        "request failed",
+      );
     }
     return render(request, reply, appError);
   });
