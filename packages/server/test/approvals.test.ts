@@ -232,6 +232,27 @@ describe("a spend above approvalAbove", () => {
     expect((await waitForSettled(server.api, owner.apiKey, held.body.id)).status).toBe("confirmed");
   });
 
+  it("on a wallet archived meanwhile, is refused 409 wallet_archived, whatever the wallet holds", async () => {
+    const created = await server.api.post(
+      "/v1/wallets",
+      { name: "held", chains: ["base"], policy: { approvalAbove: "5" } },
+      owner.apiKey,
+    );
+    await fundEvm(await sharedDevnet(), created.body.evm.address, { eth: ETH, usdc: 10n * USDC });
+    const held = await send(created.body.id, "7");
+    expect(held.status, held.text).toBe(202);
+    // The wallet spends below the bound meanwhile: what it holds no longer covers the held spend.
+    const spent = await send(created.body.id, "4");
+    expect(spent.status, spent.text).toBe(201);
+    await waitForSettled(server.api, owner.apiKey, spent.body.id);
+    expect(
+      (await server.api.request("DELETE", `/v1/wallets/${created.body.id}`, { token: owner.apiKey })).status,
+    ).toBe(204);
+    const refused = await server.api.post(`/v1/approvals/${held.body.id}/approve`, undefined, owner.apiKey);
+    expect(refused.status, refused.text).toBe(409);
+    expect(expectErrorShape(refused).reason).toBe("wallet_archived");
+  });
+
   it("20 concurrent approves sign and broadcast it once; approves racing rejects decide once", async () => {
     const wallet = await fundedWallet({ approvalAbove: "1" });
     const before = await base.getBalance(wallet.evm.address, usdc());

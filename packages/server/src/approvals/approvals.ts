@@ -64,6 +64,8 @@ export async function approveSpend(
   const held = await findApproval(deps.db, accountId, transactionId);
   if (held.status !== "pending_approval") throw errors.alreadyDecided(held.id, held.approvalStatus ?? "");
   const wallet = await findWalletForAccount(deps.db, accountId, held.walletId);
+  // Refused before any chain read, as a send is (the lock checks it again): an archived wallet spends nothing.
+  if (wallet.status !== "active") throw errors.walletArchived(wallet.id);
   const client = deps.chainClient(held.chain);
   if (!client) throw errors.chainNotInWallet(held.chain, wallet.chains);
   const token = findToken(client, held.token);
