@@ -33,6 +33,8 @@ export function describeEvent(event: SvcEvent): string {
     }
     case "wallet.archived":
       return `wallet “${event.data.name}” archived`;
+    case "wallet.restored":
+      return `wallet “${event.data.name}” restored`;
     case "api_key.created":
       return `key “${event.data.name}” created (${event.data.role ?? "agent"})`;
     case "api_key.revoked":
@@ -43,6 +45,6 @@ export function describeEvent(event: SvcEvent): string {
 /** The wallet an event is about, if any. */
 export function eventWalletId(event: SvcEvent): string | undefined {
   const data = event.data as { walletId?: string; id?: string; transaction?: { walletId: string } };
-  if (event.type === "wallet.archived") return data.id;
+  if (event.type === "wallet.archived" || event.type === "wallet.restored") return data.id;
   return data.walletId ?? data.transaction?.walletId;
 }

@@ -144,7 +144,7 @@ describe("an owner at the console", () => {
     await owner.screenshot("owner-4-confirmed");
   });
 
-  it("pauses and resumes spending, reads well at phone width, and archives after a confirmation", async () => {
+  it("pauses and resumes spending, reads well at phone width, archives after a confirmation, and restores", async () => {
     await page.getByRole("button", { name: "Pause spending" }).click();
     await page.getByRole("button", { name: "Resume spending" }).waitFor();
     const token = await accessToken();
@@ -180,6 +180,13 @@ describe("an owner at the console", () => {
     expect(await page.getByRole("button", { name: "Request test coins" }).count()).toBe(0);
     expect(owner.errors.join("\n")).toBe("");
     await owner.screenshot("owner-6-archived");
+
+    // The owner's way back.
+    await page.getByRole("button", { name: "Restore wallet" }).click();
+    await page.getByRole("heading", { name: /research agent\s+active/ }).waitFor();
+    expect((await server.api.get(`/v1/wallets/${walletId}`, token)).body.status).toBe("active");
+    await page.getByRole("button", { name: "Archive wallet…" }).waitFor();
+    expect(owner.errors.join("\n")).toBe("");
   });
 });
 

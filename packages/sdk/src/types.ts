@@ -477,6 +477,7 @@ export type EventType =
   | "approval.expired"
   | "policy.updated"
   | "wallet.archived"
+  | "wallet.restored"
   | "api_key.created"
   | "api_key.revoked";
 
@@ -508,6 +509,7 @@ export interface EventData {
   "approval.expired": Transaction;
   "policy.updated": Policy;
   "wallet.archived": WalletRecord;
+  "wallet.restored": WalletRecord;
   "api_key.created": ApiKey;
   "api_key.revoked": ApiKey;
 }

@@ -622,6 +622,20 @@ export class Wallet implements WalletRecord {
   }
 
   /**
+   * Restores an archived wallet: it spends again, under its policy. An admin credential's (an agent key may
+   * archive its wallet, never bring it back); restoring an active wallet changes nothing.
+   * @example
+   * await wallet.restore();
+   */
+  async restore(): Promise<void> {
+    await this.#ctx.transport.request<WalletRecord>({
+      method: "POST",
+      path: `/wallets/${encodeURIComponent(this.id)}/restore`,
+      idempotent: true,
+    });
+  }
+
+  /**
    * The record's fields, without the methods.
    * @example
    * JSON.stringify(wallet); // {"id":"wal_…","name":"…",…}

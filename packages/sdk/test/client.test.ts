@@ -319,7 +319,7 @@ describe("chains, wallets, transactions", () => {
     expect(spending.hours.at(-1)?.usd).toBe("3.00");
   });
 
-  it("archive() archives: the record says so and a send is refused", async () => {
+  it("archive() archives: the record says so and a send is refused; restore() undoes it", async () => {
     const wallet = await world.admin.wallet.create({ name: "to archive", chains: ["base"] });
     await wallet.archive();
     expect((await world.admin.wallet.get(wallet.id)).status).toBe("archived");
@@ -328,6 +328,9 @@ describe("chains, wallets, transactions", () => {
       .catch((e) => e);
     expect(error).toBeInstanceOf(SvcValidationError);
     expect(error.reason).toBe("wallet_archived");
+    // The owner brings it back.
+    await wallet.restore();
+    expect((await world.admin.wallet.get(wallet.id)).status).toBe("active");
   });
 
   it("an unknown chain or token is refused before any request", async () => {

@@ -1,9 +1,11 @@
 import { createKeyPairSignerFromPrivateKeyBytes } from "@solana/kit";
+import { fundEvm } from "@svc/devnet";
 import { getAddress } from "viem";
 import { privateKeyToAddress } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getPolicy } from "../src/policy/policy.ts";
 import { mainnetProfileOnLocalChains } from "./support/chains.ts";
+import { eventually } from "./support/eventually.ts";
 import { openStoredKey } from "./support/keys.ts";
 import {
   createTestServer,
@@ -179,5 +181,56 @@ describe("reading and archiving wallets", () => {
     expect((await server.api.delete(`/v1/wallets/${created.body.id}`, apiKey)).status).toBe(204);
     const history = await server.api.get(`/v1/wallets/${created.body.id}/transactions`, apiKey);
     expect(history.status).toBe(200);
+  });
+
+  it("is undone by an admin's restore, not by the agent that archived it: the funds spend again", async () => {
+    const created = await server.api.post("/v1/wallets", { name: "stranded", chains: ["base"] }, apiKey);
+    const wallet = created.body;
+    await fundEvm(await sharedDevnet(), wallet.evm.address, { eth: 10n ** 17n, usdc: 5_000_000n });
+    const agent = await server.api.post(
+      "/v1/api-keys",
+      { name: "agent", role: "agent", walletIds: [wallet.id] },
+      apiKey,
+    );
+    // The agent, talked into it, archives its wallet: a step towards safety it may take...
+    expect((await server.api.delete(`/v1/wallets/${wallet.id}`, agent.body.key)).status).toBe(204);
+    const send = (token: string) =>
+      server.api.post(
+        `/v1/wallets/${wallet.id}/send`,
+        { to: "0x000000000000000000000000000000000000dEaD", amount: "1", chain: "base" },
+        token,
+      );
+    expect(expectErrorShape(await send(apiKey)).reason).toBe("wallet_archived");
+    // ...but not one it can take back.
+    const byAgent = await server.api.post(`/v1/wallets/${wallet.id}/restore`, undefined, agent.body.key);
+    expect(byAgent.status).toBe(403);
+    expect(expectErrorShape(byAgent).reason).toBe("insufficient_role");
+    const stranger = await seedAccount(server.api, "stranger");
+    expect(
+      (await server.api.post(`/v1/wallets/${wallet.id}/restore`, undefined, stranger.apiKey)).status,
+    ).toBe(404);
+
+    const restored = await server.api.post(`/v1/wallets/${wallet.id}/restore`, undefined, apiKey);
+    expect(restored.status, restored.text).toBe(200);
+    expect(restored.body).toMatchObject({ id: wallet.id, status: "active" });
+    expect((await server.api.get(`/v1/wallets/${wallet.id}`, apiKey)).body.status).toBe("active");
+    // Restoring an active wallet changes nothing; the owner's send goes out again.
+    expect((await server.api.post(`/v1/wallets/${wallet.id}/restore`, undefined, apiKey)).body.status).toBe(
+      "active",
+    );
+    const sent = await send(apiKey);
+    expect(sent.status, sent.text).toBe(201);
+    // One wallet.restored event, for the one restore that changed something.
+    const events = await eventually(async () => {
+      const page = await server.api.get(
+        `/v1/events?walletId=${wallet.id}&type=wallet.archived,wallet.restored`,
+        apiKey,
+      );
+      return page.body.data.length >= 2 && page.body.data;
+    });
+    expect(events.map((e: { type: string; data: { status: string } }) => [e.type, e.data.status])).toEqual([
+      ["wallet.archived", "archived"],
+      ["wallet.restored", "active"],
+    ]);
   });
 });

@@ -95,7 +95,11 @@ function WalletView(props: { wallet: Wallet; refreshKey: number; onChange: () =>
       {policy.data && active && (
         <PolicyEditor wallet={wallet} policy={policy.data} onSaved={(_: Policy) => props.onChange()} />
       )}
-      {active && <Archive wallet={wallet} onArchived={props.reload} />}
+      {active ? (
+        <Archive wallet={wallet} onArchived={props.reload} />
+      ) : (
+        <Restore wallet={wallet} onRestored={props.reload} />
+      )}
     </section>
   );
 }
@@ -242,6 +246,24 @@ function PauseResume(props: { wallet: Wallet; policy: Policy; onDone: () => void
   );
 }
 
+/** Restoring an archived wallet (an agent may archive its wallet; only the owner brings it back). */
+function Restore(props: { wallet: Wallet; onRestored: () => void }) {
+  const restore = useAction(async () => {
+    await props.wallet.restore();
+    props.onRestored();
+  });
+  return (
+    <section aria-labelledby="restore-title">
+      <h2 id="restore-title">Restore</h2>
+      <p className="hint">Restored, the wallet spends again, under the policy it had.</p>
+      <button type="button" onClick={() => void restore.run()} disabled={restore.pending}>
+        {restore.pending ? "Restoring…" : "Restore wallet"}
+      </button>
+      <ErrorNotice error={restore.error} />
+    </section>
+  );
+}
+
 /** Archiving, after a confirmation in a modal dialog that names the wallet. */
 function Archive(props: { wallet: Wallet; onArchived: () => void }) {
   const dialog = useRef<HTMLDialogElement>(null);
@@ -254,14 +276,15 @@ function Archive(props: { wallet: Wallet; onArchived: () => void }) {
     <section className="danger-zone" aria-labelledby="archive-title">
       <h2 id="archive-title">Archive</h2>
       <p className="hint">
-        An archived wallet keeps its history and addresses, but nothing can be sent or paid from it again.
+        An archived wallet keeps its history and addresses, but nothing can be sent or paid from it until you
+        restore it.
       </p>
       <button type="button" className="danger" onClick={() => dialog.current?.showModal()}>
         Archive wallet…
       </button>
       <dialog ref={dialog} aria-labelledby="archive-dialog-title">
         <h2 id="archive-dialog-title">Archive “{props.wallet.name}”?</h2>
-        <p>Its agents can no longer spend from it. This cannot be undone.</p>
+        <p>Its agents can no longer spend from it, until you restore it.</p>
         <ErrorNotice error={archive.error} />
         <div className="actions">
           <button

@@ -20,6 +20,7 @@ export const EVENT_TYPES = [
   "approval.expired",
   "policy.updated",
   "wallet.archived",
+  "wallet.restored",
   "api_key.created",
   "api_key.revoked",
 ] as const;

@@ -174,6 +174,29 @@ export async function archiveWallet(db: Db, accountId: string, walletId: string)
 }
 
 /**
+ * Restores an archived wallet: it spends again, under the policy it had. Archiving is a step towards safety
+ * that an agent may take; this is the owner's way back (without it, an agent talked into archiving its wallet
+ * would lock the funds in it for good). Restoring an active wallet changes nothing. Returns the wallet.
+ */
+export async function restoreWallet(db: Db, accountId: string, walletId: string): Promise<WalletRow> {
+  const wallet = await findWalletForAccount(db, accountId, walletId);
+  if (wallet.status === "active") return wallet;
+  return db.transaction(async (tx) => {
+    // The same lock as archiving and policy changes take: none of them interleaves with this one.
+    await lockPolicyRow(tx, walletId);
+    const [restored] = await tx
+      .update(wallets)
+      .set({ status: "active", archivedAt: null })
+      .where(and(eq(wallets.id, walletId), eq(wallets.accountId, accountId), eq(wallets.status, "archived")))
+      .returning();
+    // Two restores raced: the one that changed the status reports it; the other reads what it left.
+    if (!restored) return findWalletForAccount(tx, accountId, walletId);
+    await recordEvent(tx, { walletId }, "wallet.restored", toWalletView(restored));
+    return restored;
+  });
+}
+
+/**
  * Opens the wallet's private key for one chain kind, for signing; read from the store unless the caller
  * already holds it sealed (`sealed`, from {@link findSpendingWallet}). The caller zeroes the buffer when done.
  */

@@ -20,6 +20,7 @@ import { registerListWallets } from "./wallets/list.ts";
 import { registerGetPolicy } from "./wallets/policy/get.ts";
 import { registerSetPolicyStatus } from "./wallets/policy/set-status.ts";
 import { registerUpdatePolicy } from "./wallets/policy/update.ts";
+import { registerRestoreWallet } from "./wallets/restore.ts";
 import { registerSend } from "./wallets/send.ts";
 import { registerGetSpending } from "./wallets/spending/get.ts";
 import { registerListTransactions } from "./wallets/transactions/list.ts";
@@ -51,6 +52,7 @@ export function registerRoutes(app: App, services: Services): void {
   registerListWallets(app, services);
   registerGetWallet(app, services);
   registerArchiveWallet(app, services);
+  registerRestoreWallet(app, services);
   registerGetBalance(app, services);
   registerGetSpending(app, services);
   registerFaucet(app, services);

@@ -14,7 +14,7 @@ export function registerArchiveWallet(app: App, services: Services): void {
       tags: ["wallets"],
       summary: "Archive a wallet (it can no longer spend; history is kept)",
       description:
-        "An archived wallet refuses sends, faucet payments and policy changes that loosen its policy (409 `wallet_archived`); it still receives, and its history and balance stay readable. Archiving an archived wallet answers 204 again.",
+        "An archived wallet refuses sends, faucet payments and policy changes that loosen its policy (409 `wallet_archived`); it still receives, and its history and balance stay readable. An admin brings it back with `POST /v1/wallets/:id/restore`. Archiving an archived wallet answers 204 again.",
       params: walletPathParams,
       response: { 204: noContent("Archived (or already archived)"), ...errorResponses(403, 404) },
     },
