@@ -370,12 +370,15 @@ describe("svc pay", () => {
 });
 
 describe("svc wallets archive", () => {
-  it("archives a wallet; a send from it is refused", async () => {
+  it("archives a wallet; a send from it is refused; restore brings it back", async () => {
     const run = await svc(["wallets", "archive", payee.id, "--json"], env);
     expectOk(run);
     expect(run.json()).toMatchObject({ id: payee.id, status: "archived" });
     const refused = expectOneLineFailure(await svc(["send", payee.id, payer.evm.address, "0.5"], env), 1);
     expect(refused).toMatch(/ValidationError wallet_archived/);
+    const restored = await svc(["wallets", "restore", payee.id], env);
+    expectOk(restored);
+    expect(restored.stdout.trim()).toBe(`Restored ${payee.id} (payee); it spends again`);
   });
 });
 

@@ -7,7 +7,7 @@ import { balanceView, transactionTable, transactionView, walletTable, walletView
 import { withPolicyOptions } from "./policy-options.ts";
 
 /**
- * `svc wallets create|list|show|archive`, `svc balance`, `svc history` and `svc faucet`.
+ * `svc wallets create|list|show|archive|restore`, `svc balance`, `svc history` and `svc faucet`.
  * @example
  * addWalletCommands(program, contextOf);
  */
@@ -75,6 +75,16 @@ export function addWalletCommands(program: Command, contextOf: (command: Command
       await (await svc.wallet.get(walletId)).archive();
       const archived = await svc.wallet.get(walletId);
       ctx.print(archived, () => `Archived ${archived.id} (${archived.name}); its history stays`);
+    });
+  wallets
+    .command("restore <walletId>")
+    .description("restore an archived wallet (an admin's): it spends again, under its policy")
+    .action(async (walletId: string, _options: unknown, command: Command) => {
+      const ctx = contextOf(command);
+      const svc = await ctx.client();
+      await (await svc.wallet.get(walletId)).restore();
+      const restored = await svc.wallet.get(walletId);
+      ctx.print(restored, () => `Restored ${restored.id} (${restored.name}); it spends again`);
     });
 
   program
