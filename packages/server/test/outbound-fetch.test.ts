@@ -527,6 +527,21 @@ describe("the service's own backends (its chain RPC endpoints), loopback exempt 
     expect(error).toMatchObject({ reason: "destination_not_allowed", details: { kind: "backend" } });
   });
 
+  it("leaves a backend on a public address reachable: a CDN's address serves many sites", async () => {
+    // An RPC provider and an x402 resource behind one public address. Whether anything answers there depends
+    // on the network this runs in (nothing, or a proxy); what matters is that the guard let the request go.
+    fetcher = new OutboundFetcher({
+      resolve: tableResolver({ "rpc.example": ["93.184.216.34"], "shop.example": ["93.184.216.34"] }),
+      backends: ["http://rpc.example:8545"],
+      timeoutMs: 300,
+    });
+    const outcome = await fetcher.fetch({ url: "http://shop.example:8545/" }).then(
+      () => "answered",
+      (error: AppError) => error.reason,
+    );
+    expect(outcome).not.toBe("destination_not_allowed");
+  });
+
   it("still reaches another exempt loopback server", async () => {
     fetcher = devnetFetcher(node.url);
     const response = await fetcher.fetch({ url: `${elsewhere.url}/` });

@@ -33,9 +33,11 @@ export interface OutboundFetcherOptions {
   /** Redirects followed before giving up. Default 5. */
   maxRedirects?: number;
   /**
-   * URLs of the service's own backends (its chain RPC endpoints, the authorization daemon): never reached,
-   * whatever `allow` says, so that no caller can make the service call them for it (a local EVM node takes
-   * `anvil_impersonateAccount` from anyone who reaches it). Matched by port and host. Default none.
+   * URLs of the service's own backends (its chain RPC endpoints, the authorization daemon): those on a
+   * private, loopback or link-local address are never reached, whatever `allow` says, so that no caller can
+   * make the service call them for it (a local EVM node takes `anvil_impersonateAccount` from anyone who
+   * reaches it). Matched by port and address. A backend on a public address is anyone's to reach anyway, and
+   * stays reachable (a CDN's address is shared by many sites). Default none.
    */
   backends?: readonly string[];
 }
@@ -106,7 +108,7 @@ export class OutboundFetcher {
   readonly #timeoutMs: number;
   readonly #maxResponseBytes: number;
   readonly #maxRedirects: number;
-  readonly #backends: readonly { hostname: string; port: number }[];
+  readonly #backends: readonly Backend[];
 
   constructor(options: OutboundFetcherOptions = {}) {
     this.#guard = new DestinationGuard(options.allow ?? []);
@@ -114,9 +116,12 @@ export class OutboundFetcher {
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.#maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
     this.#maxRedirects = options.maxRedirects ?? DEFAULT_MAX_REDIRECTS;
-    this.#backends = (options.backends ?? []).map((text) => {
+    this.#backends = (options.backends ?? []).map((text): Backend => {
       const url = new URL(text);
-      return { hostname: url.hostname.replace(/^\[|\]$/g, ""), port: portOf(url.protocol, url.port) };
+      return {
+        hostname: url.hostname.replace(/^\[|\]$/g, ""),
+        port: portOf(url.protocol, url.port),
+      };
     });
     this.#agent = new Agent({
       // Each connection is checked where its port is known: its addresses against the guard and, with the
@@ -260,14 +265,13 @@ export class OutboundFetcher {
     return addresses;
   }
 
-  /** Refuses `address`:`port` when it is one of the service's backends, however the caller named it. */
+  /** Refuses `address`:`port` when it is one of the service's non-public backends, however the caller named it. */
   async #refuseBackend(named: string, address: string, port: number): Promise<void> {
     for (const backend of this.#backends) {
       if (backend.port !== port) continue;
-      const backendAddresses =
-        isIP(backend.hostname) !== 0
-          ? [backend.hostname]
-          : (await this.#resolve(backend.hostname).catch(() => [])).map((found) => found.address);
+      const backendAddresses = (await this.#addressesOf(backend)).filter(
+        (backendAddress) => !PUBLIC_ONLY.checkAddress(backendAddress).allowed,
+      );
       if (backendAddresses.some((backendAddress) => sameHost(address, backendAddress))) {
         throw errors.destinationNotAllowed(
           `Refusing to connect to ${named}:${port}: it is one of this service's own backends (a chain's RPC endpoint or the authorization daemon), which outbound requests never reach`,
@@ -275,6 +279,22 @@ export class OutboundFetcher {
         );
       }
     }
+  }
+
+  /** A backend's addresses: its IP literal, or its name resolved at most once a minute (the operator's name). */
+  #addressesOf(backend: Backend): Promise<string[]> {
+    if (isIP(backend.hostname) !== 0) return Promise.resolve([backend.hostname]);
+    const now = Date.now();
+    if (!backend.resolved || now - backend.resolved.at > BACKEND_RESOLVE_MS) {
+      backend.resolved = {
+        at: now,
+        addresses: this.#resolve(backend.hostname).then(
+          (found) => found.map((entry) => entry.address),
+          () => [],
+        ),
+      };
+    }
+    return backend.resolved.addresses;
   }
 
   async #readBody(response: Awaited<ReturnType<typeof undiciFetch>>, url: URL): Promise<Buffer> {
@@ -367,6 +387,19 @@ function copyHeaders(source: Iterable<[string, string]>): Headers {
   for (const [name, value] of source) headers.append(name, value);
   return headers;
 }
+
+/** One of the service's backends, by port and host, with its name's addresses once resolved. */
+interface Backend {
+  hostname: string;
+  port: number;
+  resolved?: { at: number; addresses: Promise<string[]> };
+}
+
+/** How long a backend's resolved addresses are used before its name is resolved again. */
+const BACKEND_RESOLVE_MS = 60_000;
+
+/** The guard with nothing exempt: what it refuses is not public. */
+const PUBLIC_ONLY = new DestinationGuard();
 
 /** The port a URL's connection goes to: the explicit one, or its scheme's default. */
 function portOf(protocol: string, port: string): number {
