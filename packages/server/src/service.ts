@@ -159,6 +159,7 @@ export async function startService(config: Config, options: StartOptions = {}): 
       { logger },
     );
     const url = await app.listen({ port: config.port, host: config.host });
+    for (const fetcher of [outbound, webhookOutbound]) fetcher.addBackend(url);
     if (local) {
       // Local chains only: their endpoints are worth knowing (to send from outside) and hold no secret.
       const servedChains = registry.list().map(({ name, network, rpcUrl }) => ({ name, network, rpcUrl }));

@@ -5,6 +5,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { networkInterfaces } from "node:os";
 import { gzipSync } from "node:zlib";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { AppError } from "../src/internal/errors.ts";
@@ -525,6 +526,26 @@ describe("the service's own backends (its chain RPC endpoints), loopback exempt 
     target = `${node.url}/`;
     const error = await refusal(fetcher.fetch({ url: `${redirector.url}/` }));
     expect(error).toMatchObject({ reason: "destination_not_allowed", details: { kind: "backend" } });
+  });
+
+  it("refuses the node named by an address of this machine's network interfaces, where it listens on all", async () => {
+    const own = Object.values(networkInterfaces())
+      .flat()
+      .find((found) => found && !found.internal && found.family === "IPv4")?.address;
+    expect(own, "this machine has a non-loopback IPv4 interface").toBeDefined();
+    const everywhere = await startServer("0.0.0.0", (_req, res) => json(res, 200, { result: null }));
+    try {
+      fetcher = new OutboundFetcher({
+        // Its own network exempt, as an operator may allow its LAN; the node configured by loopback.
+        allow: [`${own}/32`],
+        backends: [`http://127.0.0.1:${everywhere.port}`],
+      });
+      const error = await refusal(fetcher.fetch({ url: `http://${own}:${everywhere.port}/` }));
+      expect(error).toMatchObject({ reason: "destination_not_allowed", details: { kind: "backend" } });
+      expect(everywhere.requests).toEqual([]);
+    } finally {
+      await everywhere.close();
+    }
   });
 
   it("leaves a backend on a public address reachable: a CDN's address serves many sites", async () => {

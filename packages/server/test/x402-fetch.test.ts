@@ -942,6 +942,8 @@ describe("who may fetch, and what", () => {
       devnet.evm.rpcUrl.replace("127.0.0.1", "localhost"),
       devnet.solana.rpcUrl,
       daemon.url,
+      // The service itself: a request to it would come from this machine, with headers the caller chose.
+      `${server.url}/v1/wallets`,
     ]) {
       const response = await paidFetch(
         {

@@ -4,6 +4,7 @@
  * private network, the cloud metadata endpoint (169.254.169.254).
  */
 import { isIP } from "node:net";
+import { networkInterfaces } from "node:os";
 
 /** Why an address is refused. */
 export type RefusedKind = "loopback" | "private" | "link-local" | "reserved";
@@ -128,7 +129,7 @@ export class DestinationGuard {
   }
 }
 
-/** Addresses that reach this machine itself: loopback, and the unspecified address (connecting to it lands here). */
+/** Addresses that reach this machine itself whatever its interfaces: loopback, and the unspecified address. */
 const THIS_MACHINE: readonly Range[] = [
   parseRange("127.0.0.0/8"),
   parseRange("0.0.0.0/32"),
@@ -138,8 +139,9 @@ const THIS_MACHINE: readonly Range[] = [
 
 /**
  * Whether two IP addresses lead to the same host: the same address (an IPv4-mapped IPv6 address is its IPv4
- * one), or both this machine (loopback or unspecified), where a server listening on one is reached through the
- * others. Anything not an address matches nothing.
+ * one), or both this machine (loopback, unspecified, or the address of one of its network interfaces, read
+ * now), where a server listening on all of them is reached through any. Anything not an address matches
+ * nothing.
  * @example sameHost("::ffff:127.0.0.1", "127.0.0.1") // true
  * @example sameHost("0.0.0.0", "127.0.0.1")          // true
  * @example sameHost("10.0.0.5", "10.0.0.6")          // false
@@ -154,7 +156,15 @@ export function sameHost(a: string, b: string): boolean {
   });
   if (!left || !right) return false;
   if (left.family === right.family && left.value === right.value) return true;
-  const local = (address: ParsedAddress) => THIS_MACHINE.some((range) => contains(range, address));
+  const interfaces = Object.values(networkInterfaces())
+    .flat()
+    .flatMap((found) => {
+      const parsed = found && parseAddress(found.address);
+      return parsed ? [parsed] : [];
+    });
+  const local = (address: ParsedAddress) =>
+    THIS_MACHINE.some((range) => contains(range, address)) ||
+    interfaces.some((own) => own.family === address.family && own.value === address.value);
   return local(left) && local(right);
 }
 

@@ -108,7 +108,7 @@ export class OutboundFetcher {
   readonly #timeoutMs: number;
   readonly #maxResponseBytes: number;
   readonly #maxRedirects: number;
-  readonly #backends: readonly Backend[];
+  readonly #backends: Backend[] = [];
 
   constructor(options: OutboundFetcherOptions = {}) {
     this.#guard = new DestinationGuard(options.allow ?? []);
@@ -116,13 +116,7 @@ export class OutboundFetcher {
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.#maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
     this.#maxRedirects = options.maxRedirects ?? DEFAULT_MAX_REDIRECTS;
-    this.#backends = (options.backends ?? []).map((text): Backend => {
-      const url = new URL(text);
-      return {
-        hostname: url.hostname.replace(/^\[|\]$/g, ""),
-        port: portOf(url.protocol, url.port),
-      };
-    });
+    for (const url of options.backends ?? []) this.addBackend(url);
     this.#agent = new Agent({
       // Each connection is checked where its port is known: its addresses against the guard and, with the
       // port, against the service's backends (an IP-literal host here, a name in the lookup it resolves by).
@@ -195,6 +189,18 @@ export class OutboundFetcher {
     } catch (error) {
       throw this.#explain(error, url, signal);
     }
+  }
+
+  /**
+   * Adds one of the service's backends (see {@link OutboundFetcherOptions.backends}); the service adds its own
+   * address once it listens (a request to itself would come from this machine, with headers the caller chose).
+   */
+  addBackend(url: string): void {
+    const parsed = new URL(url);
+    this.#backends.push({
+      hostname: parsed.hostname.replace(/^\[|\]$/g, ""),
+      port: portOf(parsed.protocol, parsed.port),
+    });
   }
 
   /** Closes the connections kept open. */
