@@ -315,6 +315,47 @@ describe("refused sends move nothing and record nothing", () => {
     expect(await chains.solana.getBalance(wallet.solana.address, chains.solana.config.nativeToken)).toBe(0n);
   });
 
+  it("refuses a Solana transfer whose fee alone leaves the wallet below its rent exemption, with 400", async () => {
+    const rent = await devnetRentExemption();
+    // The chain checks the paying account once the fee is taken, before the transfer runs: a wallet holding
+    // just above the exemption cannot send even everything but the fee, nor to itself.
+    const poor = await createWallet();
+    await fundSolana(devnet, poor.solana.address as never, { sol: rent + 100n, usdc: USDC });
+    // The recipients hold enough already: only the paying side is short.
+    const funded = await newSolanaAddress();
+    await fundSolana(devnet, funded as never, { sol: SOL });
+    for (const to of [funded, poor.solana.address]) {
+      const refused = await expectRefused(
+        poor.id,
+        { to, amount: formatSol(rent + 100n - 5_000n), token: "SOL", chain: "solana" },
+        400,
+        "ValidationError",
+        "below_rent_minimum",
+      );
+      expect(refused.details).toMatchObject({
+        account: "sender",
+        resulting: formatSol(rent + 100n - 5_000n),
+      });
+    }
+    // A USDC transfer to a new address pays the rent of the recipient's token account besides the fee: here
+    // that leaves the wallet more than nothing but less than its exemption.
+    const tokenAccountRent = await createSolanaRpc(devnet.solana.rpcUrl)
+      .getMinimumBalanceForRentExemption(165n)
+      .send();
+    const payer = await createWallet();
+    const sol = 5_000n + tokenAccountRent + rent / 2n;
+    await fundSolana(devnet, payer.solana.address as never, { sol, usdc: USDC });
+    const refused = await expectRefused(
+      payer.id,
+      { to: await newSolanaAddress(), amount: "0.5", token: "USDC", chain: "solana" },
+      400,
+      "ValidationError",
+      "below_rent_minimum",
+    );
+    expect(refused.details).toMatchObject({ account: "sender", resulting: formatSol(rent / 2n) });
+    expect(await chains.solana.getBalance(payer.solana.address, usdcOf(chains.solana))).toBe(USDC);
+  });
+
   it("refuses amounts no chain can carry and JSON numbers that are not exact, with 400", async () => {
     const wallet = await fundedWallet();
     await expectRefused(

@@ -150,18 +150,12 @@ export class SolanaChain implements ChainClient {
       this.planTransfer(input),
       this.getBalance(input.from, input.token),
       sendsNative ? undefined : this.getBalance(input.from, native),
-      sendsNative
-        ? Promise.all([this.#systemAccountRent(), this.getBalance(input.to, native)]).then(
-            ([minimum, recipientBalance]) => ({ minimum, recipientBalance }),
-          )
-        : undefined,
+      Promise.all([
+        this.#systemAccountRent(),
+        sendsNative ? this.getBalance(input.to, native) : undefined,
+      ]).then(([minimum, recipientBalance]) => ({ minimum, recipientBalance })),
     ]);
-    return {
-      plan,
-      balance,
-      nativeBalance: nativeBalance ?? balance,
-      ...(rentExemption ? { rentExemption } : {}),
-    };
+    return { plan, balance, nativeBalance: nativeBalance ?? balance, rentExemption };
   }
 
   /** The rent exemption of an account holding no data (a wallet's): fixed by the cluster, read once. */

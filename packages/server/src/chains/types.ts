@@ -72,11 +72,11 @@ export interface TransferPlanWithBalances {
   /** The sender's balance of the native coin (the same figure when the token is the native coin). */
   nativeBalance: bigint;
   /**
-   * Solana, when the native coin is sent: the least an account may hold unless it holds nothing (its rent
-   * exemption), and what the recipient holds now. The chain refuses a transfer that leaves the sender or the
-   * recipient with more than nothing but less than that least.
+   * Solana: the least an account may hold unless it holds nothing (its rent exemption) and, when the native
+   * coin is sent, what the recipient holds now. The chain refuses a transfer that leaves the paying account
+   * (after the fee, and after the transfer) or the recipient with more than nothing but less than that least.
    */
-  rentExemption?: { minimum: bigint; recipientBalance: bigint };
+  rentExemption?: { minimum: bigint; recipientBalance: bigint | undefined };
 }
 
 /** A transfer signed but not yet broadcast: recorded first, so a crash can never lose a broadcast. */

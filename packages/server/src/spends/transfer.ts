@@ -85,38 +85,57 @@ export async function planFundedTransfer(client: ChainClient, input: TransferInp
 }
 
 /**
- * Refuses a transfer of Solana's native coin that its chain would refuse for rent: one leaving the recipient,
- * or the sender after the fee, with more than nothing but less than an account's rent exemption (400
- * `below_rent_minimum`). No-op where the plan carries no rent exemption (EVM, tokens).
+ * Refuses a Solana transfer its chain would refuse for rent (400 `below_rent_minimum`): one leaving, with more
+ * than nothing but less than an account's rent exemption, the paying wallet once the fee is taken (the chain
+ * checks that before the transfer runs; the fee includes the rent of a token account the transfer creates), the
+ * paying wallet after sending its native coin, or the recipient of it. No-op where the plan carries no rent
+ * exemption (EVM).
  */
 export function checkRentExemption(
   client: ChainClient,
   input: TransferInput,
   planned: TransferPlanWithBalances,
 ): void {
-  if (!planned.rentExemption || input.to === input.from) return;
+  if (!planned.rentExemption) return;
   const { minimum, recipientBalance } = planned.rentExemption;
   const native = client.config.nativeToken;
-  const held = {
-    recipient: recipientBalance + input.amount,
-    sender: planned.nativeBalance - input.amount - planned.plan.fee,
-  };
-  for (const account of ["recipient", "sender"] as const) {
-    const left = held[account];
-    if (left <= 0n || left >= minimum) continue;
-    throw errors.belowRentMinimum(
-      account === "recipient"
-        ? `${client.config.name} refuses to leave an account holding less than ${formatUnits(minimum, native.decimals)} ${native.symbol}: the recipient would hold ${formatUnits(left, native.decimals)}; send at least ${formatUnits(minimum - recipientBalance, native.decimals)}`
-        : `${client.config.name} refuses to leave an account holding less than ${formatUnits(minimum, native.decimals)} ${native.symbol}: this wallet would keep ${formatUnits(left, native.decimals)} after the fee; send less, or everything but the fee`,
+  const fmt = (atomic: bigint) => formatUnits(atomic, native.decimals);
+  const afterFee = planned.nativeBalance - planned.plan.fee;
+  const sendsNative = recipientBalance !== undefined && input.to !== input.from;
+  const checks: { account: "sender" | "recipient"; held: bigint; message: string }[] = [
+    {
+      account: "sender",
+      held: afterFee,
+      message: `this wallet would hold ${fmt(afterFee)} once the fee is paid`,
+    },
+  ];
+  if (sendsNative) {
+    const sent = afterFee - input.amount;
+    checks.push(
       {
-        chain: client.config.name,
-        account,
-        token: native.symbol,
-        minimum: formatUnits(minimum, native.decimals),
-        resulting: formatUnits(left, native.decimals),
+        account: "sender",
+        held: sent,
+        message: `this wallet would keep ${fmt(sent)}; send less, or everything but the fee`,
+      },
+      {
+        account: "recipient",
+        held: recipientBalance + input.amount,
+        message: `the recipient would hold ${fmt(recipientBalance + input.amount)}; send at least ${fmt(minimum - recipientBalance)}`,
       },
     );
   }
+  const refused = checks.find(({ held }) => held > 0n && held < minimum);
+  if (!refused) return;
+  throw errors.belowRentMinimum(
+    `${client.config.name} refuses a transfer that leaves an account holding less than ${fmt(minimum)} ${native.symbol} (its rent exemption) but more than nothing: ${refused.message}`,
+    {
+      chain: client.config.name,
+      account: refused.account,
+      token: native.symbol,
+      minimum: fmt(minimum),
+      resulting: fmt(refused.held),
+    },
+  );
 }
 
 /** Plans a transfer (see {@link ChainClient.planTransfer}), a chain's failure leaving as the API's error. */
