@@ -548,6 +548,31 @@ describe("the service's own backends (its chain RPC endpoints), loopback exempt 
     }
   });
 
+  it("fails closed while a backend's name does not resolve: any exempt address on its port is refused", async () => {
+    const names: Record<string, string[]> = { "rebound.example": ["127.0.0.1"] };
+    fetcher = new OutboundFetcher({
+      allow: ["127.0.0.0/8", "rebound.example"],
+      resolve: async (hostname) => {
+        const addresses = names[hostname];
+        if (!addresses)
+          throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: "ENOTFOUND" });
+        return addresses.map((address) => ({ address, family: 4 as const }));
+      },
+      backends: [`http://node.internal:${node.port}`],
+    });
+    const error = await refusal(fetcher.fetch({ url: `${node.url}/` }));
+    expect(error).toMatchObject({ reason: "destination_not_allowed", details: { kind: "backend" } });
+    // Once the name resolves (elsewhere), the node's port on loopback is another server's again: reached.
+    names["node.internal"] = ["10.9.9.9"];
+    const reached = await fetcher.fetch({ url: `http://rebound.example:${node.port}/` }).then(
+      () => "answered",
+      (e: AppError) => e.reason,
+    );
+    expect(reached).toBe("answered");
+    // The check after each test is for the node as a backend, which it was not here.
+    node.requests.length = 0;
+  });
+
   it("leaves a backend on a public address reachable: a CDN's address serves many sites", async () => {
     // An RPC provider and an x402 resource behind one public address. Whether anything answers there depends
     // on the network this runs in (nothing, or a proxy); what matters is that the guard let the request go.

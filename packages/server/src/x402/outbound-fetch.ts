@@ -275,7 +275,10 @@ export class OutboundFetcher {
   async #refuseBackend(named: string, address: string, port: number): Promise<void> {
     for (const backend of this.#backends) {
       if (backend.port !== port) continue;
-      const backendAddresses = (await this.#addressesOf(backend)).filter(
+      const resolved = await this.#addressesOf(backend);
+      // A backend whose name does not resolve now could be anywhere: every non-public address on its port is
+      // taken for it (failing closed), until the name resolves again.
+      const backendAddresses = (resolved ?? [address]).filter(
         (backendAddress) => !PUBLIC_ONLY.checkAddress(backendAddress).allowed,
       );
       if (backendAddresses.some((backendAddress) => sameHost(address, backendAddress))) {
@@ -287,20 +290,24 @@ export class OutboundFetcher {
     }
   }
 
-  /** A backend's addresses: its IP literal, or its name resolved at most once a minute (the operator's name). */
-  #addressesOf(backend: Backend): Promise<string[]> {
-    if (isIP(backend.hostname) !== 0) return Promise.resolve([backend.hostname]);
+  /**
+   * A backend's addresses: its IP literal, or its name resolved at most once a minute (the operator's name);
+   * undefined while the name does not resolve (a failure is not kept: the next check resolves again).
+   */
+  async #addressesOf(backend: Backend): Promise<string[] | undefined> {
+    if (isIP(backend.hostname) !== 0) return [backend.hostname];
     const now = Date.now();
     if (!backend.resolved || now - backend.resolved.at > BACKEND_RESOLVE_MS) {
-      backend.resolved = {
+      const resolved = {
         at: now,
-        addresses: this.#resolve(backend.hostname).then(
-          (found) => found.map((entry) => entry.address),
-          () => [],
-        ),
+        addresses: this.#resolve(backend.hostname).then((found) => found.map((entry) => entry.address)),
       };
+      backend.resolved = resolved;
+      resolved.addresses.catch(() => {
+        if (backend.resolved === resolved) delete backend.resolved;
+      });
     }
-    return backend.resolved.addresses;
+    return backend.resolved.addresses.catch(() => undefined);
   }
 
   async #readBody(response: Awaited<ReturnType<typeof undiciFetch>>, url: URL): Promise<Buffer> {
