@@ -348,10 +348,7 @@ describe("EvmChain on the local chain", () => {
       amount: 10n ** 12n,
     });
     await base.broadcast(signed);
-    expect(await base.getTransferStatus(signed, sender.address)).toEqual({
-      state: "failed",
-      reason: "reverted",
-    });
+    expect(await settled(signed, sender.address)).toEqual({ state: "failed", reason: "reverted" });
   });
 
   it("scans incoming native and USDC transfers to watched addresses once, with stable indexes", async () => {
