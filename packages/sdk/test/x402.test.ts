@@ -18,6 +18,7 @@ import {
   startResourceServerV2,
 } from "@svc/x402-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { testnetProfileOnLocalChains } from "../../server/test/support/chains.ts";
 import { createTestServer, seedAccount, type TestServer } from "../../server/test/support/test-server.ts";
 import {
   SvcPaymentRejectedError,
@@ -72,11 +73,7 @@ beforeAll(async () => {
   server = await createTestServer({
     devnet,
     env: {
-      SVC_NETWORK_PROFILE: "testnet",
-      SVC_RPC_BASE_SEPOLIA: devnet.evm.rpcUrl,
-      SVC_USDC_BASE_SEPOLIA: devnet.evm.usdc,
-      SVC_RPC_SOLANA_DEVNET: devnet.solana.rpcUrl,
-      SVC_USDC_SOLANA_DEVNET: devnet.solana.usdcMint,
+      ...testnetProfileOnLocalChains(devnet),
       SVC_OUTBOUND_ALLOW: "127.0.0.0/8",
       SVC_AUTHZD_URL: daemon.url,
       SVC_AUTHZD_TOKEN: serviceToken,

@@ -1,5 +1,6 @@
 import { type Devnet, fundEvm, startDevnet } from "@svc/devnet";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { testnetProfileOnLocalChains } from "./support/chains.ts";
 import { createTestServer, expectErrorShape, seedAccount, type TestServer } from "./support/test-server.ts";
 
 let server: TestServer;
@@ -205,13 +206,7 @@ describe("a token without a USD price (a profile with no SVC_PRICE_ETH_USD)", ()
     devnet = await startDevnet({ evmChainId: 84532 });
     unpriced = await createTestServer({
       devnet,
-      env: {
-        SVC_NETWORK_PROFILE: "testnet",
-        SVC_RPC_BASE_SEPOLIA: devnet.evm.rpcUrl,
-        SVC_USDC_BASE_SEPOLIA: devnet.evm.usdc,
-        SVC_RPC_SOLANA_DEVNET: devnet.solana.rpcUrl,
-        SVC_USDC_SOLANA_DEVNET: devnet.solana.usdcMint,
-      },
+      env: testnetProfileOnLocalChains(devnet),
     });
     ({ apiKey: key } = await seedAccount(unpriced.api));
   });

@@ -27,6 +27,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createChainClient, resolveChains } from "../src/chains/registry.ts";
 import type { ChainConfig } from "../src/chains/types.ts";
 import type { StoreLocation } from "../src/internal/db/store.ts";
+import { testnetProfileOnLocalChains } from "./support/chains.ts";
 import { startServiceProcess } from "./support/service-process.ts";
 import { waitForHistory } from "./support/spends.ts";
 import {
@@ -51,14 +52,7 @@ let chains: { evm: ChainConfig; solana: ChainConfig };
 let afterSettle: ((settlement: FacilitatorSettlement) => Promise<void>) | undefined;
 
 function testnetEnv(): Record<string, string> {
-  return {
-    SVC_NETWORK_PROFILE: "testnet",
-    SVC_RPC_BASE_SEPOLIA: devnet.evm.rpcUrl,
-    SVC_USDC_BASE_SEPOLIA: devnet.evm.usdc,
-    SVC_RPC_SOLANA_DEVNET: devnet.solana.rpcUrl,
-    SVC_USDC_SOLANA_DEVNET: devnet.solana.usdcMint,
-    SVC_OUTBOUND_ALLOW: "127.0.0.0/8",
-  };
+  return { ...testnetProfileOnLocalChains(devnet), SVC_OUTBOUND_ALLOW: "127.0.0.0/8" };
 }
 
 beforeAll(async () => {

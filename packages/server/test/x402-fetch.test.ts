@@ -28,6 +28,7 @@ import { privateKeyToAddress } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createChainClient, resolveChains } from "../src/chains/registry.ts";
 import type { ChainConfig } from "../src/chains/types.ts";
+import { testnetProfileOnLocalChains } from "./support/chains.ts";
 import { waitForSettled } from "./support/spends.ts";
 import { createTestServer, expectErrorShape, seedAccount, type TestServer } from "./support/test-server.ts";
 
@@ -50,16 +51,6 @@ const evmPayTo = privateKeyToAddress(`0x${randomBytes(32).toString("hex")}`);
 let solanaPayTo: string;
 /** Set by the test whose facilitator holds its settle answer back. */
 let holdSettleAnswer: Promise<void> | undefined;
-
-function testnetEnv(devnet: Devnet): Record<string, string> {
-  return {
-    SVC_NETWORK_PROFILE: "testnet",
-    SVC_RPC_BASE_SEPOLIA: devnet.evm.rpcUrl,
-    SVC_USDC_BASE_SEPOLIA: devnet.evm.usdc,
-    SVC_RPC_SOLANA_DEVNET: devnet.solana.rpcUrl,
-    SVC_USDC_SOLANA_DEVNET: devnet.solana.usdcMint,
-  };
-}
 
 beforeAll(async () => {
   devnet = await startDevnet({ evmChainId: 84532 });
@@ -110,7 +101,7 @@ beforeAll(async () => {
   server = await createTestServer({
     devnet,
     env: {
-      ...testnetEnv(devnet),
+      ...testnetProfileOnLocalChains(devnet),
       SVC_OUTBOUND_ALLOW: "127.0.0.0/8",
       SVC_AUTHZD_URL: daemon.url,
       SVC_AUTHZD_TOKEN: serviceToken,
@@ -964,7 +955,7 @@ describe("who may fetch, and what", () => {
   });
 
   it("refuses loopback, by address or by name, where SVC_OUTBOUND_ALLOW does not exempt it", async () => {
-    const strict = await createTestServer({ devnet, env: testnetEnv(devnet) });
+    const strict = await createTestServer({ devnet, env: testnetProfileOnLocalChains(devnet) });
     try {
       const account = await seedAccount(strict.api);
       const created = await strict.api.post(
@@ -1033,9 +1024,9 @@ describe("GET /v1/x402/services: discovery from the facilitator", () => {
     const plain = await startLocalFacilitator(devnet, { discovery: false });
     const configured = await createTestServer({
       devnet,
-      env: { ...testnetEnv(devnet), SVC_X402_FACILITATOR_URL: plain.url },
+      env: { ...testnetProfileOnLocalChains(devnet), SVC_X402_FACILITATOR_URL: plain.url },
     });
-    const unconfigured = await createTestServer({ devnet, env: testnetEnv(devnet) });
+    const unconfigured = await createTestServer({ devnet, env: testnetProfileOnLocalChains(devnet) });
     try {
       for (const target of [configured, unconfigured]) {
         const account = await seedAccount(target.api);

@@ -33,6 +33,7 @@ import { decodeHeaderJson, encodeHeaderJson } from "../src/x402/encoding.ts";
 import { OutboundFetcher } from "../src/x402/outbound-fetch.ts";
 import { fetchWithPayment, type PaidFetchInput, type PaidFetchResult } from "../src/x402/paid-fetch.ts";
 import { type SignedPayment, signPayment } from "../src/x402/payment.ts";
+import { testnetProfileOnLocalChains } from "./support/chains.ts";
 import { eventually } from "./support/eventually.ts";
 
 const PRICE = 10_000n; // 0.01 USDC
@@ -63,15 +64,7 @@ async function fundedWallet(devnet: Devnet): Promise<WalletKeys> {
 
 /** The chain configurations the service would resolve for these profiles, pointed at `devnet`. */
 async function chainsOf(devnet: Devnet, evmProfile: "devnet" | "testnet"): Promise<ChainConfig[]> {
-  const testnet = await resolveChains(
-    loadConfig({
-      SVC_NETWORK_PROFILE: "testnet",
-      SVC_RPC_BASE_SEPOLIA: devnet.evm.rpcUrl,
-      SVC_USDC_BASE_SEPOLIA: devnet.evm.usdc,
-      SVC_RPC_SOLANA_DEVNET: devnet.solana.rpcUrl,
-      SVC_USDC_SOLANA_DEVNET: devnet.solana.usdcMint,
-    }).network,
-  );
+  const testnet = await resolveChains(loadConfig(testnetProfileOnLocalChains(devnet)).network);
   const solanaDevnet = testnet.find((c) => c.name === "solana-devnet");
   const evm =
     evmProfile === "testnet"

@@ -47,6 +47,21 @@ export function mainnetProfileOnLocalChains(devnet: DevnetInfo): Record<string, 
   };
 }
 
+/**
+ * The testnet profile with its chains on the local ones (`base-sepolia` on the devnet's anvil, which must run
+ * with Base Sepolia's chain id 84532; `solana-devnet` on its Solana runtime) and their USDC: a profile that
+ * prices nothing but USDC, and whose network ids the x402 reference packages know.
+ */
+export function testnetProfileOnLocalChains(devnet: DevnetInfo): Record<string, string> {
+  return {
+    SVC_NETWORK_PROFILE: "testnet",
+    SVC_RPC_BASE_SEPOLIA: devnet.evm.rpcUrl,
+    SVC_USDC_BASE_SEPOLIA: devnet.evm.usdc,
+    SVC_RPC_SOLANA_DEVNET: devnet.solana.rpcUrl,
+    SVC_USDC_SOLANA_DEVNET: devnet.solana.usdcMint,
+  };
+}
+
 /** A transfer from `privateKey`'s address planned by the chain, then signed locally (EVM: at `nonce` when given). */
 export async function signedTransfer(
   client: ChainClient,
