@@ -1,8 +1,9 @@
-import { createSolanaRpc, generateKeyPairSigner, isAddress } from "@solana/kit";
+import { createSolanaRpc, isAddress } from "@solana/kit";
 import { fundEvm, fundSolana } from "@svc/devnet";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChainClient } from "../src/chains/types.ts";
-import { devnetClients } from "./support/chains.ts";
+import { formatUnits } from "../src/internal/money.ts";
+import { devnetClients, solanaKey } from "./support/chains.ts";
 import { waitForHistory, waitForSettled } from "./support/spends.ts";
 import {
   createTestServer,
@@ -267,11 +268,10 @@ describe("refused sends move nothing and record nothing", () => {
     const rent = await devnetRentExemption();
     const wallet = await createWallet();
     await fundSolana(devnet, wallet.solana.address as never, { sol: SOL });
-    const fresh = () => newSolanaAddress();
     // A new account given less than its rent exemption: the chain would refuse it.
     const dust = await expectRefused(
       wallet.id,
-      { to: await fresh(), amount: "0.000000001", token: "SOL", chain: "solana" },
+      { to: (await solanaKey()).address, amount: "0.000000001", token: "SOL", chain: "solana" },
       400,
       "ValidationError",
       "below_rent_minimum",
@@ -280,24 +280,29 @@ describe("refused sends move nothing and record nothing", () => {
       chain: "solana",
       account: "recipient",
       token: "SOL",
-      minimum: formatSol(rent),
+      minimum: formatUnits(rent, 9),
       resulting: "0.000000001",
     });
     // The wallet left with less than its own exemption after the 0.000005 SOL fee.
     const left = rent - 1n;
     const drained = await expectRefused(
       wallet.id,
-      { to: await fresh(), amount: formatSol(SOL - 5_000n - left), token: "SOL", chain: "solana" },
+      {
+        to: (await solanaKey()).address,
+        amount: formatUnits(SOL - 5_000n - left, 9),
+        token: "SOL",
+        chain: "solana",
+      },
       400,
       "ValidationError",
       "below_rent_minimum",
     );
-    expect(drained.details).toMatchObject({ account: "sender", resulting: formatSol(left) });
+    expect(drained.details).toMatchObject({ account: "sender", resulting: formatUnits(left, 9) });
     // Exactly the exemption to a new account goes through and lands.
-    const to = await fresh();
+    const to = (await solanaKey()).address;
     const sent = await server.api.post(
       `/v1/wallets/${wallet.id}/send`,
-      { to, amount: formatSol(rent), token: "SOL", chain: "solana" },
+      { to, amount: formatUnits(rent, 9), token: "SOL", chain: "solana" },
       apiKey,
     );
     expect(sent.status, sent.text).toBe(201);
@@ -307,7 +312,7 @@ describe("refused sends move nothing and record nothing", () => {
     const rest = SOL - rent - 2n * 5_000n;
     const emptied = await server.api.post(
       `/v1/wallets/${wallet.id}/send`,
-      { to: await fresh(), amount: formatSol(rest), token: "SOL", chain: "solana" },
+      { to: (await solanaKey()).address, amount: formatUnits(rest, 9), token: "SOL", chain: "solana" },
       apiKey,
     );
     expect(emptied.status, emptied.text).toBe(201);
@@ -322,19 +327,19 @@ describe("refused sends move nothing and record nothing", () => {
     const poor = await createWallet();
     await fundSolana(devnet, poor.solana.address as never, { sol: rent + 100n, usdc: USDC });
     // The recipients hold enough already: only the paying side is short.
-    const funded = await newSolanaAddress();
-    await fundSolana(devnet, funded as never, { sol: SOL });
+    const funded = (await solanaKey()).address;
+    await fundSolana(devnet, funded, { sol: SOL });
     for (const to of [funded, poor.solana.address]) {
       const refused = await expectRefused(
         poor.id,
-        { to, amount: formatSol(rent + 100n - 5_000n), token: "SOL", chain: "solana" },
+        { to, amount: formatUnits(rent + 100n - 5_000n, 9), token: "SOL", chain: "solana" },
         400,
         "ValidationError",
         "below_rent_minimum",
       );
       expect(refused.details).toMatchObject({
         account: "sender",
-        resulting: formatSol(rent + 100n - 5_000n),
+        resulting: formatUnits(rent + 100n - 5_000n, 9),
       });
     }
     // A USDC transfer to a new address pays the rent of the recipient's token account besides the fee: here
@@ -347,12 +352,12 @@ describe("refused sends move nothing and record nothing", () => {
     await fundSolana(devnet, payer.solana.address as never, { sol, usdc: USDC });
     const refused = await expectRefused(
       payer.id,
-      { to: await newSolanaAddress(), amount: "0.5", token: "USDC", chain: "solana" },
+      { to: (await solanaKey()).address, amount: "0.5", token: "USDC", chain: "solana" },
       400,
       "ValidationError",
       "below_rent_minimum",
     );
-    expect(refused.details).toMatchObject({ account: "sender", resulting: formatSol(rent / 2n) });
+    expect(refused.details).toMatchObject({ account: "sender", resulting: formatUnits(rent / 2n, 9) });
     expect(await chains.solana.getBalance(payer.solana.address, usdcOf(chains.solana))).toBe(USDC);
   });
 
@@ -440,15 +445,4 @@ describe("refused sends move nothing and record nothing", () => {
 /** What the devnet's cluster asks an account holding no data to keep (its rent exemption), in lamports. */
 async function devnetRentExemption(): Promise<bigint> {
   return createSolanaRpc(devnet.solana.rpcUrl).getMinimumBalanceForRentExemption(0n).send();
-}
-
-async function newSolanaAddress(): Promise<string> {
-  return (await generateKeyPairSigner()).address;
-}
-
-/** Lamports as a decimal SOL string, as the API writes amounts. */
-function formatSol(lamports: bigint): string {
-  const whole = lamports / SOL;
-  const fraction = (lamports % SOL).toString().padStart(9, "0").replace(/0+$/, "");
-  return fraction === "" ? `${whole}` : `${whole}.${fraction}`;
 }
