@@ -6,7 +6,7 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { SvcError, SvcUnauthorizedError, SvcWallet } from "@svc/sdk";
+import { SvcError, SvcRateLimitError, SvcUnauthorizedError, SvcWallet } from "@svc/sdk";
 import { servesTestNetworks, toolSetOf } from "./role.ts";
 import { createSvcMcpServer } from "./server.ts";
 
@@ -22,6 +22,8 @@ export interface McpHttpOptions {
   idleMs?: number;
   /** The clock, for idle sessions. */
   now?: () => number;
+  /** The `fetch` the endpoint reaches the service with; default the global one. */
+  fetch?: typeof fetch;
 }
 
 /**
@@ -75,8 +77,17 @@ function requestIdOf(response: ServerResponse): string {
   return id;
 }
 
-/** Answers `{ error: { code, message, requestId, reason?, details? } }` (unless an answer has begun). */
-function answerError(response: ServerResponse, status: number, requestId: string, error: McpHttpError): void {
+/**
+ * Answers `{ error: { code, message, requestId, reason?, details? } }` (unless an answer has begun), with
+ * `Retry-After` when given.
+ */
+function answerError(
+  response: ServerResponse,
+  status: number,
+  requestId: string,
+  error: McpHttpError,
+  retryAfterSeconds?: number,
+): void {
   if (response.headersSent) return;
   const body: McpHttpErrorBody = {
     error: {
@@ -89,6 +100,7 @@ function answerError(response: ServerResponse, status: number, requestId: string
   };
   const headers: Record<string, string> = { "content-type": "application/json; charset=utf-8" };
   if (status === 401) headers["www-authenticate"] = 'Bearer realm="svc"';
+  if (retryAfterSeconds !== undefined) headers["retry-after"] = String(retryAfterSeconds);
   response.writeHead(status, headers).end(JSON.stringify(body));
 }
 
@@ -164,16 +176,19 @@ export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
       return;
     }
     const apiKey = credential.key;
-    const svc = new SvcWallet({ apiKey, baseUrl: baseUrl() });
+    const client = { apiKey, baseUrl: baseUrl(), ...(options.fetch ? { fetch: options.fetch } : {}) };
+    const svc = new SvcWallet(client);
+    // The key is checked without retries: a refusal (a key over its limit included) is answered at once.
+    const checker = new SvcWallet({ ...client, maxRetries: 0 });
     const sessionId = request.headers["mcp-session-id"];
     let toolSet: Awaited<ReturnType<typeof toolSetOf>> | undefined;
     let faucet = true;
     try {
       // Every request proves its key with the service; a new session also learns the key's role.
-      if (typeof sessionId === "string") await svc.auth.me();
+      if (typeof sessionId === "string") await checker.auth.me();
       else {
-        toolSet = await toolSetOf(svc);
-        faucet = await servesTestNetworks(svc);
+        toolSet = await toolSetOf(checker);
+        faucet = await servesTestNetworks(checker);
       }
     } catch (error) {
       if (error instanceof SvcUnauthorizedError) {
@@ -184,6 +199,17 @@ export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
           reason: error.reason,
           details: error.details,
         });
+        return;
+      }
+      if (error instanceof SvcRateLimitError) {
+        // The key's own limit (the service's answer, as /v1 gives it): the caller waits, not this request.
+        answerError(
+          response,
+          429,
+          requestId,
+          { code: error.code, message: error.message, reason: error.reason, details: error.details },
+          error.retryAfter,
+        );
         return;
       }
       if (error instanceof SvcError) {

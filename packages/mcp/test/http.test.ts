@@ -4,6 +4,7 @@
  */
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestServer, seedAccount } from "../../server/test/support/test-server.ts";
 import {
   ADMIN_TOOL_NAMES,
   AGENT_TOOL_NAMES,
@@ -290,5 +291,76 @@ describe("/mcp over streamable HTTP", () => {
       chain: "base",
     });
     expect(refused.structured.reason).toBe("confirmation_unavailable");
+  });
+});
+
+describe("/mcp under the service's rate limits", () => {
+  /**
+   * An initialize request from `address` (the service trusts 127.0.0.1 as its proxy: X-Forwarded-For). One
+   * left waiting fails the test after 15 s: a refusal is answered at once.
+   */
+  const initialize = (url: string, address: string, key: string, headers: Record<string, string> = {}) =>
+    fetch(`${url}/mcp`, {
+      method: "POST",
+      signal: AbortSignal.timeout(15_000),
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "x-forwarded-for": address,
+        authorization: `Bearer ${key}`,
+        ...headers,
+      },
+      body: JSON.stringify(INITIALIZE),
+    });
+
+  it("one address's requests do not use up another's: the service's checks of the keys are not counted by address", async () => {
+    const perAddress = 12;
+    const server = await createTestServer({
+      env: { SVC_TRUST_PROXY: "127.0.0.1", SVC_RATE_LIMIT_PER_ADDRESS_PER_MINUTE: String(perAddress) },
+    });
+    try {
+      const { apiKey } = await seedAccount(server.api, "limits");
+      // Made-up keys from one address, up to that address's limit: each refused, as it should be.
+      for (let i = 0; i < perAddress; i++) {
+        const refused = await initialize(server.url, "203.0.113.9", `svc_made_up_${i}`);
+        expect(refused.status).toBe(401);
+        await refused.text();
+      }
+      // Another client, on another address, with a good key: served (it was 502 once the /mcp endpoint's own
+      // calls to the service, all from loopback, had used up loopback's limit, or after a wait of a minute).
+      const served = await initialize(server.url, "198.51.100.7", apiKey);
+      expect(served.status).toBe(200);
+      await served.text();
+      // The first address is still held to its own limit, /mcp included, whatever it claims to be (the
+      // service's own calls carry a secret made by the process).
+      const over = await initialize(server.url, "203.0.113.9", "svc_made_up_last", {
+        "x-svc-own-request": "svc",
+      });
+      await expectError(over, 429, { code: "RateLimitExceeded" });
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("a key over its own limit: 429 with Retry-After, as /v1 answers it, at once (not a 502, not a wait)", async () => {
+    const server = await createTestServer({ env: { SVC_RATE_LIMIT_PER_MINUTE: "8" } });
+    try {
+      const { apiKey } = await seedAccount(server.api, "limits");
+      let response = await initialize(server.url, "198.51.100.7", apiKey);
+      for (let i = 0; response.status === 200 && i < 10; i++) {
+        await response.text();
+        response = await initialize(server.url, "198.51.100.7", apiKey);
+      }
+      const retryAfter = Number(response.headers.get("retry-after"));
+      const error = await expectError(response, 429, { code: "RateLimitExceeded" });
+      expect(retryAfter).toBeGreaterThanOrEqual(1);
+      expect(error.details).toEqual({ retryAfterSeconds: retryAfter });
+      expect(JSON.stringify(error)).not.toContain(apiKey);
+      // /v1 answers the same key the same way.
+      const v1 = await fetch(`${server.url}/v1/wallets`, { headers: { authorization: `Bearer ${apiKey}` } });
+      await expectError(v1, 429, { code: "RateLimitExceeded" });
+    } finally {
+      await server.close();
+    }
   });
 });

@@ -5,6 +5,7 @@ import { API_KEY_PREFIX } from "../internal/crypto.ts";
 import { errors } from "../internal/errors.ts";
 import { describeCredential, hasRole, mayActOnWallet } from "./access.ts";
 import { DOCS_PREFIX } from "./openapi.ts";
+import type { OwnRequests } from "./own-requests.ts";
 import type { App, Principal, Role, Services } from "./types.ts";
 
 const MINUTE_MS = 60_000;
@@ -79,16 +80,17 @@ function checkRouteDeclaresAccess(route: RouteOptions): void {
 }
 
 /**
- * Installs the per-address limit on every request, and on every route not marked `public` the credential
- * check followed by the per-credential limit.
+ * Installs the per-address limit on every request but the service's own (see {@link OwnRequests}), and on
+ * every route not marked `public` the credential check followed by the per-credential limit.
  */
-export function installGuards(app: App, services: Services): void {
+export function installGuards(app: App, services: Services, ownRequests: OwnRequests): void {
   const limits = services.config.rateLimits;
   app.decorateRequest("principal", null);
   app.addHook("onRoute", checkRouteDeclaresAccess);
   // Both run before the body is read: an unauthenticated caller costs no parsing.
   app.addHook("onRequest", async (request) => {
-    await enforceRateLimit(services, request, `addr:${request.ip}`, limits.perAddress);
+    if (!ownRequests.isOwn(request))
+      await enforceRateLimit(services, request, `addr:${request.ip}`, limits.perAddress);
     if (request.routeOptions.config.auth === "public" || !request.routeOptions.url) return;
     // A credential that fails authentication has no identity to count by: the per-address limit covers it.
     const principal = await authenticate(services, request.headers.authorization);

@@ -6,6 +6,7 @@
  */
 import type { AddressInfo } from "node:net";
 import type { McpHttpHandler } from "@svc/mcp";
+import type { OwnRequests } from "./own-requests.ts";
 import type { App, Services } from "./types.ts";
 
 /** The service's own base URL as its REST clients reach it (loopback when it listens on every address). */
@@ -20,14 +21,18 @@ function ownBaseUrl(app: App): string {
   return `http://${host}:${address.port}/v1`;
 }
 
-/** Registers `GET|POST|DELETE /mcp`; the handler's sessions end when the service closes. */
-export async function registerMcp(app: App, services: Services): Promise<void> {
+/**
+ * Registers `GET|POST|DELETE /mcp`; the handler's sessions end when the service closes. Its calls to `/v1`
+ * are marked as the service's own: the `/mcp` request was already counted for its caller's address.
+ */
+export async function registerMcp(app: App, services: Services, ownRequests: OwnRequests): Promise<void> {
   let handler: Promise<McpHttpHandler> | undefined;
   const mcp = (): Promise<McpHttpHandler> => {
     handler ??= import("@svc/mcp").then(({ createMcpHttpHandler }) =>
       createMcpHttpHandler({
         baseUrl: () => ownBaseUrl(app),
         confirmAboveUsd: services.config.mcpConfirmAboveUsd,
+        fetch: ownRequests.fetch,
       }),
     );
     return handler;
