@@ -572,6 +572,25 @@ describe("passwords and recipients", () => {
     }
     expect(await history(server.api, apiKey, wallet.id, "send")).toEqual([]);
   });
+
+  it("refuses a send to a token's own contract or mint (tokens and coins there are lost) with 400 invalid_address", async () => {
+    const wallet = await fundedWallet();
+    for (const [chain, to] of [
+      ["base", devnet.evm.usdc.toLowerCase()],
+      ["solana", devnet.solana.usdcMint],
+    ] as const) {
+      for (const token of chain === "base" ? ["USDC", "ETH"] : ["USDC", "SOL"]) {
+        const response = await server.api.post(
+          `/v1/wallets/${wallet.id}/send`,
+          { to, amount: "1", chain, token },
+          apiKey,
+        );
+        const error = expectValidationError(response, "invalid_address");
+        expect(error.message).toContain(chain === "base" ? "the USDC contract" : "the USDC mint");
+      }
+    }
+    expect(await history(server.api, apiKey, wallet.id, "send")).toEqual([]);
+  });
 });
 
 describe("SVC_TRUST_PROXY", () => {

@@ -135,11 +135,12 @@ export const errors = {
       chain,
     }),
   /** The all-zero address burns whatever is sent to it (EVM) or is the System Program (Solana). */
-  zeroAddress: (chain: string, address: string) =>
+  /** `what` the address is: the zero address, a token's contract or mint (see `lostAt`). */
+  lostRecipient: (chain: string, address: string, what: string) =>
     new AppError(
       400,
       "ValidationError",
-      `Refusing to send to the zero address ${address} on ${chain}: whatever is sent there is lost`,
+      `Refusing to send to ${address} on ${chain}: it is ${what}, and whatever is sent there is lost`,
       "invalid_address",
       { chain },
     ),

@@ -1,4 +1,5 @@
 import type { AuthzdClient, SpendDecision } from "../authzd/client.ts";
+import { sameAddress } from "../chains/addresses.ts";
 import type { ChainKind } from "../chains/registry.ts";
 import { AppError, errors } from "../internal/errors.ts";
 
@@ -101,9 +102,7 @@ function notConsumable(decisionId: string, decision: SpendDecision | undefined) 
 }
 
 function checkFacts(decision: SpendDecision, facts: AuthorizedFacts): void {
-  // EVM addresses and token contracts compare without case (checksums are only case); Solana's exactly.
-  const same = (a: string, b: string) =>
-    facts.kind === "evm" ? a.toLowerCase() === b.toLowerCase() : a === b;
+  const same = (a: string, b: string) => sameAddress(facts.kind, a, b);
   const fields: [string, string, string, boolean][] = [
     ["network", decision.network, facts.network, decision.network === facts.network],
     ["asset", decision.asset, facts.asset, same(decision.asset, facts.asset)],

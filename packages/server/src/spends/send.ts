@@ -1,4 +1,5 @@
 import type { AuthzdClient } from "../authzd/client.ts";
+import { lostAt } from "../chains/addresses.ts";
 import type { ChainClient } from "../chains/types.ts";
 import type { IdempotencyClaim } from "../idempotency/idempotency.ts";
 import type { Db } from "../internal/db/store.ts";
@@ -16,7 +17,7 @@ import {
   releaseRefusedSpendAuthorization,
 } from "./authorization.ts";
 import { broadcastRecorded } from "./broadcast.ts";
-import { findToken, isZeroAddress, parseTransferAmount, planFundedTransfer } from "./transfer.ts";
+import { findToken, parseTransferAmount, planFundedTransfer } from "./transfer.ts";
 
 /** What a spend needs from the rest of the service. */
 export interface SpendDeps {
@@ -61,7 +62,8 @@ export async function send(
   const token = findToken(client, request.token);
   const amount = parseTransferAmount(client, token, request.amount);
   if (!client.isValidAddress(request.to)) throw errors.invalidAddress(request.chain);
-  if (isZeroAddress(request.to)) throw errors.zeroAddress(request.chain, request.to);
+  const lost = lostAt(client.config, request.to);
+  if (lost) throw errors.lostRecipient(request.chain, request.to, lost);
   if (wallet.status !== "active") throw errors.walletArchived(wallet.id);
 
   const kind = client.config.kind;

@@ -17,11 +17,6 @@ import { formatUnits, parseUnitsStrict } from "../internal/money.ts";
 /** Amounts a chain can carry at all: uint256 on EVM, u64 on Solana. */
 const MAX_ATOMIC = { evm: 2n ** 256n, solana: 2n ** 64n } as const;
 
-/** EVM's 0x000…0 and Solana's all-zero key (the System Program, which cannot spend what it receives). */
-export function isZeroAddress(address: string): boolean {
-  return /^0x0{40}$/i.test(address) || address === "11111111111111111111111111111111";
-}
-
 /** Finds a token on a chain by symbol, the native coin included. */
 export function findToken(client: ChainClient, symbol: string): TokenInfo {
   const all = [client.config.nativeToken, ...client.config.tokens];

@@ -245,6 +245,11 @@ describe("selectRequirement", () => {
       { accepts: [{ ...v2Entry, payTo: `0x${"0".repeat(40)}` }] },
       "payTo is the zero address",
     ],
+    [
+      "a payee that is the token's own contract",
+      { accepts: [{ ...v2Entry, payTo: v2Entry.asset.toLowerCase() }] },
+      "payTo is the USDC contract",
+    ],
     ["a malformed payee", { accepts: [{ ...v2Entry, payTo: "0x1234" }] }, "is not an EVM address"],
     ["no EIP-712 domain", { accepts: [{ ...v2Entry, extra: {} }] }, "extra.name and extra.version"],
     ["only unpaid schemes", { accepts: [{ ...v2Entry, scheme: "upto" }] }, ""],

@@ -6,6 +6,7 @@
  */
 import { isAddress as isSolanaAddress } from "@solana/kit";
 import { isAddress as isEvmAddress } from "viem";
+import { lostAt, sameAddress } from "../chains/addresses.ts";
 import type { ChainConfig, TokenInfo } from "../chains/types.ts";
 import { errors } from "../internal/errors.ts";
 import { formatUnits, parseUnitsStrict } from "../internal/money.ts";
@@ -226,7 +227,7 @@ export function selectRequirement(
       continue;
     }
     const token = chain.tokens.find(
-      (t) => t.address !== null && sameAsset(chain, t.address, requirement.asset),
+      (t) => t.address !== null && sameAddress(chain.kind, t.address, requirement.asset),
     );
     if (!token) {
       refuse(
@@ -275,23 +276,13 @@ export function selectRequirement(
   );
 }
 
-/** EVM token addresses compare without case (checksums); Solana mints exactly (base58 is case-sensitive). */
-function sameAsset(chain: ChainConfig, known: string, asked: string): boolean {
-  return chain.kind === "evm" ? known.toLowerCase() === asked.toLowerCase() : known === asked;
-}
-
-const EVM_ZERO = /^0x0{40}$/i;
-const SOLANA_SYSTEM_PROGRAM = "11111111111111111111111111111111";
-
 function payeeProblem(chain: ChainConfig, payTo: string): string | undefined {
-  if (chain.kind === "evm") {
-    if (!isEvmAddress(payTo, { strict: false })) return `payTo ${payTo.slice(0, 64)} is not an EVM address`;
-    if (EVM_ZERO.test(payTo)) return "payTo is the zero address";
-    return undefined;
-  }
-  if (!isSolanaAddress(payTo)) return `payTo ${payTo.slice(0, 64)} is not a Solana address`;
-  if (payTo === SOLANA_SYSTEM_PROGRAM) return "payTo is the System Program";
-  return undefined;
+  if (chain.kind === "evm" && !isEvmAddress(payTo, { strict: false }))
+    return `payTo ${payTo.slice(0, 64)} is not an EVM address`;
+  if (chain.kind === "solana" && !isSolanaAddress(payTo))
+    return `payTo ${payTo.slice(0, 64)} is not a Solana address`;
+  const lost = lostAt(chain, payTo);
+  return lost && `payTo is ${lost}, where whatever is paid is lost`;
 }
 
 function extraProblem(chain: ChainConfig, extra: Record<string, unknown>): string | undefined {

@@ -1,0 +1,23 @@
+/** Facts about addresses that hold on every chain of a kind. */
+import type { ChainKind } from "./registry.ts";
+import type { ChainConfig } from "./types.ts";
+
+/** Whether two addresses are one: EVM's compare without case (a checksum is only case), Solana's exactly. */
+export function sameAddress(kind: ChainKind, a: string, b: string): boolean {
+  return kind === "evm" ? a.toLowerCase() === b.toLowerCase() : a === b;
+}
+
+/**
+ * What `address` is, when whatever is sent to it is lost for good: EVM's zero address, Solana's all-zero
+ * key (the System Program, which cannot spend what it receives), or the contract (EVM) or mint (Solana) of a
+ * token the chain serves, which nobody can move anything out of. Undefined for any other address.
+ * @example lostAt(base, "0x0000000000000000000000000000000000000000") // "the zero address"
+ * @example lostAt(base, base.tokens[0].address)                    // "the USDC contract"
+ */
+export function lostAt(chain: ChainConfig, address: string): string | undefined {
+  if (chain.kind === "evm" && /^0x0{40}$/i.test(address)) return "the zero address";
+  if (chain.kind === "solana" && address === "11111111111111111111111111111111")
+    return "the zero address (the System Program)";
+  const token = chain.tokens.find((t) => t.address !== null && sameAddress(chain.kind, t.address, address));
+  return token && `the ${token.symbol} ${chain.kind === "evm" ? "contract" : "mint"}`;
+}
