@@ -134,8 +134,7 @@ export const errors = {
     new AppError(400, "ValidationError", `Invalid recipient address for ${chain}`, "invalid_address", {
       chain,
     }),
-  /** The all-zero address burns whatever is sent to it (EVM) or is the System Program (Solana). */
-  /** `what` the address is: the zero address, a token's contract or mint (see `lostAt`). */
+  /** A recipient where whatever is sent is lost; `what` names it (see `lostAt`). */
   lostRecipient: (chain: string, address: string, what: string) =>
     new AppError(
       400,
