@@ -32,7 +32,7 @@ export async function registerMcp(app: App, services: Services, ownRequests: Own
       createMcpHttpHandler({
         baseUrl: () => ownBaseUrl(app),
         confirmAboveUsd: services.config.mcpConfirmAboveUsd,
-        fetch: ownRequests.fetch,
+        fetch: ownRequests.fetchFor(() => new URL(ownBaseUrl(app)).origin),
       }),
     );
     return handler;

@@ -14,14 +14,21 @@ const HEADER = "x-svc-own-request";
 export class OwnRequests {
   readonly #secret = randomBytes(32).toString("base64url");
 
-  /** A `fetch` whose requests are marked as the service's own; only ever pointed at the service itself. */
-  readonly fetch: typeof fetch = (input, init) => {
-    const headers = new Headers(init?.headers);
-    headers.set(HEADER, this.#secret);
-    return fetch(input, { ...init, headers });
-  };
+  /**
+   * A `fetch` that marks its requests to `origin` (the service's own, known once it listens) as the service's
+   * own; a request to anywhere else (an x402 resource a client might probe with it) goes out unmarked.
+   */
+  fetchFor(origin: () => string): typeof fetch {
+    return (input, init) => {
+      const url = input instanceof Request ? input.url : String(input);
+      if (new URL(url).origin !== origin()) return fetch(input, init);
+      const headers = new Headers(init?.headers);
+      headers.set(HEADER, this.#secret);
+      return fetch(input, { ...init, headers });
+    };
+  }
 
-  /** Whether `request` is one of the service's own (made with {@link OwnRequests.fetch}). */
+  /** Whether `request` is one of the service's own (made with {@link OwnRequests.fetchFor}). */
   isOwn(request: FastifyRequest): boolean {
     const header = request.headers[HEADER];
     if (typeof header !== "string") return false;
