@@ -30,7 +30,9 @@ describe("OwnRequests", () => {
     const own = new OwnRequests();
     const ownFetch = own.fetchFor(() => service.origin);
 
-    await (await ownFetch(`${service.origin}/v1/auth/me`, { headers: { accept: "application/json" } })).text();
+    await (
+      await ownFetch(`${service.origin}/v1/auth/me`, { headers: { accept: "application/json" } })
+    ).text();
     // Anything else the same fetch is pointed at (an x402 resource a client probes) is sent unmarked.
     await (await ownFetch(`${elsewhere.origin}/paid`)).text();
     await (await ownFetch(new Request(`${elsewhere.origin}/paid`))).text();
