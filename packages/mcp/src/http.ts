@@ -176,19 +176,23 @@ export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
       return;
     }
     const apiKey = credential.key;
-    const client = { apiKey, baseUrl: baseUrl(), ...(options.fetch ? { fetch: options.fetch } : {}) };
-    const svc = new SvcWallet(client);
-    // The key is checked without retries: a refusal (a key over its limit included) is answered at once.
-    const checker = new SvcWallet({ ...client, maxRetries: 0 });
+    // No retries: a refusal (a key over its limit included) is answered at once, to the key check and to a
+    // tool alike, rather than waited out (up to a minute) inside this request.
+    const svc = new SvcWallet({
+      apiKey,
+      baseUrl: baseUrl(),
+      maxRetries: 0,
+      ...(options.fetch ? { fetch: options.fetch } : {}),
+    });
     const sessionId = request.headers["mcp-session-id"];
     let toolSet: Awaited<ReturnType<typeof toolSetOf>> | undefined;
     let faucet = true;
     try {
       // Every request proves its key with the service; a new session also learns the key's role.
-      if (typeof sessionId === "string") await checker.auth.me();
+      if (typeof sessionId === "string") await svc.auth.me();
       else {
-        toolSet = await toolSetOf(checker);
-        faucet = await servesTestNetworks(checker);
+        toolSet = await toolSetOf(svc);
+        faucet = await servesTestNetworks(svc);
       }
     } catch (error) {
       if (error instanceof SvcUnauthorizedError) {

@@ -296,10 +296,16 @@ describe("/mcp over streamable HTTP", () => {
 
 describe("/mcp under the service's rate limits", () => {
   /**
-   * An initialize request from `address` (the service trusts 127.0.0.1 as its proxy: X-Forwarded-For). One
-   * left waiting fails the test after 15 s: a refusal is answered at once.
+   * A POST to /mcp from `address` (the service trusts 127.0.0.1 as its proxy: X-Forwarded-For); an initialize
+   * request unless told. One left waiting fails the test after 15 s: a refusal is answered at once.
    */
-  const initialize = (url: string, address: string, key: string, headers: Record<string, string> = {}) =>
+  const initialize = (
+    url: string,
+    address: string,
+    key: string,
+    headers: Record<string, string> = {},
+    body: unknown = INITIALIZE,
+  ) =>
     fetch(`${url}/mcp`, {
       method: "POST",
       signal: AbortSignal.timeout(15_000),
@@ -310,33 +316,84 @@ describe("/mcp under the service's rate limits", () => {
         authorization: `Bearer ${key}`,
         ...headers,
       },
-      body: JSON.stringify(INITIALIZE),
+      body: JSON.stringify(body),
     });
 
-  it("one address's requests do not use up another's: the service's checks of the keys are not counted by address", async () => {
+  it("one address's requests do not use up another's: the service's own calls count for the client they serve", async () => {
     const perAddress = 12;
     const server = await createTestServer({
       env: { SVC_TRUST_PROXY: "127.0.0.1", SVC_RATE_LIMIT_PER_ADDRESS_PER_MINUTE: String(perAddress) },
     });
     try {
       const { apiKey } = await seedAccount(server.api, "limits");
-      // Made-up keys from one address, up to that address's limit: each refused, as it should be.
-      for (let i = 0; i < perAddress; i++) {
-        const refused = await initialize(server.url, "203.0.113.9", `svc_made_up_${i}`);
-        expect(refused.status).toBe(401);
+      // Made-up keys from one address: refused, until that address is over its limit.
+      let refused = await initialize(server.url, "203.0.113.9", "svc_made_up_0");
+      for (let i = 1; refused.status === 401 && i <= perAddress; i++) {
         await refused.text();
+        refused = await initialize(server.url, "203.0.113.9", `svc_made_up_${i}`);
       }
+      await expectError(refused, 429, { code: "RateLimitExceeded" });
       // Another client, on another address, with a good key: served (it was 502 once the /mcp endpoint's own
       // calls to the service, all from loopback, had used up loopback's limit, or after a wait of a minute).
       const served = await initialize(server.url, "198.51.100.7", apiKey);
       expect(served.status).toBe(200);
       await served.text();
-      // The first address is still held to its own limit, /mcp included, whatever it claims to be (the
-      // service's own calls carry a secret made by the process).
-      const over = await initialize(server.url, "203.0.113.9", "svc_made_up_last", {
-        "x-svc-own-request": "svc",
+      // The first address stays over its limit whatever it claims (the marks of the service's own calls carry
+      // a secret made by the process).
+      const forged = await initialize(server.url, "203.0.113.9", "svc_made_up_last", {
+        "x-svc-own-request": "A".repeat(43),
+        "x-svc-own-request-for": "198.51.100.99",
       });
-      await expectError(over, 429, { code: "RateLimitExceeded" });
+      await expectError(forged, 429, { code: "RateLimitExceeded" });
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("a batch of tool calls in one request counts each call for the client's address", async () => {
+    const server = await createTestServer({
+      env: { SVC_TRUST_PROXY: "127.0.0.1", SVC_RATE_LIMIT_PER_ADDRESS_PER_MINUTE: "30" },
+    });
+    try {
+      const { apiKey } = await seedAccount(server.api, "limits");
+      const address = "203.0.113.20";
+      // Batches are JSON-RPC's, which MCP carried up to protocol 2025-03-26 (the SDK still accepts them).
+      const opened = await initialize(
+        server.url,
+        address,
+        apiKey,
+        {},
+        {
+          ...INITIALIZE,
+          params: { ...INITIALIZE.params, protocolVersion: "2025-03-26" },
+        },
+      );
+      expect(opened.status).toBe(200);
+      await opened.text();
+      const session = {
+        "mcp-session-id": opened.headers.get("mcp-session-id") as string,
+        "mcp-protocol-version": "2025-03-26",
+      };
+      await (
+        await initialize(server.url, address, apiKey, session, {
+          jsonrpc: "2.0",
+          method: "notifications/initialized",
+        })
+      ).text();
+      const calls = Array.from({ length: 40 }, (_, i) => ({
+        jsonrpc: "2.0",
+        id: 10 + i,
+        method: "tools/call",
+        params: { name: "list_wallets", arguments: {} },
+      }));
+      const batch = await initialize(server.url, address, apiKey, session, calls);
+      expect(batch.status).toBe(200);
+      // The calls past the address's limit were refused, each as a tool error the agent can read.
+      expect(await batch.text()).toContain("RateLimitExceeded");
+      const direct = await fetch(`${server.url}/v1/wallets`, {
+        headers: { authorization: `Bearer ${apiKey}`, "x-forwarded-for": address },
+      });
+      await expectError(direct, 429, { code: "RateLimitExceeded" });
     } finally {
       await server.close();
     }

@@ -80,8 +80,9 @@ function checkRouteDeclaresAccess(route: RouteOptions): void {
 }
 
 /**
- * Installs the per-address limit on every request but the service's own (see {@link OwnRequests}), and on
- * every route not marked `public` the credential check followed by the per-credential limit.
+ * Installs the per-address limit on every request (the service's own counted for the client they were made
+ * for, see {@link OwnRequests}), and on every route not marked `public` the credential check followed by the
+ * per-credential limit.
  */
 export function installGuards(app: App, services: Services, ownRequests: OwnRequests): void {
   const limits = services.config.rateLimits;
@@ -89,8 +90,8 @@ export function installGuards(app: App, services: Services, ownRequests: OwnRequ
   app.addHook("onRoute", checkRouteDeclaresAccess);
   // Both run before the body is read: an unauthenticated caller costs no parsing.
   app.addHook("onRequest", async (request) => {
-    if (!ownRequests.isOwn(request))
-      await enforceRateLimit(services, request, `addr:${request.ip}`, limits.perAddress);
+    const address = ownRequests.clientOf(request) ?? request.ip;
+    await enforceRateLimit(services, request, `addr:${address}`, limits.perAddress);
     if (request.routeOptions.config.auth === "public" || !request.routeOptions.url) return;
     // A credential that fails authentication has no identity to count by: the per-address limit covers it.
     const principal = await authenticate(services, request.headers.authorization);

@@ -23,7 +23,7 @@ function ownBaseUrl(app: App): string {
 
 /**
  * Registers `GET|POST|DELETE /mcp`; the handler's sessions end when the service closes. Its calls to `/v1`
- * are marked as the service's own: the `/mcp` request was already counted for its caller's address.
+ * are the service's own, made for the `/mcp` request's client: they count for that client's address.
  */
 export async function registerMcp(app: App, services: Services, ownRequests: OwnRequests): Promise<void> {
   let handler: Promise<McpHttpHandler> | undefined;
@@ -56,7 +56,10 @@ export async function registerMcp(app: App, services: Services, ownRequests: Own
         // The response is written by the MCP transport: headers set on `reply` would not reach it.
         reply.raw.setHeader("x-request-id", request.id);
         reply.hijack();
-        await (await mcp()).handle(request.raw, reply.raw, (request.body as string | undefined) ?? "");
+        const endpoint = await mcp();
+        await ownRequests.actFor(request.ip, () =>
+          endpoint.handle(request.raw, reply.raw, (request.body as string | undefined) ?? ""),
+        );
       },
     });
   });
