@@ -1,4 +1,5 @@
 import { fundEvm } from "@svc/devnet";
+import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChainClient } from "../src/chains/types.ts";
 import { devnetClients } from "./support/chains.ts";
@@ -230,6 +231,25 @@ describe("a spend above approvalAbove", () => {
     const approved = await server.api.post(`/v1/approvals/${held.body.id}/approve`, undefined, owner.apiKey);
     expect(approved.status, approved.text).toBe(200);
     expect((await waitForSettled(server.api, owner.apiKey, held.body.id)).status).toBe("confirmed");
+  });
+
+  it("to a recipient found since to be one where funds are lost, is refused 400 invalid_address and left waiting", async () => {
+    const wallet = await fundedWallet({ approvalAbove: "5" });
+    const held = await send(wallet.id, "7");
+    expect(held.status, held.text).toBe(202);
+    // Held before the service knew its recipient for a token's contract (a hold from an earlier version, or
+    // before the token was configured): the row is pointed there as such a hold would be.
+    const contract = usdc().address ?? "";
+    await server.service.store.db.execute(
+      sql`UPDATE transactions SET to_address = ${contract} WHERE id = ${held.body.id}`,
+    );
+    const refused = await server.api.post(`/v1/approvals/${held.body.id}/approve`, undefined, owner.apiKey);
+    expect(refused.status, refused.text).toBe(400);
+    expect(expectErrorShape(refused)).toMatchObject({ reason: "invalid_address" });
+    expect(expectErrorShape(refused).message).toContain("the USDC contract");
+    const after = (await server.api.get(`/v1/transactions/${held.body.id}`, owner.apiKey)).body;
+    expect(after.status).toBe("pending_approval");
+    expect(after.txHash).toBeUndefined();
   });
 
   it("on a wallet archived meanwhile, is refused 409 wallet_archived, whatever the wallet holds", async () => {

@@ -16,7 +16,7 @@ import { checkDailyLimit, reservedInWindow } from "../policy/spend-window.ts";
 import { lockSpendingPolicy, releaseReservation, signedColumns } from "../spends/admission.ts";
 import { broadcastRecorded } from "../spends/broadcast.ts";
 import type { SpendDeps } from "../spends/send.ts";
-import { findToken, planFundedTransfer } from "../spends/transfer.ts";
+import { checkRecipient, findToken, planFundedTransfer } from "../spends/transfer.ts";
 import {
   findTransactionForAccount,
   type TransactionRow,
@@ -69,6 +69,7 @@ export async function approveSpend(
   const client = deps.chainClient(held.chain);
   if (!client) throw errors.chainNotInWallet(held.chain, wallet.chains);
   const token = findToken(client, held.token);
+  checkRecipient(client, held.toAddress);
   const spend: SpendFacts = {
     walletId: held.walletId,
     type: "send",

@@ -8,9 +8,10 @@ export function sameAddress(kind: ChainKind, a: string, b: string): boolean {
 }
 
 /**
- * What `address` is, when whatever is sent to it is lost for good: EVM's zero address, Solana's all-zero
- * key (the System Program, which cannot spend what it receives), or the contract (EVM) or mint (Solana) of a
- * token the chain serves, which nobody can move anything out of. Undefined for any other address.
+ * What `address` is, when it is no recipient: whatever the chain lets through to it can never be spent again.
+ * EVM's zero address, Solana's all-zero key (the System Program), or the contract (EVM) or mint (Solana) of a
+ * token the chain serves (USDC's contract refuses transfers to itself: the sender loses the fee). Undefined
+ * for any other address.
  * @example lostAt(base, "0x0000000000000000000000000000000000000000") // "the zero address"
  * @example lostAt(base, base.tokens[0].address)                    // "the USDC contract"
  */

@@ -139,7 +139,7 @@ export const errors = {
     new AppError(
       400,
       "ValidationError",
-      `Refusing to send to ${address} on ${chain}: it is ${what}, and whatever is sent there is lost`,
+      `Refusing to send to ${address} on ${chain}: it is ${what}, not a recipient (whatever the chain lets through to it can never be spent again)`,
       "invalid_address",
       { chain },
     ),

@@ -1,5 +1,4 @@
 import type { AuthzdClient } from "../authzd/client.ts";
-import { lostAt } from "../chains/addresses.ts";
 import type { ChainClient } from "../chains/types.ts";
 import type { IdempotencyClaim } from "../idempotency/idempotency.ts";
 import type { Db } from "../internal/db/store.ts";
@@ -17,7 +16,7 @@ import {
   releaseRefusedSpendAuthorization,
 } from "./authorization.ts";
 import { broadcastRecorded } from "./broadcast.ts";
-import { findToken, parseTransferAmount, planFundedTransfer } from "./transfer.ts";
+import { checkRecipient, findToken, parseTransferAmount, planFundedTransfer } from "./transfer.ts";
 
 /** What a spend needs from the rest of the service. */
 export interface SpendDeps {
@@ -61,9 +60,7 @@ export async function send(
   if (!client) throw errors.chainNotInWallet(request.chain, wallet.chains);
   const token = findToken(client, request.token);
   const amount = parseTransferAmount(client, token, request.amount);
-  if (!client.isValidAddress(request.to)) throw errors.invalidAddress(request.chain);
-  const lost = lostAt(client.config, request.to);
-  if (lost) throw errors.lostRecipient(request.chain, request.to, lost);
+  checkRecipient(client, request.to);
   if (wallet.status !== "active") throw errors.walletArchived(wallet.id);
 
   const kind = client.config.kind;

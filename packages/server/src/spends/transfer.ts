@@ -2,6 +2,7 @@
  * The parts of a transfer every payer shares (a wallet's send, the faucet): which token, how much, and what
  * the chain says signing it needs. All the network work of a transfer happens here, before any database lock.
  */
+import { lostAt } from "../chains/addresses.ts";
 import { chainCall, TransactionRejectedError } from "../chains/errors.ts";
 import type {
   ChainClient,
@@ -16,6 +17,17 @@ import { formatUnits, parseUnitsStrict } from "../internal/money.ts";
 
 /** Amounts a chain can carry at all: uint256 on EVM, u64 on Solana. */
 const MAX_ATOMIC = { evm: 2n ** 256n, solana: 2n ** 64n } as const;
+
+/**
+ * Refuses a recipient (400 `invalid_address`) that is not an address of the chain's kind, or one where
+ * whatever is sent is lost ({@link lostAt}): checked when a spend is asked for, and again when a held one is
+ * approved (it may have been held before an address was known to be one).
+ */
+export function checkRecipient(client: ChainClient, to: string): void {
+  if (!client.isValidAddress(to)) throw errors.invalidAddress(client.config.name);
+  const lost = lostAt(client.config, to);
+  if (lost) throw errors.lostRecipient(client.config.name, to, lost);
+}
 
 /** Finds a token on a chain by symbol, the native coin included. */
 export function findToken(client: ChainClient, symbol: string): TokenInfo {

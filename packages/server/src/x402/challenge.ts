@@ -282,7 +282,7 @@ function payeeProblem(chain: ChainConfig, payTo: string): string | undefined {
   if (chain.kind === "solana" && !isSolanaAddress(payTo))
     return `payTo ${payTo.slice(0, 64)} is not a Solana address`;
   const lost = lostAt(chain, payTo);
-  return lost && `payTo is ${lost}, where whatever is paid is lost`;
+  return lost && `payTo is ${lost}, not a recipient`;
 }
 
 function extraProblem(chain: ChainConfig, extra: Record<string, unknown>): string | undefined {
