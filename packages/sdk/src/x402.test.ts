@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { SvcError } from "./errors.ts";
-import { parseX402Challenge, responseFromPaidFetch } from "./x402.ts";
+import type { Chain } from "./types.ts";
+import { chooseRequirement, parseX402Challenge, responseFromPaidFetch } from "./x402.ts";
 
 const EVM = {
   scheme: "exact",
@@ -75,6 +76,32 @@ describe("parseX402Challenge", () => {
       expect(error).toBeInstanceOf(SvcError);
       expect((error as SvcError).reason).toBe("invalid_payment_challenge");
     }
+  });
+});
+
+describe("chooseRequirement", () => {
+  const baseSepolia: Chain = {
+    name: "base-sepolia",
+    kind: "evm",
+    network: "eip155:84532",
+    nativeToken: { symbol: "ETH", decimals: 18 },
+    tokens: [{ symbol: "USDC", address: EVM.asset, decimals: 6 }],
+    testnet: true,
+  };
+  const offer = (payTo: string) => ({ network: EVM.network, amount: 10_000n, asset: EVM.asset, payTo });
+
+  it("passes over payees the service refuses (the zero address, the token's own contract) for the next offer", () => {
+    const good = offer(EVM.payTo);
+    for (const payTo of [
+      `0x${"0".repeat(40)}`,
+      EVM.asset.toLowerCase(),
+      EVM.asset.toUpperCase().replace("0X", "0x"),
+    ]) {
+      const challenge = { version: 2 as const, error: undefined, requirements: [offer(payTo), good] };
+      expect(chooseRequirement(challenge, [baseSepolia], undefined)?.requirement).toBe(good);
+    }
+    const only = { version: 2 as const, error: undefined, requirements: [offer(EVM.asset)] };
+    expect(chooseRequirement(only, [baseSepolia], undefined)).toBeUndefined();
   });
 });
 

@@ -129,10 +129,14 @@ export function parseX402Challenge(headers: Headers, bodyText: string): X402Chal
   };
 }
 
+/** EVM's zero address and Solana's all-zero key (the System Program), lowercased. */
+const NO_RECIPIENTS = new Set([`0x${"0".repeat(40)}`, "11111111111111111111111111111111"]);
+
 /**
  * The first requirement (the server's order) that the wallet can pay: a network among `chains` (the
- * wallet's, narrowed to one by the caller's `chain`), a token that chain serves, and no more than
- * `maxAtomic` of it when given. Undefined when none; the service then refuses too, with its reasons.
+ * wallet's, narrowed to one by the caller's `chain`), a token that chain serves, a payee the service pays,
+ * and no more than `maxAtomic` of it when given. Undefined when none; the service then refuses too, with its
+ * reasons.
  */
 export function chooseRequirement(
   challenge: X402Challenge,
@@ -142,12 +146,14 @@ export function chooseRequirement(
   for (const requirement of challenge.requirements) {
     const chain = chains.find((candidate) => candidate.network === requirement.network);
     if (chain === undefined) continue;
-    const token = chain.tokens.find((candidate) =>
-      chain.kind === "evm"
-        ? candidate.address.toLowerCase() === requirement.asset.toLowerCase()
-        : candidate.address === requirement.asset,
-    );
+    const same = (a: string, b: string) =>
+      chain.kind === "evm" ? a.toLowerCase() === b.toLowerCase() : a === b;
+    const token = chain.tokens.find((candidate) => same(candidate.address, requirement.asset));
     if (token === undefined) continue;
+    // A payee the service refuses to pay (no recipient: the zero address, a served token's contract or
+    // mint) is passed over here too, so that the offer authorized is the offer the service pays.
+    if (NO_RECIPIENTS.has(requirement.payTo.toLowerCase())) continue;
+    if (chain.tokens.some((candidate) => same(candidate.address, requirement.payTo))) continue;
     if (maxAmount !== undefined && requirement.amount > maxAmount(token)) continue;
     return { requirement, chain, token };
   }
