@@ -7,6 +7,7 @@ import { fundEvm, fundSolana } from "@svc/devnet";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { loadConfig } from "../src/internal/config.ts";
+import { mainnetProfileOnLocalChains } from "./support/chains.ts";
 import { eventually } from "./support/eventually.ts";
 import { freePort, startServiceProcess } from "./support/service-process.ts";
 import { StallingProxy } from "./support/stalling-proxy.ts";
@@ -573,6 +574,25 @@ describe("passwords and recipients", () => {
       }
     }
     expect(await history(server.api, apiKey, wallet.id, "send")).toEqual([]);
+  });
+
+  it("refuses, on a chain, the token contract of another served chain (an address copied from its explorer)", async () => {
+    // The mainnet profile's chains on the local ones: the refusal comes before any chain call.
+    const mainnet = await createTestServer({ env: mainnetProfileOnLocalChains(devnet) });
+    try {
+      const key = (await seedAccount(mainnet.api)).apiKey;
+      const wallet = (await mainnet.api.post("/v1/wallets", { name: "w", chains: ["base"] }, key)).body;
+      const ethereumUsdc = "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48";
+      const response = await mainnet.api.post(
+        `/v1/wallets/${wallet.id}/send`,
+        { to: ethereumUsdc, amount: "1", chain: "base", token: "USDC" },
+        key,
+      );
+      const error = expectValidationError(response, "invalid_address");
+      expect(error.message).toContain("the USDC contract on ethereum");
+    } finally {
+      await mainnet.close();
+    }
   });
 });
 

@@ -166,7 +166,21 @@ export class ChainRegistry {
  * const chains = await resolveChains(config.network); // [{ name: "base", network: "eip155:31337", … }, …]
  */
 export async function resolveChains(network: NetworkConfig): Promise<ChainConfig[]> {
-  return Promise.all(PROFILES[network.profile].map((template) => resolveChain(template, network)));
+  const chains = await Promise.all(
+    PROFILES[network.profile].map((template) => resolveChain(template, network)),
+  );
+  return chains.map((chain) => ({
+    ...chain,
+    tokensElsewhere: chains
+      .filter((other) => other.kind === chain.kind && other.name !== chain.name)
+      .flatMap((other) =>
+        other.tokens.flatMap(({ symbol, address }) =>
+          address === null || chain.tokens.some((own) => own.address === address)
+            ? []
+            : [{ chain: other.name, symbol, address }],
+        ),
+      ),
+  }));
 }
 
 async function resolveChain(template: ChainTemplate, network: NetworkConfig): Promise<ChainConfig> {

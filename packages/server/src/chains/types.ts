@@ -36,6 +36,11 @@ export interface ChainConfig {
    * watcher records it, so a shallow reorganisation cannot undo what was seen. Default 0.
    */
   scanDepth?: number;
+  /**
+   * The token contracts (mints) of the other chains of this kind the service serves: addresses that are no
+   * recipient here (a USDC address copied from another chain's explorer; see `lostAt`).
+   */
+  tokensElsewhere?: { chain: string; symbol: string; address: string }[];
 }
 
 /** A transfer of `amount` of `token` from `from` to `to`, as a caller asks for it. */
