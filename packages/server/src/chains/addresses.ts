@@ -10,9 +10,9 @@ export function sameAddress(kind: ChainKind, a: string, b: string): boolean {
 /**
  * What `address` is, when it is no recipient: whatever the chain lets through to it can never be spent again.
  * EVM's zero address, Solana's all-zero key (the System Program), the contract (EVM) or mint (Solana) of a
- * token the chain serves (USDC's contract refuses transfers to itself: the sender loses the fee), or of one
- * another served chain of its kind serves (an address nobody holds a key for here). Undefined for any other
- * address.
+ * token the chain serves (USDC's contract refuses transfers to itself: the sender loses the fee), or of a
+ * token another served chain of its kind serves (an address nobody holds a key for here). Undefined for any
+ * other address.
  * @example lostAt(base, "0x0000000000000000000000000000000000000000") // "the zero address"
  * @example lostAt(base, base.tokens[0].address)                    // "the USDC contract"
  */
