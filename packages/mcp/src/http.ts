@@ -206,7 +206,8 @@ export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
         return;
       }
       if (error instanceof SvcRateLimitError) {
-        // The key's own limit (the service's answer, as /v1 gives it): the caller waits, not this request.
+        // Over a limit, the key's or its client's address's (the service's answer, as /v1 gives it): the caller
+        // waits, not this request.
         answerError(
           response,
           429,
