@@ -176,12 +176,13 @@ export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
       return;
     }
     const apiKey = credential.key;
-    // No retries: a refusal (a key over its limit included) is answered at once, to the key check and to a
-    // tool alike, rather than waited out (up to a minute) inside this request.
+    // A limit is answered at once, to the key check and to a tool alike, rather than waited out (up to a
+    // minute) inside this request; other failures are retried as the SDK does (a spend with its key, so a
+    // lost answer is replayed, never paid twice).
     const svc = new SvcWallet({
       apiKey,
       baseUrl: baseUrl(),
-      maxRetries: 0,
+      retryRateLimited: false,
       ...(options.fetch ? { fetch: options.fetch } : {}),
     });
     const sessionId = request.headers["mcp-session-id"];

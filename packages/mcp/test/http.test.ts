@@ -338,11 +338,15 @@ describe("/mcp under the service's rate limits", () => {
       const served = await initialize(server.url, "198.51.100.7", apiKey);
       expect(served.status).toBe(200);
       await served.text();
-      // The first address stays over its limit whatever it claims (the marks of the service's own calls carry
-      // a secret made by the process).
-      const forged = await initialize(server.url, "203.0.113.9", "svc_made_up_last", {
-        "x-svc-own-request": "A".repeat(43),
-        "x-svc-own-request-for": "198.51.100.99",
+      // The first address stays over its limit whatever it claims: the marks of the service's own calls
+      // name the client they serve, but only with the secret the process made.
+      const forged = await fetch(`${server.url}/v1/wallets`, {
+        headers: {
+          authorization: `Bearer ${apiKey}`,
+          "x-forwarded-for": "203.0.113.9",
+          "x-svc-own-request": "A".repeat(43),
+          "x-svc-own-request-for": "198.51.100.99",
+        },
       });
       await expectError(forged, 429, { code: "RateLimitExceeded" });
     } finally {

@@ -39,7 +39,15 @@ import { type ClientContext, policyBody, Wallet } from "./wallet.ts";
 export const DEFAULT_BASE_URL = "http://127.0.0.1:8080/v1";
 const DEFAULT_MAX_RETRIES = 2;
 const DEFAULT_TIMEOUT_MS = 60_000;
-const OPTION_KEYS = new Set(["apiKey", "baseUrl", "authz", "fetch", "maxRetries", "timeoutMs"]);
+const OPTION_KEYS = new Set([
+  "apiKey",
+  "baseUrl",
+  "authz",
+  "fetch",
+  "maxRetries",
+  "retryRateLimited",
+  "timeoutMs",
+]);
 
 /**
  * Options of {@link SvcWallet}.
@@ -57,6 +65,11 @@ export interface SvcWalletOptions {
   fetch?: FetchLike;
   /** Retries after the first attempt on network errors, 429 and 5xx; default 2. */
   maxRetries?: number;
+  /**
+   * Whether a 429 is retried once its `Retry-After` (up to 60 s) has passed; default true. false raises
+   * {@link SvcRateLimitError} at once (for a caller that must not wait), and keeps the other retries.
+   */
+  retryRateLimited?: boolean;
   /** Per-attempt timeout in milliseconds; default 60000. */
   timeoutMs?: number;
 }
@@ -326,6 +339,8 @@ export class SvcWallet {
     const maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
     if (!Number.isSafeInteger(maxRetries) || maxRetries < 0)
       throw badOption("maxRetries must be a non-negative integer");
+    const retryRateLimited = options.retryRateLimited ?? true;
+    if (typeof retryRateLimited !== "boolean") throw badOption("retryRateLimited must be a boolean");
     const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     // Whole milliseconds within what AbortSignal.timeout accepts, so a bad value fails here, not at a call.
     if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 2 ** 32 - 1) {
@@ -338,6 +353,7 @@ export class SvcWallet {
       apiKey,
       fetch: fetchFn,
       maxRetries,
+      retryRateLimited,
       timeoutMs,
     });
     const gate = authz === undefined ? undefined : new SpendGate(authz, { fetch: fetchFn, timeoutMs });

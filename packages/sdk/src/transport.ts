@@ -18,6 +18,8 @@ export interface TransportOptions {
   apiKey: string | undefined;
   fetch: FetchLike;
   maxRetries: number;
+  /** Whether a 429 is retried after its `Retry-After`; false leaves it to the caller at once. */
+  retryRateLimited: boolean;
   timeoutMs: number;
 }
 
@@ -170,7 +172,7 @@ export class Transport {
   /** How long to wait before retrying after an error answer; undefined = do not retry. */
   #retryDelay(error: SvcError, attempt: number, retryable: boolean, keyed: boolean): number | undefined {
     if (error instanceof SvcRateLimitError) {
-      if (error.retryAfter > MAX_RETRY_AFTER_S) return undefined;
+      if (!this.options.retryRateLimited || error.retryAfter > MAX_RETRY_AFTER_S) return undefined;
       return error.retryAfter > 0 ? error.retryAfter * 1000 : backoffDelayMs(attempt);
     }
     if (error.status >= 500 && retryable) return backoffDelayMs(attempt);

@@ -45,3 +45,23 @@ it("RateLimitExceeded surfaces as SvcRateLimitError with retryAfter and requestI
   // The retry came no earlier than the service asked (a lower bound only: the machine may be slow).
   expect(waitedMs).toBeGreaterThanOrEqual(Number(seen[0]?.retryAfter) * 1000 - 5);
 });
+
+it("with retryRateLimited: false, a 429 is raised at once rather than waited out (a caller that must answer now, as /mcp)", async () => {
+  const fresh = (await world.admin.apiKeys.create({ name: "impatient" })).key;
+  const statuses: number[] = [];
+  const impatient = world.client({
+    apiKey: fresh,
+    maxRetries: 2,
+    retryRateLimited: false,
+    fetch: async (url, init) => {
+      const response = await fetch(url, init);
+      statuses.push(response.status);
+      return response;
+    },
+  });
+  for (let i = 0; i < LIMIT; i++) await impatient.chains.list();
+  const error = await impatient.chains.list().catch((e) => e);
+  expect(error).toBeInstanceOf(SvcRateLimitError);
+  expect(statuses).toEqual([200, 200, 200, 200, 429]);
+  expect(() => world.client({ retryRateLimited: "no" as never })).toThrow(/retryRateLimited/);
+});

@@ -35,6 +35,9 @@ describe("OwnRequests", () => {
 
     await own.actFor("203.0.113.9", async () => {
       await read(ownFetch(`${service.origin}/v1/auth/me`, { headers: { accept: "application/json" } }));
+      await read(
+        ownFetch(new Request(`${service.origin}/v1/auth/me`, { headers: { authorization: "Bearer k" } })),
+      );
       // Anything else the same fetch is pointed at (an x402 resource a client probes) goes out unmarked.
       await read(ownFetch(`${elsewhere.origin}/paid`));
       await read(ownFetch(new Request(`${elsewhere.origin}/paid`)));
@@ -44,9 +47,12 @@ describe("OwnRequests", () => {
     // Outside a request made for a client, nothing is marked.
     await read(ownFetch(`${service.origin}/v1/auth/me`));
 
-    const [marked, , unmarked] = service.seen;
+    const [marked, markedRequest, , unmarked] = service.seen;
     expect(marked?.accept).toBe("application/json");
     expect(own.clientOf(asRequest(marked ?? {}))).toBe("203.0.113.9");
+    // A Request keeps its own headers beside the marks.
+    expect(markedRequest?.authorization).toBe("Bearer k");
+    expect(own.clientOf(asRequest(markedRequest ?? {}))).toBe("203.0.113.9");
     expect(own.clientOf(asRequest(unmarked ?? {}))).toBeUndefined();
     expect(elsewhere.seen).toHaveLength(2);
     for (const headers of elsewhere.seen) for (const mark of MARKS) expect(headers).not.toHaveProperty(mark);

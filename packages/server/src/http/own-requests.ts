@@ -33,7 +33,8 @@ export class OwnRequests {
       const url = input instanceof Request ? input.url : String(input);
       const client = this.#client.getStore();
       if (new URL(url).origin !== origin() || client === undefined) return fetch(input, init);
-      const headers = new Headers(init?.headers);
+      // A Request's own headers, unless `init` gives others (as fetch itself takes them).
+      const headers = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined));
       headers.set(SECRET_HEADER, this.#secret);
       headers.set(CLIENT_HEADER, client);
       return fetch(input, { ...init, headers, redirect: "error" });
