@@ -431,7 +431,8 @@ export class Wallet implements WalletRecord {
     if (probe.status !== 402) return withPayment(probe, undefined, undefined, undefined);
 
     const challenge = parseX402Challenge(probe.headers, await probe.text());
-    const chains = (await this.#ctx.network.list()).filter(
+    const served = await this.#ctx.network.list();
+    const chains = served.filter(
       (candidate) =>
         this.chains.includes(candidate.name) && (chain === undefined || candidate.name === chain),
     );
@@ -439,6 +440,7 @@ export class Wallet implements WalletRecord {
       challenge,
       chains,
       maxAmount === undefined ? undefined : (token) => atomicFloor(maxAmount, token.decimals),
+      served,
     );
     if (chosen === undefined) {
       throw new SvcValidationError({

@@ -102,6 +102,18 @@ describe("chooseRequirement", () => {
     }
     const only = { version: 2 as const, error: undefined, requirements: [offer(EVM.asset)] };
     expect(chooseRequirement(only, [baseSepolia], undefined)).toBeUndefined();
+    // The USDC contract of another chain of the kind the service serves is no payee either.
+    const ethereumUsdc = "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48";
+    const ethereum: Chain = {
+      ...baseSepolia,
+      name: "ethereum",
+      network: "eip155:1",
+      tokens: [{ symbol: "USDC", address: ethereumUsdc, decimals: 6 }],
+    };
+    const copied = { version: 2 as const, error: undefined, requirements: [offer(ethereumUsdc), good] };
+    expect(chooseRequirement(copied, [baseSepolia], undefined, [baseSepolia, ethereum])?.requirement).toBe(
+      good,
+    );
   });
 });
 

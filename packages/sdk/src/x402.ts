@@ -134,14 +134,15 @@ const NO_RECIPIENTS = new Set([`0x${"0".repeat(40)}`, "1111111111111111111111111
 
 /**
  * The first requirement (the server's order) that the wallet can pay: a network among `chains` (the
- * wallet's, narrowed to one by the caller's `chain`), a token that chain serves, a payee the service pays,
- * and no more than `maxAtomic` of it when given. Undefined when none; the service then refuses too, with its
- * reasons.
+ * wallet's, narrowed to one by the caller's `chain`), a token that chain serves, a payee the service pays
+ * (not the contract or mint of a token any of the `served` chains of its kind serves), and no more than
+ * `maxAtomic` of it when given. Undefined when none; the service then refuses too, with its reasons.
  */
 export function chooseRequirement(
   challenge: X402Challenge,
   chains: readonly Chain[],
   maxAmount: ((token: ChainToken) => bigint) | undefined,
+  served: readonly Chain[] = chains,
 ): { requirement: X402Requirement; chain: Chain; token: ChainToken } | undefined {
   for (const requirement of challenge.requirements) {
     const chain = chains.find((candidate) => candidate.network === requirement.network);
@@ -153,7 +154,8 @@ export function chooseRequirement(
     // A payee the service refuses to pay (no recipient: the zero address, a served token's contract or
     // mint) is passed over here too, so that the offer authorized is the offer the service pays.
     if (NO_RECIPIENTS.has(requirement.payTo.toLowerCase())) continue;
-    if (chain.tokens.some((candidate) => same(candidate.address, requirement.payTo))) continue;
+    const tokensOfKind = served.filter((other) => other.kind === chain.kind).flatMap((other) => other.tokens);
+    if (tokensOfKind.some((candidate) => same(candidate.address, requirement.payTo))) continue;
     if (maxAmount !== undefined && requirement.amount > maxAmount(token)) continue;
     return { requirement, chain, token };
   }
