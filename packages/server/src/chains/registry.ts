@@ -1,4 +1,5 @@
 import { type ChainName, ConfigError, type NetworkConfig, type NetworkProfile } from "../internal/config.ts";
+import { sameAddress } from "./addresses.ts";
 import { discoverEvmNetwork, EvmChain } from "./evm.ts";
 import { discoverSolanaNetwork, SolanaChain } from "./solana.ts";
 import type { ChainClient, ChainConfig, TokenInfo } from "./types.ts";
@@ -175,7 +176,8 @@ export async function resolveChains(network: NetworkConfig): Promise<ChainConfig
       .filter((other) => other.kind === chain.kind && other.name !== chain.name)
       .flatMap((other) =>
         other.tokens.flatMap(({ symbol, address }) =>
-          address === null || chain.tokens.some((own) => own.address === address)
+          address === null ||
+          chain.tokens.some((own) => own.address !== null && sameAddress(chain.kind, own.address, address))
             ? []
             : [{ chain: other.name, symbol, address }],
         ),
