@@ -278,4 +278,19 @@ describe("refusals from the devnet", () => {
       });
     },
   );
+
+  it("evm: a token configured at an address with no contract is ChainRequestError, and 502 chain_unavailable for callers (a wallet's balance read was a 500)", async () => {
+    const token = { symbol: "USDC", address: EVM_OWNER, decimals: 6 };
+    const error = await failure(local.base.getBalance(EVM_OWNER, token));
+    expect(error).toBeInstanceOf(ChainRequestError);
+    expect((error as ChainRequestError).facts).toEqual({ chain: "base", method: "eth_call" });
+    const wrapped = await failure(chainCall("base", () => local.base.getBalance(EVM_OWNER, token)));
+    expect(wrapped).toBeInstanceOf(AppError);
+    expect(wrapped).toMatchObject({
+      status: 502,
+      reason: "chain_unavailable",
+      message: "The base node refused eth_call",
+      details: { chain: "base", method: "eth_call" },
+    });
+  });
 });

@@ -177,8 +177,8 @@ export async function withReadRetries<T>(idempotent: boolean, call: () => Promis
 }
 
 /**
- * Runs a chain call for domain code: an endpoint giving no usable answer becomes 502 `chain_unavailable`
- * (the cause is logged, never shown); other failures pass through.
+ * Runs a chain call for domain code: an endpoint giving no usable answer, or a read the node refuses, becomes
+ * 502 `chain_unavailable` (the cause is logged, never shown); other failures pass through.
  * @example const balance = await chainCall("base", () => client.getBalance(address, token));
  */
 export async function chainCall<T>(chain: string, call: () => Promise<T>): Promise<T> {
@@ -186,6 +186,8 @@ export async function chainCall<T>(chain: string, call: () => Promise<T>): Promi
     return await call();
   } catch (error) {
     if (error instanceof ChainUnavailableError) throw errors.chainUnavailable(chain, error);
+    if (error instanceof ChainRequestError)
+      throw errors.chainReadRefused(chain, error.facts.method, error);
     throw error;
   }
 }

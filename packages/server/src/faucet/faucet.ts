@@ -116,7 +116,7 @@ export class Faucet {
       signed = await chainCall(request.chain, () => this.#send(client, account, to, token, amount));
     } catch (error) {
       await db.delete(faucetGrants).where(eq(faucetGrants.id, grantId));
-      // Still taken after every attempt, or the node refused a read: nothing was paid.
+      // The node refused the payment, or its nonce was still taken after every attempt: nothing was paid.
       if (error instanceof ChainError)
         throw errors.broadcastRejected(request.chain, error.shortMessage, error);
       throw error;

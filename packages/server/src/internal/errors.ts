@@ -205,6 +205,16 @@ export const errors = {
       { chain },
       { cause },
     ),
+  /** The node answered a read with an error, or with something that is not an answer (no contract there). */
+  chainReadRefused: (chain: string, method: string, cause?: unknown) =>
+    new AppError(
+      502,
+      "InternalError",
+      `The ${chain} node refused ${method}`,
+      "chain_unavailable",
+      { chain, method },
+      { cause },
+    ),
   broadcastRejected: (chain: string, message: string, cause?: unknown) =>
     new AppError(
       502,
