@@ -186,8 +186,7 @@ export async function chainCall<T>(chain: string, call: () => Promise<T>): Promi
     return await call();
   } catch (error) {
     if (error instanceof ChainUnavailableError) throw errors.chainUnavailable(chain, error);
-    if (error instanceof ChainRequestError)
-      throw errors.chainReadRefused(chain, error.facts.method, error);
+    if (error instanceof ChainRequestError) throw errors.chainReadRefused(chain, error.facts.method, error);
     throw error;
   }
 }
