@@ -153,6 +153,7 @@ export async function startService(config: Config, options: StartOptions = {}): 
         rateLimiter,
         faucet,
         outbound,
+        webhookOutbound,
         authzd,
         now,
       },

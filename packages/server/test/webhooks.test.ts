@@ -519,31 +519,65 @@ describe("webhook endpoints", () => {
 });
 
 describe("webhooks and the outbound guard", () => {
-  it("refuse a private target unless SVC_OUTBOUND_ALLOW exempts it: by address at creation, by name at delivery", async () => {
+  it("refuse a private target unless SVC_OUTBOUND_ALLOW exempts it, by address and by what a name resolves to, at creation", async () => {
     const strict = await createTestServer({ env: { SVC_OUTBOUND_ALLOW: "10.255.255.0/24" } });
     try {
       const target = await receiver();
       const owner = await seedAccount(strict.api);
-      const byAddress = await strict.api.post("/v1/webhook-endpoints", { url: target.url }, owner.apiKey);
-      expect(byAddress.status).toBe(400);
-      expect(expectErrorShape(byAddress)).toMatchObject({ reason: "destination_not_allowed" });
-      for (const url of ["http://10.0.0.1/hook", "http://[::1]:80/hook", "http://169.254.169.254/latest"]) {
-        expect((await strict.api.post("/v1/webhook-endpoints", { url }, owner.apiKey)).status).toBe(400);
+      for (const url of [
+        target.url,
+        target.url.replace("127.0.0.1", "localhost"),
+        "http://10.0.0.1/hook",
+        "http://[::1]:80/hook",
+        "http://169.254.169.254/latest",
+      ]) {
+        const refused = await strict.api.post("/v1/webhook-endpoints", { url }, owner.apiKey);
+        expect(refused.status, url).toBe(400);
+        expect(expectErrorShape(refused), url).toMatchObject({ reason: "destination_not_allowed" });
       }
-      const byName = await createEndpoint(strict.api, owner.apiKey, {
-        url: target.url.replace("127.0.0.1", "localhost"),
-      });
-      await strict.api.post("/v1/api-keys", { name: "k", role: "read" }, owner.apiKey);
-      const log = await eventually(async () => {
-        const seen = await deliveries(strict.api, owner.apiKey, byName.id);
-        return seen.length > 0 && seen;
-      });
-      expect(log[0]).toMatchObject({ attempt: 1, status: "failed", responseStatus: null });
-      expect(log[0]?.error).toContain("resolves to a loopback address");
+      const byName = await strict.api.post(
+        "/v1/webhook-endpoints",
+        { url: target.url.replace("127.0.0.1", "localhost") },
+        owner.apiKey,
+      );
+      // What a name resolves to is told, never the address (no oracle for internal names).
+      const { message } = expectErrorShape(byName);
+      expect(message).toContain("resolves to a loopback address");
+      expect(message).not.toContain("127.0.0.1");
+      expect((await strict.api.get("/v1/webhook-endpoints", owner.apiKey)).body.data).toEqual([]);
       expect(target.requests).toEqual([]);
     } finally {
       await strict.close();
     }
+  });
+
+  it("refuse the service's own backends at creation, though loopback is exempt (as on the devnet)", async () => {
+    const owner = await seedAccount(server.api);
+    const devnet = await sharedDevnet();
+    for (const url of [devnet.evm.rpcUrl, devnet.solana.rpcUrl, `${server.url}/v1/wallets`]) {
+      for (const form of [url, url.replace("127.0.0.1", "localhost")]) {
+        const refused = await server.api.post("/v1/webhook-endpoints", { url: form }, owner.apiKey);
+        expect(refused.status, form).toBe(400);
+        expect(expectErrorShape(refused), form).toMatchObject({
+          reason: "destination_not_allowed",
+          details: { kind: "backend" },
+        });
+      }
+    }
+  });
+
+  it("take a name that does not resolve yet: each delivery checks it again, and records its failure", async () => {
+    const owner = await seedAccount(server.api);
+    const endpoint = await createEndpoint(server.api, owner.apiKey, {
+      url: "https://hooks.svc-test.invalid/in",
+    });
+    await server.api.post("/v1/api-keys", { name: "k", role: "read" }, owner.apiKey);
+    const log = await eventually(async () => {
+      const seen = await deliveries(server.api, owner.apiKey, endpoint.id);
+      return seen.length > 0 && seen;
+    });
+    expect(log[0]).toMatchObject({ attempt: 1, status: "failed", responseStatus: null });
+    expect(log[0]?.error).toContain("hooks.svc-test.invalid");
   });
 });
 

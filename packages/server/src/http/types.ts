@@ -36,6 +36,8 @@ export interface Services {
   faucet: Faucet;
   /** Requests to URLs callers name (x402 resources), guarded by `SVC_OUTBOUND_ALLOW`. */
   outbound: OutboundFetcher;
+  /** Webhook deliveries' requests, behind the same guard; endpoints' URLs are checked with it when created. */
+  webhookOutbound: OutboundFetcher;
   /** The authorization daemon, when the service is configured with one. */
   authzd: AuthzdClient | undefined;
   /**

@@ -3,7 +3,6 @@
  * sending itself is `delivery.ts`; here are the records an admin creates, reads and deletes.
  */
 import { randomBytes } from "node:crypto";
-import { isIP } from "node:net";
 import { and, desc, eq, isNull, sql } from "drizzle-orm";
 import type { EventType } from "../events/events.ts";
 import { newId } from "../internal/crypto.ts";
@@ -11,7 +10,7 @@ import { events, webhookDeliveries, webhookEndpoints, webhookRedeliveries } from
 import type { Db } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 import type { Keyring } from "../wallets/keyring.ts";
-import { DestinationGuard } from "../x402/destinations.ts";
+import type { OutboundFetcher } from "../x402/outbound-fetch.ts";
 
 /** Endpoints an account may have at once (deleted ones do not count). */
 export const MAX_ENDPOINTS_PER_ACCOUNT = 20;
@@ -49,10 +48,12 @@ function generateSecret(): string {
 }
 
 /**
- * Checks a target URL as far as can be told without a network call: http or https, no credentials, and an
- * IP-literal host the outbound guard allows. A hostname is checked at each delivery, on what it resolves to.
+ * Checks a target URL before it is stored: http or https, no credentials, and a destination the webhooks'
+ * outbound guard would connect to ({@link OutboundFetcher.checkDestination}: not a refused address, by
+ * itself or by what its name resolves to now, and not one of the service's own backends). Deliveries check it
+ * again, on what the name then resolves to.
  */
-export function checkTargetUrl(text: string, outboundAllow: readonly string[]): URL {
+export async function checkTargetUrl(text: string, outbound: OutboundFetcher): Promise<URL> {
   let url: URL;
   try {
     url = new URL(text);
@@ -63,16 +64,7 @@ export function checkTargetUrl(text: string, outboundAllow: readonly string[]): 
     throw errors.invalidBody(`url must be http:// or https://, not ${url.protocol}`);
   if (url.username !== "" || url.password !== "")
     throw errors.invalidBody("url must not carry credentials (user:password@)");
-  const host = url.hostname.replace(/^\[|\]$/g, "");
-  if (isIP(host) !== 0) {
-    const verdict = new DestinationGuard(outboundAllow).checkAddress(host);
-    if (!verdict.allowed)
-      throw errors.destinationNotAllowed(
-        `Refusing to send webhooks to ${host}: a ${verdict.kind} address (${verdict.range}); webhooks reach public addresses only unless SVC_OUTBOUND_ALLOW exempts them`,
-        { host, kind: verdict.kind, range: verdict.range },
-      );
-  }
-  return url;
+  return outbound.checkDestination(url.href);
 }
 
 export interface CreateEndpointInput {

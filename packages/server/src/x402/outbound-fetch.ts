@@ -192,6 +192,29 @@ export class OutboundFetcher {
   }
 
   /**
+   * Refuses now what {@link fetch} would refuse to connect to (400 `destination_not_allowed`): the URL's
+   * form, an address the guard refuses (an IP-literal host, or any address a hostname resolves to now), and
+   * the service's own backends. A hostname that does not resolve now passes: each request checks it again, on
+   * what it then resolves to.
+   * @example await webhookOutbound.checkDestination("http://localhost:8545") // throws: a backend
+   */
+  async checkDestination(text: string): Promise<URL> {
+    const url = this.#checkUrl(text);
+    const host = url.hostname.replace(/^\[|\]$/g, "");
+    const port = portOf(url.protocol, url.port);
+    if (isIP(host) !== 0) {
+      await this.#refuseBackend(host, host, port);
+      return url;
+    }
+    try {
+      await this.#checkedAddresses(host, undefined, port);
+    } catch (error) {
+      if (error instanceof AppError) throw error;
+    }
+    return url;
+  }
+
+  /**
    * Adds one of the service's backends (see {@link OutboundFetcherOptions.backends}); the service adds its own
    * address once it listens (a request to itself would come from this machine, with headers the caller chose).
    */

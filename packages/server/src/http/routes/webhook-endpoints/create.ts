@@ -60,14 +60,14 @@ export function registerCreateWebhookEndpoint(app: App, services: Services): voi
       summary:
         "Register a webhook endpoint (its signing secret is returned once, here); admin credentials only",
       description:
-        "The endpoint receives the events that commit after its creation, of the types in `events` (every type when omitted), one at a time in order: the next is sent once the current one is answered 2xx or given up. Each is a POST of `{ type, timestamp, data }` with the Standard Webhooks headers `webhook-id` (the event's id), `webhook-timestamp` and `webhook-signature`. A failed delivery is retried 5 s later, then 30 s, then at growing intervals for up to 3 days. The URL passes the outbound guard: private, loopback and link-local addresses are refused unless `SVC_OUTBOUND_ALLOW` exempts them (400 `destination_not_allowed` for an address given as such; a hostname is checked at each delivery). At most 20 endpoints per account.",
+        "The endpoint receives the events that commit after its creation, of the types in `events` (every type when omitted), one at a time in order: the next is sent once the current one is answered 2xx or given up. Each is a POST of `{ type, timestamp, data }` with the Standard Webhooks headers `webhook-id` (the event's id), `webhook-timestamp` and `webhook-signature`. A failed delivery is retried 5 s later, then 30 s, then at growing intervals for up to 3 days. The URL passes the outbound guard: private, loopback and link-local addresses are refused unless `SVC_OUTBOUND_ALLOW` exempts them, and the service's own backends (its chain nodes, the service itself) always. At creation, such an address, given as such or as a hostname resolving to it now, is 400 `destination_not_allowed`; each delivery checks the hostname again, on what it then resolves to. At most 20 endpoints per account.",
       body,
       response: {
         201: jsonResponse("Created; the only response that shows the secret", newWebhookEndpoint),
         ...errorResponses(
           [
             400,
-            "ValidationError: `invalid_body` (not an http(s) URL, an unknown event type), or `destination_not_allowed` (a private, loopback or link-local address)",
+            "ValidationError: `invalid_body` (not an http(s) URL, an unknown event type), or `destination_not_allowed` (a private, loopback or link-local address, by itself or by what the hostname resolves to, or one of the service's own backends)",
           ],
           403,
           [409, "ValidationError `too_many_webhook_endpoints`: the account has 20 already"],
@@ -75,7 +75,7 @@ export function registerCreateWebhookEndpoint(app: App, services: Services): voi
       },
     },
     handler: async (request, reply) => {
-      const url = checkTargetUrl(request.body.url, services.config.outboundAllow);
+      const url = await checkTargetUrl(request.body.url, services.webhookOutbound);
       const { endpoint, secret } = await createEndpoint(
         services.store.db,
         services.keyring,
