@@ -3,6 +3,8 @@ import { randomBytes } from "node:crypto";
 import { lstatSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { address } from "@solana/kit";
+import { findAssociatedTokenPda, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
 import { fundEvm, fundSolana } from "@svc/devnet";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
@@ -574,6 +576,31 @@ describe("passwords and recipients", () => {
       }
     }
     expect(await history(server.api, apiKey, wallet.id, "send")).toEqual([]);
+  });
+
+  it("refuses USDC sent to a Solana token account (its address pasted for its owner's): no token account of a token account is created", async () => {
+    const wallet = await fundedWallet();
+    const payee = await fundedWallet();
+    const [payeeUsdcAccount] = await findAssociatedTokenPda({
+      owner: address(payee.solana.address),
+      mint: address(devnet.solana.usdcMint),
+      tokenProgram: TOKEN_PROGRAM_ADDRESS,
+    });
+    const response = await server.api.post(
+      `/v1/wallets/${wallet.id}/send`,
+      { to: payeeUsdcAccount, amount: "1", chain: "solana", token: "USDC" },
+      apiKey,
+    );
+    const error = expectValidationError(response, "invalid_address");
+    expect(error.message).toContain("a token account");
+    expect(await history(server.api, apiKey, wallet.id, "send")).toEqual([]);
+    // Its owner is the recipient.
+    const toOwner = await server.api.post(
+      `/v1/wallets/${wallet.id}/send`,
+      { to: payee.solana.address, amount: "1", chain: "solana", token: "USDC" },
+      apiKey,
+    );
+    expect(toOwner.status, toOwner.text).toBe(201);
   });
 
   it("refuses, on a chain, the token contract of another served chain (an address copied from its explorer)", async () => {

@@ -146,7 +146,7 @@ export class SolanaChain implements ChainClient {
   async planTransferWithBalances(input: TransferInput): Promise<TransferPlanWithBalances> {
     const native = this.config.nativeToken;
     const sendsNative = input.token.address === null;
-    const [plan, balance, nativeBalance, rentExemption] = await Promise.all([
+    const [plan, balance, nativeBalance, rentExemption, recipientIsTokenAccount] = await Promise.all([
       this.planTransfer(input),
       this.getBalance(input.from, input.token),
       sendsNative ? undefined : this.getBalance(input.from, native),
@@ -154,8 +154,27 @@ export class SolanaChain implements ChainClient {
         this.#systemAccountRent(),
         sendsNative ? this.getBalance(input.to, native) : undefined,
       ]).then(([minimum, recipientBalance]) => ({ minimum, recipientBalance })),
+      sendsNative ? false : this.#isTokenAccount(input.to),
     ]);
-    return { plan, balance, nativeBalance: nativeBalance ?? balance, rentExemption };
+    return {
+      plan,
+      balance,
+      nativeBalance: nativeBalance ?? balance,
+      rentExemption,
+      ...(recipientIsTokenAccount ? { recipientIsTokenAccount } : {}),
+    };
+  }
+
+  /** Whether `address` is an account of a token program (a token account), not a wallet. */
+  async #isTokenAccount(address: string): Promise<boolean> {
+    const { value } = await this.#rpc
+      .getAccountInfo(toAddress(address), {
+        commitment: "confirmed",
+        encoding: "base64",
+        dataSlice: { offset: 0, length: 0 },
+      })
+      .send();
+    return value !== null && TOKEN_PROGRAMS.has(value.owner);
   }
 
   /** The rent exemption of an account holding no data (a wallet's): fixed by the cluster, read once. */
@@ -466,6 +485,12 @@ function fromErrorAnswer(answer: unknown, chain: string, method: string): ChainE
 }
 
 /** The associated token account of `owner` for `mint` (SPL Token program). */
+/** The programs whose accounts are token accounts: SPL Token and Token-2022. */
+const TOKEN_PROGRAMS: ReadonlySet<string> = new Set([
+  TOKEN_PROGRAM_ADDRESS,
+  "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb",
+]);
+
 async function associatedTokenAccount(owner: string, mint: string): Promise<Address> {
   const [ata] = await findAssociatedTokenPda({
     owner: toAddress(owner),

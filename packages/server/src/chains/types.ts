@@ -82,6 +82,11 @@ export interface TransferPlanWithBalances {
    * (after the fee, and after the transfer) or the recipient with more than nothing but less than that least.
    */
   rentExemption?: { minimum: bigint; recipientBalance: bigint | undefined };
+  /**
+   * Solana, a token sent: the recipient is itself a token account (its address given for its owner's). The
+   * transfer would create and fill a token account owned by that token account, which nobody can sign for.
+   */
+  recipientIsTokenAccount?: true;
 }
 
 /** A transfer signed but not yet broadcast: recorded first, so a crash can never lose a broadcast. */
