@@ -427,6 +427,24 @@ export async function discoverSolanaNetwork(chain: string, rpcUrl: string): Prom
   return `solana:${genesis.slice(0, 32)}`;
 }
 
+const readRpcs = new Map<string, SolanaRpc>();
+
+/**
+ * A kit RPC of a Solana chain over the chain layer's transport (errors as chain errors, reads retried, a time
+ * limit on each call), one per endpoint and reused, for reads that {@link SolanaChain} does not offer (x402's
+ * blockhash and settlement reads).
+ * @example await solanaReadRpc(registry.get("solana")!).getBlockHeight().send()
+ */
+export function solanaReadRpc(config: Pick<ChainConfig, "name" | "rpcUrl">): SolanaRpc {
+  const key = `${config.name}\n${config.rpcUrl}`;
+  let rpc = readRpcs.get(key);
+  if (!rpc) {
+    rpc = createSolanaRpcFromTransport(chainTransport(config.name, config.rpcUrl, DEFAULT_TIMEOUT_MS));
+    readRpcs.set(key, rpc);
+  }
+  return rpc;
+}
+
 /**
  * kit's HTTP transport as the chain layer uses it: what goes wrong leaves as a chain error (see
  * errors.ts), a JSON-RPC error answer included, without the URL's path and query (providers put API keys

@@ -1,12 +1,13 @@
 /**
  * The chain reads x402 payments need: a Solana blockhash to sign with, and how a signed payment ended when
- * no receipt says so, in the shape the chain layer would offer them ({@link X402ChainReads}). EVM reads go
- * through the chain layer's transport (`evmReadClient`): its errors, retries and kept-alive connections.
+ * no receipt says so, in the shape the chain layer would offer them ({@link X402ChainReads}). They go
+ * through the chain layer's transports (`evmReadClient`, `solanaReadRpc`): its errors, retries and time limits.
  */
-import { type Address, createSolanaRpc, type Signature } from "@solana/kit";
+import type { Address, Signature } from "@solana/kit";
 import { type Hash, parseAbi, parseEventLogs } from "viem";
 import { chainCall, findChainError, scrubRpcUrl } from "../chains/errors.ts";
 import { evmReadClient } from "../chains/evm.ts";
+import { solanaReadRpc } from "../chains/solana.ts";
 import type { ChainConfig } from "../chains/types.ts";
 import type { PaymentOnChain, RecentBlockhash } from "./payment.ts";
 
@@ -53,7 +54,7 @@ const BLOCKHASH_WINDOW = 300n;
  * @example await getRecentBlockhash(registry.get("solana")!) // { blockhash: "9x…", lastValidBlockHeight: 1234n }
  */
 export async function getRecentBlockhash(chain: ChainConfig): Promise<RecentBlockhash> {
-  const rpc = createSolanaRpc(chain.rpcUrl);
+  const rpc = solanaReadRpc(chain);
   const { value } = await read(chain, () => rpc.getLatestBlockhash({ commitment: "confirmed" }).send());
   return { blockhash: value.blockhash, lastValidBlockHeight: value.lastValidBlockHeight };
 }
@@ -138,7 +139,7 @@ async function solanaSettlement(
   payment: Extract<PaymentOnChain, { kind: "solana" }>,
   claimedTx: string | undefined,
 ): Promise<PaymentSettlement> {
-  const rpc = createSolanaRpc(chain.rpcUrl);
+  const rpc = solanaReadRpc(chain);
   // The height is read before searching: a transaction missing at a height past its last valid one can
   // never land afterwards.
   const height = await read(chain, () => rpc.getBlockHeight({ commitment: "confirmed" }).send());
@@ -174,7 +175,7 @@ function oldestSlot(payment: Extract<PaymentOnChain, { kind: "solana" }>): bigin
 
 /** The signatures of an account's history, newest first, down to the first older than `oldestSlot`. */
 async function signaturesSince(chain: ChainConfig, account: Address, oldestSlot: bigint): Promise<string[]> {
-  const rpc = createSolanaRpc(chain.rpcUrl);
+  const rpc = solanaReadRpc(chain);
   const found: string[] = [];
   let before: Signature | undefined;
   for (;;) {
