@@ -9,7 +9,7 @@ import { fundEvm, fundSolana } from "@svc/devnet";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { loadConfig } from "../src/internal/config.ts";
-import { mainnetProfileOnLocalChains } from "./support/chains.ts";
+import { createTokenProgramAccount, mainnetProfileOnLocalChains } from "./support/chains.ts";
 import { eventually } from "./support/eventually.ts";
 import { freePort, startServiceProcess } from "./support/service-process.ts";
 import { StallingProxy } from "./support/stalling-proxy.ts";
@@ -601,6 +601,20 @@ describe("passwords and recipients", () => {
       apiKey,
     );
     expect(toOwner.status, toOwner.text).toBe(201);
+  });
+
+  it("refuses USDC sent to a mint of another token, and takes a multisig, which the token program owns too but can own a token account", async () => {
+    const wallet = await fundedWallet();
+    const send = (to: string) =>
+      server.api.post(
+        `/v1/wallets/${wallet.id}/send`,
+        { to, amount: "1", chain: "solana", token: "USDC" },
+        apiKey,
+      );
+    const mint = await send(await createTokenProgramAccount(devnet, "mint"));
+    expect(expectValidationError(mint, "invalid_address").message).toContain("a token mint");
+    const multisig = await send(await createTokenProgramAccount(devnet, "multisig"));
+    expect(multisig.status, multisig.text).toBe(201);
   });
 
   it("refuses, on a chain, the token contract of another served chain (an address copied from its explorer)", async () => {

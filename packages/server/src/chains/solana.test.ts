@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { devnetClients, signedTransfer, solanaKey } from "../../test/support/chains.ts";
 import { eventually } from "../../test/support/eventually.ts";
 import { BlockhashNotFoundError, TransactionRejectedError } from "./errors.ts";
+import { tokenProgramAccountKind } from "./solana.ts";
 import type { ChainClient, SignedTransfer, TokenInfo, TransferStatus } from "./types.ts";
 
 let devnet: Devnet;
@@ -193,5 +194,22 @@ describe("SolanaChain on the local cluster", () => {
     } finally {
       await restarted.stop();
     }
+  });
+});
+
+describe("tokenProgramAccountKind", () => {
+  it("tells mints, token accounts and multisigs apart by size, and Token-2022 accounts with extensions by byte 165", () => {
+    const withExtensions = (accountType: number) => {
+      const data = new Uint8Array(170);
+      data[165] = accountType;
+      return data;
+    };
+    expect(tokenProgramAccountKind(new Uint8Array(82))).toBe("mint");
+    expect(tokenProgramAccountKind(new Uint8Array(165))).toBe("token_account");
+    expect(tokenProgramAccountKind(new Uint8Array(355))).toBe("multisig");
+    expect(tokenProgramAccountKind(withExtensions(1))).toBe("mint");
+    expect(tokenProgramAccountKind(withExtensions(2))).toBe("token_account");
+    expect(tokenProgramAccountKind(withExtensions(0))).toBeUndefined();
+    expect(tokenProgramAccountKind(new Uint8Array(0))).toBeUndefined();
   });
 });

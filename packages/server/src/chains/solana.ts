@@ -146,7 +146,7 @@ export class SolanaChain implements ChainClient {
   async planTransferWithBalances(input: TransferInput): Promise<TransferPlanWithBalances> {
     const native = this.config.nativeToken;
     const sendsNative = input.token.address === null;
-    const [plan, balance, nativeBalance, rentExemption, recipientIsTokenAccount] = await Promise.all([
+    const [plan, balance, nativeBalance, rentExemption, recipientTokenProgramAccount] = await Promise.all([
       this.planTransfer(input),
       this.getBalance(input.from, input.token),
       sendsNative ? undefined : this.getBalance(input.from, native),
@@ -154,27 +154,26 @@ export class SolanaChain implements ChainClient {
         this.#systemAccountRent(),
         sendsNative ? this.getBalance(input.to, native) : undefined,
       ]).then(([minimum, recipientBalance]) => ({ minimum, recipientBalance })),
-      sendsNative ? false : this.#isTokenAccount(input.to),
+      sendsNative ? undefined : this.#tokenProgramAccountKind(input.to),
     ]);
     return {
       plan,
       balance,
       nativeBalance: nativeBalance ?? balance,
       rentExemption,
-      ...(recipientIsTokenAccount ? { recipientIsTokenAccount } : {}),
+      ...(recipientTokenProgramAccount === "token_account" || recipientTokenProgramAccount === "mint"
+        ? { recipientTokenProgramAccount }
+        : {}),
     };
   }
 
-  /** Whether `address` is an account of a token program (a token account), not a wallet. */
-  async #isTokenAccount(address: string): Promise<boolean> {
+  /** What `address` is when a token program owns it (SPL Token or Token-2022); undefined otherwise. */
+  async #tokenProgramAccountKind(address: string): Promise<TokenProgramAccountKind | undefined> {
     const { value } = await this.#rpc
-      .getAccountInfo(toAddress(address), {
-        commitment: "confirmed",
-        encoding: "base64",
-        dataSlice: { offset: 0, length: 0 },
-      })
+      .getAccountInfo(toAddress(address), { commitment: "confirmed", encoding: "base64" })
       .send();
-    return value !== null && TOKEN_PROGRAMS.has(value.owner);
+    if (value === null || !TOKEN_PROGRAMS.has(value.owner)) return undefined;
+    return tokenProgramAccountKind(Buffer.from(value.data[0], "base64"));
   }
 
   /** The rent exemption of an account holding no data (a wallet's): fixed by the cluster, read once. */
@@ -502,13 +501,30 @@ function fromErrorAnswer(answer: unknown, chain: string, method: string): ChainE
   return new TransactionRejectedError({ chain, method, reason: reason || `error ${String(code)}` }, cause);
 }
 
-/** The associated token account of `owner` for `mint` (SPL Token program). */
-/** The programs whose accounts are token accounts: SPL Token and Token-2022. */
+/** The programs that own token accounts, mints and multisigs: SPL Token and Token-2022. */
 const TOKEN_PROGRAMS: ReadonlySet<string> = new Set([
   TOKEN_PROGRAM_ADDRESS,
-  "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb",
+  "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb", // Token-2022
 ]);
 
+/** An account of a token program, by what it is. */
+export type TokenProgramAccountKind = "token_account" | "mint" | "multisig";
+
+/**
+ * What an account of a token program is, told from its data as the programs lay it out: a mint is 82 bytes,
+ * a token account 165, a multisig 355 (Token-2022 makes no other account that size); a Token-2022 account with
+ * extensions is longer than 165 bytes, and its byte 165 says what it is (1 a mint, 2 a token account).
+ * @example tokenProgramAccountKind(new Uint8Array(355)) // "multisig": a valid owner of a token account
+ */
+export function tokenProgramAccountKind(data: Uint8Array): TokenProgramAccountKind | undefined {
+  if (data.length === 82) return "mint";
+  if (data.length === 165) return "token_account";
+  if (data.length === 355) return "multisig";
+  if (data.length > 165) return ({ 1: "mint", 2: "token_account" } as const)[data[165] as 1 | 2];
+  return undefined;
+}
+
+/** The associated token account of `owner` for `mint` (SPL Token program). */
 async function associatedTokenAccount(owner: string, mint: string): Promise<Address> {
   const [ata] = await findAssociatedTokenPda({
     owner: toAddress(owner),

@@ -83,10 +83,11 @@ export interface TransferPlanWithBalances {
    */
   rentExemption?: { minimum: bigint; recipientBalance: bigint | undefined };
   /**
-   * Solana, a token sent: the recipient is itself a token account (its address given for its owner's). The
-   * transfer would create and fill a token account owned by that token account, which nobody can sign for.
+   * Solana, a token sent: the recipient is a token account (its address given for its owner's) or a mint. The
+   * transfer would create and fill a token account owned by it, which nobody can sign for. (A multisig, which
+   * a token program also owns, is a valid owner and is not named here.)
    */
-  recipientIsTokenAccount?: true;
+  recipientTokenProgramAccount?: "token_account" | "mint";
 }
 
 /** A transfer signed but not yet broadcast: recorded first, so a crash can never lose a broadcast. */

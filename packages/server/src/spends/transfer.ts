@@ -55,7 +55,7 @@ export function parseTransferAmount(client: ChainClient, token: TokenInfo, amoun
 
 /**
  * Plans a transfer and checks, from the same moment's balances, that the sender holds the amount and the
- * fee, and that the recipient is no token account (Solana): the network part of a transfer, made before any
+ * fee, and that the recipient is no token account or mint (Solana): the network part of a transfer, made before any
  * lock is taken. Every read runs at once (on EVM, in
  * one request).
  */
@@ -65,11 +65,12 @@ export async function planFundedTransfer(client: ChainClient, input: TransferInp
   const isNative = token.address === null;
   const planned = await chainCall(client.config.name, () => client.planTransferWithBalances(input));
   const { plan, balance: tokenBalance, nativeBalance } = planned;
-  if (planned.recipientIsTokenAccount)
+  const recipientKind = planned.recipientTokenProgramAccount;
+  if (recipientKind)
     throw errors.lostRecipient(
       client.config.name,
       input.to,
-      "a token account (send to the wallet that owns it)",
+      recipientKind === "mint" ? "a token mint" : "a token account (send to the wallet that owns it)",
     );
   if (tokenBalance < amount) {
     throw errors.insufficientFunds(

@@ -1,6 +1,27 @@
 import { randomBytes } from "node:crypto";
-import { type Address, createKeyPairSignerFromPrivateKeyBytes } from "@solana/kit";
-import type { DevnetInfo } from "@svc/devnet";
+import {
+  type Address,
+  appendTransactionMessageInstructions,
+  createKeyPairSignerFromBytes,
+  createKeyPairSignerFromPrivateKeyBytes,
+  createSolanaRpc,
+  createTransactionMessage,
+  generateKeyPairSigner,
+  getBase64EncodedWireTransaction,
+  pipe,
+  setTransactionMessageFeePayerSigner,
+  setTransactionMessageLifetimeUsingBlockhash,
+  signTransactionMessageWithSigners,
+} from "@solana/kit";
+import { getCreateAccountInstruction } from "@solana-program/system";
+import {
+  getInitializeMint2Instruction,
+  getInitializeMultisig2Instruction,
+  getMintSize,
+  getMultisigSize,
+  TOKEN_PROGRAM_ADDRESS,
+} from "@solana-program/token";
+import { type DevnetInfo, waitForConfirmation } from "@svc/devnet";
 import { privateKeyToAddress } from "viem/accounts";
 import { createChainClient, resolveChains } from "../../src/chains/registry.ts";
 import type { ChainClient, SignedTransfer, TokenInfo } from "../../src/chains/types.ts";
@@ -73,4 +94,49 @@ export async function signedTransfer(
       : (await createKeyPairSignerFromPrivateKeyBytes(input.privateKey)).address;
   const plan = await client.planTransfer({ from, to: input.to, token: input.token, amount: input.amount });
   return client.signTransfer(plan, input.privateKey, input.nonce);
+}
+
+/**
+ * A new account of the SPL Token program, made and paid for by the devnet's Solana treasury: a mint (6
+ * decimals, the treasury its authority) or a 1-of-1 multisig (a valid owner of token accounts).
+ */
+export async function createTokenProgramAccount(
+  devnet: DevnetInfo,
+  kind: "mint" | "multisig",
+): Promise<Address> {
+  const rpc = createSolanaRpc(devnet.solana.rpcUrl);
+  const treasury = await createKeyPairSignerFromBytes(Uint8Array.from(devnet.treasury.solana.secretKey));
+  const account = await generateKeyPairSigner();
+  const space = BigInt(kind === "mint" ? getMintSize() : getMultisigSize());
+  const lamports = await rpc.getMinimumBalanceForRentExemption(space).send();
+  const initialize =
+    kind === "mint"
+      ? getInitializeMint2Instruction({ mint: account.address, decimals: 6, mintAuthority: treasury.address })
+      : getInitializeMultisig2Instruction({ multisig: account.address, signers: [treasury.address], m: 1 });
+  const { value: blockhash } = await rpc.getLatestBlockhash({ commitment: "confirmed" }).send();
+  const message = pipe(
+    createTransactionMessage({ version: 0 }),
+    (m) => setTransactionMessageFeePayerSigner(treasury, m),
+    (m) => setTransactionMessageLifetimeUsingBlockhash(blockhash, m),
+    (m) =>
+      appendTransactionMessageInstructions(
+        [
+          getCreateAccountInstruction({
+            payer: treasury,
+            newAccount: account,
+            lamports,
+            space,
+            programAddress: TOKEN_PROGRAM_ADDRESS,
+          }),
+          initialize,
+        ],
+        m,
+      ),
+  );
+  const wire = getBase64EncodedWireTransaction(await signTransactionMessageWithSigners(message));
+  const signature = await rpc
+    .sendTransaction(wire, { encoding: "base64", preflightCommitment: "confirmed" })
+    .send();
+  await waitForConfirmation(rpc, signature);
+  return account.address;
 }
