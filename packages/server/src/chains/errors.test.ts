@@ -279,7 +279,7 @@ describe("refusals from the devnet", () => {
     },
   );
 
-  it("evm: a token configured at an address with no contract is ChainRequestError, and 502 chain_unavailable for callers (a wallet's balance read was a 500)", async () => {
+  it("evm: a token configured at an address with no contract is ChainRequestError, and 502 chain_read_refused for callers (a wallet's balance read was a 500)", async () => {
     const token = { symbol: "USDC", address: EVM_OWNER, decimals: 6 };
     const error = await failure(local.base.getBalance(EVM_OWNER, token));
     expect(error).toBeInstanceOf(ChainRequestError);
@@ -288,7 +288,7 @@ describe("refusals from the devnet", () => {
     expect(wrapped).toBeInstanceOf(AppError);
     expect(wrapped).toMatchObject({
       status: 502,
-      reason: "chain_unavailable",
+      reason: "chain_read_refused",
       message: "The base node refused eth_call",
       details: { chain: "base", method: "eth_call" },
     });

@@ -211,7 +211,7 @@ export const errors = {
       502,
       "InternalError",
       `The ${chain} node refused ${method}`,
-      "chain_unavailable",
+      "chain_read_refused",
       { chain, method },
       { cause },
     ),
