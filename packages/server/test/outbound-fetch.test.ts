@@ -4,7 +4,7 @@
  * injected resolver, the one boundary a test must control (no public DNS name resolves to loopback offline).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import { type AddressInfo, isIP } from "node:net";
 import { networkInterfaces } from "node:os";
 import { gzipSync } from "node:zlib";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -593,6 +593,65 @@ describe("the service's own backends (its chain RPC endpoints), loopback exempt 
     const response = await fetcher.fetch({ url: `${elsewhere.url}/` });
     expect(response.status).toBe(200);
     expect(elsewhere.requests).toHaveLength(1);
+  });
+});
+
+describe("checkDestination (a webhook endpoint's URL, checked when it is created)", () => {
+  const backend = "http://127.0.0.1:8545";
+  const checker = (resolve: Resolver, options: { timeoutMs?: number } = {}) =>
+    new OutboundFetcher({ allow: ["127.0.0.0/8", "localhost"], backends: [backend], resolve, ...options });
+  const names = tableResolver({
+    "public.example": ["93.184.216.34"],
+    "mixed.example": ["93.184.216.34", "10.0.0.7"],
+    "node.example": ["127.0.0.1"],
+    localhost: ["127.0.0.1"],
+  });
+
+  it.each([
+    ["an address the guard refuses", "http://10.0.0.7/hook", "private"],
+    ["a name with a private address among public ones", "https://mixed.example/hook", "private"],
+    ["the service's backend, by address", `${backend}/`, "backend"],
+    ["the service's backend, by a name exempt by name", "http://localhost:8545/", "backend"],
+    ["the service's backend, by a name resolving to it", "http://node.example:8545/", "backend"],
+  ])("refuses %s, without telling what a name resolves to", async (_name, url, kind) => {
+    const fetcher = checker(names);
+    try {
+      const error = await refusal(fetcher.checkDestination(url));
+      expect(error).toMatchObject({ status: 400, reason: "destination_not_allowed", details: { kind } });
+      if (isIP(new URL(url).hostname) === 0) expect(error.message).not.toMatch(/10\.0\.0\.7|127\.0\.0\.1/);
+    } finally {
+      await fetcher.close();
+    }
+  });
+
+  it("takes a public name, another exempt port, and a name that does not resolve (each delivery checks it again)", async () => {
+    const failing: Resolver = async () => {
+      throw Object.assign(new Error("getaddrinfo EAI_AGAIN"), { code: "EAI_AGAIN" });
+    };
+    const fetcher = checker(names);
+    const unresolvable = checker(failing);
+    try {
+      for (const url of ["https://public.example/hook", "http://127.0.0.1:9000/hook", "https://nx.example/"])
+        expect((await fetcher.checkDestination(url)).href).toBe(url);
+      expect((await unresolvable.checkDestination("https://flaky.example/")).href).toBe(
+        "https://flaky.example/",
+      );
+    } finally {
+      await Promise.all([fetcher.close(), unresolvable.close()]);
+    }
+  });
+
+  it("stops waiting for a name whose resolver never answers, and takes it", async () => {
+    const fetcher = checker(() => new Promise<never>(() => {}), { timeoutMs: 200 });
+    try {
+      const checked = fetcher.checkDestination("https://silent.example/hook");
+      const waited = new Promise((resolve) => setTimeout(resolve, 5_000, "still waiting"));
+      expect(await Promise.race([checked.then((url) => url.href), waited])).toBe(
+        "https://silent.example/hook",
+      );
+    } finally {
+      await fetcher.close();
+    }
   });
 });
 

@@ -17,6 +17,9 @@ export interface ResolvedAddress {
   family: 4 | 6;
 }
 
+/** How long {@link OutboundFetcher.checkDestination} waits for a hostname to resolve before it lets it pass. */
+export const DESTINATION_LOOKUP_WAIT_MS = 3_000;
+
 /** Resolves a hostname to every address it has. */
 export type Resolver = (hostname: string) => Promise<ResolvedAddress[]>;
 
@@ -194,8 +197,9 @@ export class OutboundFetcher {
   /**
    * Refuses now what {@link fetch} would refuse to connect to (400 `destination_not_allowed`): the URL's
    * form, an address the guard refuses (an IP-literal host, or any address a hostname resolves to now), and
-   * the service's own backends. A hostname that does not resolve now passes: each request checks it again, on
-   * what it then resolves to.
+   * the service's own backends. A hostname that does not resolve now, or not within
+   * {@link DESTINATION_LOOKUP_WAIT_MS} (or the request time limit, when shorter), passes: each request checks
+   * it again, on what it then resolves to.
    * @example await webhookOutbound.checkDestination("http://localhost:8545") // throws: a backend
    */
   async checkDestination(text: string): Promise<URL> {
@@ -206,10 +210,18 @@ export class OutboundFetcher {
       await this.#refuseBackend(host, host, port);
       return url;
     }
+    const checked = this.#checkedAddresses(host, undefined, port);
+    checked.catch(() => {}); // a verdict that comes after the wait is not waited for
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, Math.min(this.#timeoutMs, DESTINATION_LOOKUP_WAIT_MS));
+    });
     try {
-      await this.#checkedAddresses(host, undefined, port);
+      await Promise.race([checked, waited]);
     } catch (error) {
       if (error instanceof AppError) throw error;
+    } finally {
+      clearTimeout(timer);
     }
     return url;
   }
