@@ -29,6 +29,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createChainClient, resolveChains } from "../src/chains/registry.ts";
 import type { ChainConfig } from "../src/chains/types.ts";
 import { testnetProfileOnLocalChains } from "./support/chains.ts";
+import { RpcGate } from "./support/rpc-gate.ts";
 import { waitForSettled } from "./support/spends.ts";
 import { createTestServer, expectErrorShape, seedAccount, type TestServer } from "./support/test-server.ts";
 
@@ -1041,6 +1042,73 @@ describe("GET /v1/x402/services: discovery from the facilitator", () => {
       await configured.close();
       await unconfigured.close();
       await plain.stop();
+    }
+  });
+});
+
+describe("the confirmer, when a chain stops answering", () => {
+  it("ends its pass at the first x402 payment it cannot read, rather than waiting on each in turn", async () => {
+    const gate = await RpcGate.start(devnet.evm.rpcUrl);
+    const gated = await createTestServer({
+      devnet,
+      env: {
+        ...testnetProfileOnLocalChains(devnet),
+        SVC_RPC_BASE_SEPOLIA: gate.url,
+        SVC_OUTBOUND_ALLOW: "127.0.0.0/8",
+        // Only the pass this test runs.
+        SVC_CONFIRMER_INTERVAL_MS: "3600000",
+      },
+    });
+    const challenge = Buffer.from(
+      JSON.stringify({
+        x402Version: 2,
+        resource: { url: "http://127.0.0.1/quiet" },
+        accepts: [
+          {
+            scheme: "exact",
+            network: "eip155:84532",
+            amount: String(PRICE),
+            asset: devnet.evm.usdc,
+            payTo: evmPayTo,
+            maxTimeoutSeconds: 60,
+            extra: devnet.evm.usdcEip712,
+          },
+        ],
+      }),
+    ).toString("base64");
+    // Takes each payment and answers without a receipt, settling nothing: the payments stay pending.
+    const quiet = createServer((req, res) => {
+      if (typeof req.headers["payment-signature"] !== "string") {
+        res.writeHead(402, { "payment-required": challenge, "content-type": "application/json" }).end("{}");
+        return;
+      }
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(WEATHER));
+    });
+    await new Promise<void>((resolve) => quiet.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(quiet.address() as AddressInfo).port}/quiet`;
+    try {
+      const { apiKey } = await seedAccount(gated.api);
+      const wallet = await gated.api.post("/v1/wallets", { name: "payer", chains: ["base-sepolia"] }, apiKey);
+      await fundEvm(devnet, wallet.body.evm.address, { usdc: USDC });
+      for (let i = 0; i < 3; i++) {
+        const paid = await gated.api.post("/v1/x402/fetch", { walletId: wallet.body.id, url }, apiKey);
+        expect(paid.status, paid.text).toBe(200);
+        expect(paid.body.transaction).toMatchObject({ type: "x402", status: "pending" });
+      }
+      // The node stops answering: every connection is cut.
+      gate.decide = () => "drop";
+      const before = gated.logs.lines.length;
+      await gated.service.confirmer.runOnce();
+      const given = gated.logs.lines
+        .slice(before)
+        .map((line) => JSON.parse(line) as { msg?: string; transactionId?: string })
+        .filter((entry) => entry.msg === "could not reconcile a pending spend; will retry");
+      // One payment found the chain unreachable; the others were left for the next pass.
+      expect(given.map((entry) => entry.transactionId)).toHaveLength(1);
+    } finally {
+      await new Promise((resolve) => quiet.close(resolve));
+      await gated.close();
+      await gate.close();
     }
   });
 });

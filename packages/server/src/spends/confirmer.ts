@@ -2,7 +2,7 @@ import { and, asc, eq, inArray, isNotNull, sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import { expireApprovals } from "../approvals/approvals.ts";
 import type { AuthzdClient } from "../authzd/client.ts";
-import { ChainUnavailableError } from "../chains/errors.ts";
+import { ChainUnavailableError, findChainError } from "../chains/errors.ts";
 import type { ChainClient, SignedTransfer, TransferStatus } from "../chains/types.ts";
 import { transactions, wallets } from "../internal/db/schema.ts";
 import type { Db } from "../internal/db/store.ts";
@@ -171,8 +171,9 @@ export class Confirmer {
             { err: error, transactionId: row.id },
             "could not reconcile a pending spend; will retry",
           );
-          // Unreachable: the rest of this chain's rows would only wait for the same timeout.
-          if (error instanceof ChainUnavailableError) throw error;
+          // Unreachable: the rest of this chain's rows would only wait for the same timeout. (An x402
+          // payment's reads leave as the API's chain_unavailable, the chain error its cause.)
+          if (findChainError(error) instanceof ChainUnavailableError) throw error;
         }
         const due = confirmed.length >= CONFIRM_BATCH || Date.now() - firstAt >= CONFIRM_BATCH_MS;
         if (confirmed.length > 0 && due) await write();
