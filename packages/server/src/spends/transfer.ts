@@ -54,10 +54,9 @@ export function parseTransferAmount(client: ChainClient, token: TokenInfo, amoun
 }
 
 /**
- * Plans a transfer and checks, from the same moment's balances, that the sender holds the amount and the
- * fee, and that the recipient is no token account or mint (Solana): the network part of a transfer, made before any
- * lock is taken. Every read runs at once (on EVM, in
- * one request).
+ * Plans a transfer and checks, from the same moment's reads, that the sender holds the amount and the fee,
+ * and that the recipient is no token account or mint (Solana): the network part of a transfer, made before
+ * any lock is taken. Every read runs at once (on EVM, in one request).
  */
 export async function planFundedTransfer(client: ChainClient, input: TransferInput): Promise<TransferPlan> {
   const { token, amount } = input;
