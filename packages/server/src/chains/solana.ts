@@ -467,8 +467,10 @@ function chainTransport(chain: string, url: string, timeoutMs: number): RpcTrans
         if (timer.aborted) throw new ChainTimeoutError({ chain, method, timeoutMs }, error);
         if (isSolanaError(error, SOLANA_ERROR__RPC__TRANSPORT_HTTP_ERROR))
           throw new ChainUnreachableError({ chain, method, status: error.context.statusCode }, error);
-        // fetch rejects with a TypeError when no response came: refused, reset, closed under the request.
-        if (error instanceof TypeError) throw new ChainUnreachableError({ chain, method }, error);
+        // fetch rejects with a TypeError when no response came: refused, reset, closed under the request;
+        // kit with a SyntaxError when the answer is not JSON (a proxy's page): no usable answer either.
+        if (error instanceof TypeError || error instanceof SyntaxError)
+          throw new ChainUnreachableError({ chain, method }, error);
         throw error;
       }
       const answer = (response as { error?: unknown } | null)?.error;

@@ -1,3 +1,4 @@
+import { inspect } from "node:util";
 import { address } from "@solana/kit";
 import { describe, expect, it } from "vitest";
 import type { ChainConfig } from "../chains/types.ts";
@@ -41,7 +42,7 @@ describe("x402's Solana reads, from a node that does not answer", () => {
       const error = await failure(read());
       expect(error).toBeInstanceOf(AppError);
       expect(error).toMatchObject({ status: 502, reason: "chain_unavailable" });
-      expect(JSON.stringify(error)).not.toContain(SECRET);
+      expect(inspect(error, { depth: 10 })).not.toContain(SECRET);
     }
   });
 });
