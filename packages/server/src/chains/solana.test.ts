@@ -1,10 +1,11 @@
 import { createSolanaRpc } from "@solana/kit";
+import { TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
 import { type Devnet, fundSolana, startDevnet } from "@svc/devnet";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { devnetClients, signedTransfer, solanaKey } from "../../test/support/chains.ts";
 import { eventually } from "../../test/support/eventually.ts";
 import { BlockhashNotFoundError, TransactionRejectedError } from "./errors.ts";
-import { tokenProgramAccountKind } from "./solana.ts";
+import { tokenProgramAccount } from "./solana.ts";
 import type { ChainClient, SignedTransfer, TokenInfo, TransferStatus } from "./types.ts";
 
 let devnet: Devnet;
@@ -197,19 +198,29 @@ describe("SolanaChain on the local cluster", () => {
   });
 });
 
-describe("tokenProgramAccountKind", () => {
+describe("tokenProgramAccount", () => {
+  const TOKEN_2022 = "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb";
+  /** The first 166 bytes of an account, with `byte` set at `at`. */
+  const head = (at: number, byte: number) => {
+    const data = new Uint8Array(166);
+    data[at] = byte;
+    return data;
+  };
+
   it("tells mints, token accounts and multisigs apart by size, and Token-2022 accounts with extensions by byte 165", () => {
-    const withExtensions = (accountType: number) => {
-      const data = new Uint8Array(170);
-      data[165] = accountType;
-      return data;
-    };
-    expect(tokenProgramAccountKind(new Uint8Array(82))).toBe("mint");
-    expect(tokenProgramAccountKind(new Uint8Array(165))).toBe("token_account");
-    expect(tokenProgramAccountKind(new Uint8Array(355))).toBe("multisig");
-    expect(tokenProgramAccountKind(withExtensions(1))).toBe("mint");
-    expect(tokenProgramAccountKind(withExtensions(2))).toBe("token_account");
-    expect(tokenProgramAccountKind(withExtensions(0))).toBeUndefined();
-    expect(tokenProgramAccountKind(new Uint8Array(0))).toBeUndefined();
+    for (const owner of [TOKEN_PROGRAM_ADDRESS, TOKEN_2022]) {
+      expect(tokenProgramAccount(owner, 82, head(0, 0))).toBe("mint");
+      expect(tokenProgramAccount(owner, 165, head(0, 0))).toBe("token_account");
+      expect(tokenProgramAccount(owner, 170, head(165, 1))).toBe("mint");
+      expect(tokenProgramAccount(owner, 170, head(165, 2))).toBe("token_account");
+    }
+    expect(tokenProgramAccount(TOKEN_PROGRAM_ADDRESS, 355, head(2, 1))).toBe("multisig");
+  });
+
+  it("takes for a multisig only an initialized one of SPL Token, whose transfers honour no other program's", () => {
+    expect(tokenProgramAccount(TOKEN_PROGRAM_ADDRESS, 355, head(2, 0))).toBe("other");
+    expect(tokenProgramAccount(TOKEN_2022, 355, head(2, 1))).toBe("other");
+    expect(tokenProgramAccount(TOKEN_PROGRAM_ADDRESS, 100, head(0, 0))).toBe("other");
+    expect(tokenProgramAccount(TOKEN_2022, 200, head(165, 0))).toBe("other");
   });
 });

@@ -146,7 +146,7 @@ export class SolanaChain implements ChainClient {
   async planTransferWithBalances(input: TransferInput): Promise<TransferPlanWithBalances> {
     const native = this.config.nativeToken;
     const sendsNative = input.token.address === null;
-    const [plan, balance, nativeBalance, rentExemption, recipientTokenProgramAccount] = await Promise.all([
+    const [plan, balance, nativeBalance, rentExemption, recipientAccount] = await Promise.all([
       this.planTransfer(input),
       this.getBalance(input.from, input.token),
       sendsNative ? undefined : this.getBalance(input.from, native),
@@ -154,26 +154,31 @@ export class SolanaChain implements ChainClient {
         this.#systemAccountRent(),
         sendsNative ? this.getBalance(input.to, native) : undefined,
       ]).then(([minimum, recipientBalance]) => ({ minimum, recipientBalance })),
-      sendsNative ? undefined : this.#tokenProgramAccountKind(input.to),
+      sendsNative ? undefined : this.#tokenProgramAccount(input.to),
     ]);
     return {
       plan,
       balance,
       nativeBalance: nativeBalance ?? balance,
       rentExemption,
-      ...(recipientTokenProgramAccount === "token_account" || recipientTokenProgramAccount === "mint"
-        ? { recipientTokenProgramAccount }
+      ...(recipientAccount && recipientAccount !== "multisig"
+        ? { recipientTokenProgramAccount: recipientAccount }
         : {}),
     };
   }
 
   /** What `address` is when a token program owns it (SPL Token or Token-2022); undefined otherwise. */
-  async #tokenProgramAccountKind(address: string): Promise<TokenProgramAccountKind | undefined> {
+  async #tokenProgramAccount(address: string): Promise<TokenProgramAccount | undefined> {
+    // What tells the kind is in the first 166 bytes and the size; the rest of the account is not fetched.
     const { value } = await this.#rpc
-      .getAccountInfo(toAddress(address), { commitment: "confirmed", encoding: "base64" })
+      .getAccountInfo(toAddress(address), {
+        commitment: "confirmed",
+        encoding: "base64",
+        dataSlice: { offset: 0, length: 166 },
+      })
       .send();
     if (value === null || !TOKEN_PROGRAMS.has(value.owner)) return undefined;
-    return tokenProgramAccountKind(Buffer.from(value.data[0], "base64"));
+    return tokenProgramAccount(value.owner, Number(value.space), Buffer.from(value.data[0], "base64"));
   }
 
   /** The rent exemption of an account holding no data (a wallet's): fixed by the cluster, read once. */
@@ -509,21 +514,27 @@ const TOKEN_PROGRAMS: ReadonlySet<string> = new Set([
   "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb", // Token-2022
 ]);
 
-/** An account of a token program, by what it is. */
-export type TokenProgramAccountKind = "token_account" | "mint" | "multisig";
+/**
+ * An account a token program owns, by what it is to a token sent to it: a multisig of SPL Token can own the
+ * token account the transfer creates; a token account, a mint, or anything else cannot.
+ */
+export type TokenProgramAccount = "token_account" | "mint" | "multisig" | "other";
 
 /**
- * What an account of a token program is, told from its data as the programs lay it out: a mint is 82 bytes,
- * a token account 165, a multisig 355 (Token-2022 makes no other account that size); a Token-2022 account with
- * extensions is longer than 165 bytes, and its byte 165 says what it is (1 a mint, 2 a token account).
- * @example tokenProgramAccountKind(new Uint8Array(355)) // "multisig": a valid owner of a token account
+ * What an account `owner` (a token program) owns is, told from its size and its first 166 bytes as the
+ * programs lay them out: a mint is 82 bytes, a token account 165, a multisig 355 (Token-2022 makes no other
+ * account that size); a Token-2022 account with extensions is longer than 165 bytes, and its byte 165 says
+ * what it is (1 a mint, 2 a token account). A multisig counts only when it is initialized (byte 2) and SPL
+ * Token's own: this service's transfers run on SPL Token, which honours no other program's multisig.
+ * @example tokenProgramAccount(TOKEN_PROGRAM_ADDRESS, 165, head) // "token_account"
  */
-export function tokenProgramAccountKind(data: Uint8Array): TokenProgramAccountKind | undefined {
-  if (data.length === 82) return "mint";
-  if (data.length === 165) return "token_account";
-  if (data.length === 355) return "multisig";
-  if (data.length > 165) return ({ 1: "mint", 2: "token_account" } as const)[data[165] as 1 | 2];
-  return undefined;
+export function tokenProgramAccount(owner: string, size: number, head: Uint8Array): TokenProgramAccount {
+  if (size === 82) return "mint";
+  if (size === 165) return "token_account";
+  if (size === 355) return owner === TOKEN_PROGRAM_ADDRESS && head[2] === 1 ? "multisig" : "other";
+  if (size > 165 && head[165] === 1) return "mint";
+  if (size > 165 && head[165] === 2) return "token_account";
+  return "other";
 }
 
 /** The associated token account of `owner` for `mint` (SPL Token program). */

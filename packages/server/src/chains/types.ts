@@ -83,11 +83,11 @@ export interface TransferPlanWithBalances {
    */
   rentExemption?: { minimum: bigint; recipientBalance: bigint | undefined };
   /**
-   * Solana, a token sent: the recipient is a token account (its address given for its owner's) or a mint. The
-   * transfer would create and fill a token account owned by it, which nobody can sign for. (A multisig, which
-   * a token program also owns, is a valid owner and is not named here.)
+   * Solana, a token sent: the recipient is an account of a token program other than a multisig of SPL Token:
+   * a token account (its address given for its owner's), a mint, or another. The transfer would create and
+   * fill a token account owned by it, which nobody can sign for.
    */
-  recipientTokenProgramAccount?: "token_account" | "mint";
+  recipientTokenProgramAccount?: "token_account" | "mint" | "other";
 }
 
 /** A transfer signed but not yet broadcast: recorded first, so a crash can never lose a broadcast. */

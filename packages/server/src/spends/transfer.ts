@@ -69,7 +69,11 @@ export async function planFundedTransfer(client: ChainClient, input: TransferInp
     throw errors.lostRecipient(
       client.config.name,
       input.to,
-      recipientKind === "mint" ? "a token mint" : "a token account (send to the wallet that owns it)",
+      {
+        token_account: "a token account (send to the wallet that owns it)",
+        mint: "a token mint",
+        other: "an account of a token program, not a wallet",
+      }[recipientKind],
     );
   if (tokenBalance < amount) {
     throw errors.insufficientFunds(
