@@ -641,6 +641,29 @@ describe("checkDestination (a webhook endpoint's URL, checked when it is created
     }
   });
 
+  it("stops waiting for a backend's name that never resolves, and refuses by the guard without waiting for it", async () => {
+    const resolve: Resolver = async (hostname) => {
+      if (hostname === "rpc.provider.example") return new Promise<never>(() => {});
+      return names(hostname);
+    };
+    const fetcher = new OutboundFetcher({
+      resolve,
+      backends: ["https://rpc.provider.example/v2/KEY"],
+      timeoutMs: 200,
+    });
+    try {
+      const checked = fetcher.checkDestination("https://93.184.216.34/hook");
+      const waited = new Promise((resolve) => setTimeout(resolve, 5_000, "still waiting"));
+      expect(await Promise.race([checked.then((url) => url.href), waited])).toBe(
+        "https://93.184.216.34/hook",
+      );
+      const error = await refusal(fetcher.checkDestination("https://mixed.example/hook"));
+      expect(error).toMatchObject({ reason: "destination_not_allowed", details: { kind: "private" } });
+    } finally {
+      await fetcher.close();
+    }
+  });
+
   it("stops waiting for a name whose resolver never answers, and takes it", async () => {
     const fetcher = checker(() => new Promise<never>(() => {}), { timeoutMs: 200 });
     try {

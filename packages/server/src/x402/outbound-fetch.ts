@@ -197,20 +197,20 @@ export class OutboundFetcher {
   /**
    * Refuses now what {@link fetch} would refuse to connect to (400 `destination_not_allowed`): the URL's
    * form, an address the guard refuses (an IP-literal host, or any address a hostname resolves to now), and
-   * the service's own backends. A hostname that does not resolve now, or not within
-   * {@link DESTINATION_LOOKUP_WAIT_MS} (or the request time limit, when shorter), passes: each request checks
-   * it again, on what it then resolves to.
+   * the service's own backends. What cannot be told now, a hostname or a backend's name not resolving now or
+   * not within {@link DESTINATION_LOOKUP_WAIT_MS} (or the request time limit, when shorter), passes: each
+   * request checks it again.
    * @example await webhookOutbound.checkDestination("http://localhost:8545") // throws: a backend
    */
   async checkDestination(text: string): Promise<URL> {
     const url = this.#checkUrl(text);
     const host = url.hostname.replace(/^\[|\]$/g, "");
     const port = portOf(url.protocol, url.port);
-    if (isIP(host) !== 0) {
-      await this.#refuseBackend(host, host, port);
-      return url;
-    }
-    const checked = this.#checkedAddresses(host, undefined, port);
+    // Both resolve names: the URL's, and the backends' (against an address given as such).
+    const checked =
+      isIP(host) !== 0
+        ? this.#refuseBackend(host, host, port)
+        : this.#checkedAddresses(host, undefined, port);
     checked.catch(() => {}); // a verdict that comes after the wait is not waited for
     let timer: NodeJS.Timeout | undefined;
     const waited = new Promise<void>((resolve) => {
@@ -290,10 +290,9 @@ export class OutboundFetcher {
     if (addresses.length === 0) {
       throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: "ENOTFOUND" });
     }
-    // Every address is checked, not only the first: which one is connected to is the connector's choice.
-    for (const { address } of addresses) await this.#refuseBackend(hostname, address, port);
-    if (this.#guard.isExemptHost(hostname)) return addresses;
-    for (const { address } of addresses) {
+    // Every address is checked, not only the first: which one is connected to is the connector's choice. The
+    // guard first: it needs no lookup, where the backends' names may have to be resolved.
+    for (const { address } of this.#guard.isExemptHost(hostname) ? [] : addresses) {
       const verdict = this.#guard.checkAddress(address);
       if (!verdict.allowed) {
         // The address itself is not told: it would make the service an oracle for internal names.
@@ -303,6 +302,7 @@ export class OutboundFetcher {
         );
       }
     }
+    for (const { address } of addresses) await this.#refuseBackend(hostname, address, port);
     return addresses;
   }
 
