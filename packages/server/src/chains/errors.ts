@@ -178,8 +178,8 @@ export async function withReadRetries<T>(idempotent: boolean, call: () => Promis
 
 /**
  * Runs a chain call for domain code: an endpoint giving no usable answer becomes 502 `chain_unavailable`, a
- * read the node refuses (a token configured where no contract is) 502 `chain_read_refused` (the cause is
- * logged, never shown); other failures pass through.
+ * read the node refuses 502 `chain_read_refused` (a node behind, or a token configured where no contract is;
+ * the cause is logged, never shown); other failures pass through.
  * @example const balance = await chainCall("base", () => client.getBalance(address, token));
  */
 export async function chainCall<T>(chain: string, call: () => Promise<T>): Promise<T> {

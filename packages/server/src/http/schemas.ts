@@ -59,7 +59,7 @@ const ERROR_MEANINGS: Record<number, string> = {
   422: "InsufficientFunds: not enough of the token, or of the native coin for the fee (`insufficient_token`, `insufficient_gas`)",
   429: "RateLimitExceeded: too many requests; retry after the `Retry-After` header's seconds",
   500: "InternalError: an unexpected fault; the request id locates it in the log",
-  502: "InternalError: the chain's RPC endpoint or the authorization daemon is not answering, the node refused a read, or the network rejected the transaction (`chain_unavailable`, `chain_read_refused`, `broadcast_rejected`, `authzd_unavailable`)",
+  502: "InternalError: the chain's RPC endpoint or the authorization daemon is not answering, the node refused a read (perhaps for a while), or the network rejected the transaction (`chain_unavailable`, `chain_read_refused`, `broadcast_rejected`, `authzd_unavailable`)",
   503: "InternalError `store_unavailable`: the store is not answering",
 };
 

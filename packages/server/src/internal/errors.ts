@@ -205,7 +205,10 @@ export const errors = {
       { chain },
       { cause },
     ),
-  /** The node answered a read with an error, or with something that is not an answer (no contract there). */
+  /**
+   * The node answered a read with an error, or with what cannot be read (no contract there): for a while (a
+   * node behind, a block not served yet) or for good (a token configured where no contract is).
+   */
   chainReadRefused: (chain: string, method: string, cause?: unknown) =>
     new AppError(
       502,
