@@ -2,7 +2,7 @@ import { and, asc, eq, inArray, isNotNull, sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import { expireApprovals } from "../approvals/approvals.ts";
 import type { AuthzdClient } from "../authzd/client.ts";
-import { ChainUnavailableError, findChainError } from "../chains/errors.ts";
+import { ChainUnavailableError, ChainUnreachableError, findChainError } from "../chains/errors.ts";
 import type { ChainClient, SignedTransfer, TransferStatus } from "../chains/types.ts";
 import { transactions, wallets } from "../internal/db/schema.ts";
 import type { Db } from "../internal/db/store.ts";
@@ -171,9 +171,11 @@ export class Confirmer {
             { err: error, transactionId: row.id },
             "could not reconcile a pending spend; will retry",
           );
-          // Unreachable: the rest of this chain's rows would only wait for the same timeout. (An x402
-          // payment's reads leave as the API's chain_unavailable, the chain error its cause.)
-          if (findChainError(error) instanceof ChainUnavailableError) throw error;
+          // Unreachable (refused, reset, an error status): the rest of this chain's rows would fail alike.
+          // Not a time-out: one row's read can be slow (an x402 payment's search of the chain) where the next
+          // is quick, and a pass's receipts are read at once before (#landed), which a node that hangs fails.
+          // An x402 payment's reads leave as the API's error, the chain error its cause.
+          if (findChainError(error) instanceof ChainUnreachableError) throw error;
         }
         const due = confirmed.length >= CONFIRM_BATCH || Date.now() - firstAt >= CONFIRM_BATCH_MS;
         if (confirmed.length > 0 && due) await write();
