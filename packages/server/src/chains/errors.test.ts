@@ -132,20 +132,27 @@ describe.concurrent.each(["evm", "solana"] as const)(
       }
     });
 
-    it("answering 200 with a body that is not JSON (a proxy's page): ChainUnreachableError, 502 chain_unavailable for callers (Solana's was a SyntaxError: a 500)", async () => {
-      const page = await proxyFor(kind, () => ({ status: 200 }));
-      try {
-        const client = clientAt(kind, page.url);
-        const read = () => client.getBalance(ownerOf(kind), client.config.nativeToken);
-        expect(await failure(read())).toBeInstanceOf(ChainUnreachableError);
-        expect(await failure(chainCall(client.config.name, read))).toMatchObject({
-          status: 502,
-          reason: "chain_unavailable",
-        });
-      } finally {
-        await page.close();
-      }
-    });
+    it.each([
+      ["not JSON (a proxy's page)", undefined],
+      ["JSON but no JSON-RPC answer", "{}"],
+      ["null", "null"],
+    ])(
+      "answering 200 with a body that is %s: ChainUnreachableError, 502 chain_unavailable for callers (Solana's was a SyntaxError or a TypeError: a 500)",
+      async (_name, body) => {
+        const page = await proxyFor(kind, () => ({ status: 200, ...(body === undefined ? {} : { body }) }));
+        try {
+          const client = clientAt(kind, page.url);
+          const read = () => client.getBalance(ownerOf(kind), client.config.nativeToken);
+          expect(await failure(read())).toBeInstanceOf(ChainUnreachableError);
+          expect(await failure(chainCall(client.config.name, read))).toMatchObject({
+            status: 502,
+            reason: "chain_unavailable",
+          });
+        } finally {
+          await page.close();
+        }
+      },
+    );
 
     it("a gateway answering 503 is retried, then ChainUnreachableError with the status; a 401 is not retried", async () => {
       const busy = await proxyFor(kind, () => ({ status: 503 }));

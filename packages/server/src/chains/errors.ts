@@ -50,7 +50,10 @@ export abstract class ChainUnavailableError<
   Details extends ChainCallDetails = ChainCallDetails,
 > extends ChainError<Details> {}
 
-/** Connection refused or reset, socket closed, or an HTTP error status instead of a JSON-RPC answer. */
+/**
+ * Connection refused or reset, socket closed, an HTTP error status, or an answer that is no JSON-RPC response
+ * (a proxy's page): no JSON-RPC answer.
+ */
 export class ChainUnreachableError extends ChainUnavailableError<ChainCallDetails & { status?: number }> {
   override name = "ChainUnreachableError";
   constructor(details: ChainCallDetails & { status?: number }, cause?: unknown) {
@@ -65,8 +68,8 @@ export class ChainUnreachableError extends ChainUnavailableError<ChainCallDetail
 
   /**
    * Worth retrying at once: the connection failed before any answer (refused, reset, closed under the
-   * request, as when a server closes an idle keep-alive socket the client reuses), or a gateway said its
-   * upstream is busy or down.
+   * request, as when a server closes an idle keep-alive socket the client reuses), the answer was no JSON-RPC
+   * response (a proxy's page), or a gateway said its upstream is busy or down.
    */
   get transient(): boolean {
     const status = this.facts.status;

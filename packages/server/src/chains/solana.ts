@@ -478,7 +478,10 @@ function chainTransport(chain: string, url: string, timeoutMs: number): RpcTrans
           throw new ChainUnreachableError({ chain, method }, error);
         throw error;
       }
-      const answer = (response as { error?: unknown } | null)?.error;
+      // JSON that is no JSON-RPC answer (`{}`, `null`): no usable answer either.
+      if (typeof response !== "object" || response === null || !("result" in response || "error" in response))
+        throw new ChainUnreachableError({ chain, method });
+      const answer = (response as { error?: unknown }).error;
       if (answer !== undefined) throw fromErrorAnswer(answer, chain, method);
       return response;
     });

@@ -2,7 +2,8 @@ import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
 
 /** What the proxy does with one JSON-RPC request: pass it on, cut the connection, or answer a status. */
-export type ProxyAction = "forward" | "drop" | { status: number };
+/** Forward the request, cut its connection, or answer it here: `status` with `body` (JSON), or a text page. */
+export type ProxyAction = "forward" | "drop" | { status: number; body?: string };
 
 /** A listening JSON-RPC proxy in front of a real endpoint. */
 export interface RpcProxy {
@@ -52,7 +53,9 @@ export async function startRpcProxy(
       return;
     }
     if (action !== "forward") {
-      response.writeHead(action.status, { "content-type": "text/plain" }).end("proxy says no");
+      if (action.body !== undefined)
+        response.writeHead(action.status, { "content-type": "application/json" }).end(action.body);
+      else response.writeHead(action.status, { "content-type": "text/plain" }).end("proxy says no");
       return;
     }
     try {
