@@ -23,9 +23,9 @@ import {
   startResourceServerV1,
   startResourceServerV2,
 } from "@svc/x402-local";
-import { createPublicClient, http } from "viem";
+import { createPublicClient, createTestClient, http } from "viem";
 import { privateKeyToAddress } from "viem/accounts";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createChainClient, resolveChains } from "../src/chains/registry.ts";
 import type { ChainConfig } from "../src/chains/types.ts";
 import { testnetProfileOnLocalChains } from "./support/chains.ts";
@@ -1046,16 +1046,21 @@ describe("GET /v1/x402/services: discovery from the facilitator", () => {
   });
 });
 
-describe("the confirmer, when a chain stops answering", () => {
-  it("ends its pass at the first x402 payment it cannot read, rather than waiting on each in turn", async () => {
-    const gate = await RpcGate.start(devnet.evm.rpcUrl);
-    const gated = await createTestServer({
+describe("the confirmer, when a chain's node fails", () => {
+  let gate: RpcGate;
+  let gated: TestServer;
+  let quiet: Server;
+  let quietUrl: string;
+
+  beforeAll(async () => {
+    gate = await RpcGate.start(devnet.evm.rpcUrl);
+    gated = await createTestServer({
       devnet,
       env: {
         ...testnetProfileOnLocalChains(devnet),
         SVC_RPC_BASE_SEPOLIA: gate.url,
         SVC_OUTBOUND_ALLOW: "127.0.0.0/8",
-        // Only the pass this test runs.
+        // Only the passes the tests run.
         SVC_CONFIRMER_INTERVAL_MS: "3600000",
       },
     });
@@ -1077,7 +1082,7 @@ describe("the confirmer, when a chain stops answering", () => {
       }),
     ).toString("base64");
     // Takes each payment and answers without a receipt, settling nothing: the payments stay pending.
-    const quiet = createServer((req, res) => {
+    quiet = createServer((req, res) => {
       if (typeof req.headers["payment-signature"] !== "string") {
         res.writeHead(402, { "payment-required": challenge, "content-type": "application/json" }).end("{}");
         return;
@@ -1085,30 +1090,68 @@ describe("the confirmer, when a chain stops answering", () => {
       res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(WEATHER));
     });
     await new Promise<void>((resolve) => quiet.listen(0, "127.0.0.1", resolve));
-    const url = `http://127.0.0.1:${(quiet.address() as AddressInfo).port}/quiet`;
-    try {
-      const { apiKey } = await seedAccount(gated.api);
-      const wallet = await gated.api.post("/v1/wallets", { name: "payer", chains: ["base-sepolia"] }, apiKey);
-      await fundEvm(devnet, wallet.body.evm.address, { usdc: USDC });
-      for (let i = 0; i < 3; i++) {
-        const paid = await gated.api.post("/v1/x402/fetch", { walletId: wallet.body.id, url }, apiKey);
-        expect(paid.status, paid.text).toBe(200);
-        expect(paid.body.transaction).toMatchObject({ type: "x402", status: "pending" });
-      }
-      // The node stops answering: every connection is cut.
-      gate.decide = () => "drop";
-      const before = gated.logs.lines.length;
-      await gated.service.confirmer.runOnce();
-      const given = gated.logs.lines
-        .slice(before)
-        .map((line) => JSON.parse(line) as { msg?: string; transactionId?: string })
-        .filter((entry) => entry.msg === "could not reconcile a pending spend; will retry");
-      // One payment found the chain unreachable; the others were left for the next pass.
-      expect(given.map((entry) => entry.transactionId)).toHaveLength(1);
-    } finally {
-      await new Promise((resolve) => quiet.close(resolve));
-      await gated.close();
-      await gate.close();
+    quietUrl = `http://127.0.0.1:${(quiet.address() as AddressInfo).port}/quiet`;
+  });
+  afterEach(() => gate.openUp());
+  afterAll(async () => {
+    await new Promise((resolve) => quiet?.close(resolve));
+    await gated?.close();
+    await gate?.close();
+  });
+
+  /** A wallet of a new account on base-sepolia, with USDC and gas, and `payments` x402 payments left pending. */
+  async function payerWithPendingPayments(payments: number) {
+    const { apiKey } = await seedAccount(gated.api);
+    const wallet = await gated.api.post("/v1/wallets", { name: "payer", chains: ["base-sepolia"] }, apiKey);
+    await fundEvm(devnet, wallet.body.evm.address, { usdc: USDC, eth: 10n ** 17n });
+    const paymentIds = new Set<string>();
+    for (let i = 0; i < payments; i++) {
+      const paid = await gated.api.post(
+        "/v1/x402/fetch",
+        { walletId: wallet.body.id, url: quietUrl },
+        apiKey,
+      );
+      expect(paid.status, paid.text).toBe(200);
+      expect(paid.body.transaction).toMatchObject({ type: "x402", status: "pending" });
+      paymentIds.add(paid.body.transactionId);
     }
+    return { apiKey, walletId: wallet.body.id as string, paymentIds };
+  }
+
+  /** Which of `ids` the log says a pass (from `fromLine` on) could not reconcile. */
+  function reconcileFailures(fromLine: number, ids: Set<string>) {
+    return gated.logs.lines
+      .slice(fromLine)
+      .map((line) => JSON.parse(line) as { msg?: string; transactionId?: string })
+      .filter((entry) => entry.msg === "could not reconcile a pending spend; will retry")
+      .filter((entry) => ids.has(entry.transactionId ?? ""));
+  }
+
+  it("that answers nothing ends the pass at the first x402 payment, rather than waiting on each in turn", async () => {
+    const { paymentIds } = await payerWithPendingPayments(3);
+    gate.decide = () => "drop";
+    const before = gated.logs.lines.length;
+    await gated.service.confirmer.runOnce();
+    // One payment found the chain unreachable, and so did the cheapest read; the others wait for the next pass.
+    expect(reconcileFailures(before, paymentIds)).toHaveLength(1);
+  });
+
+  it("that refuses only what an x402 payment's search needs goes on past it: a send behind it is confirmed", async () => {
+    const { apiKey, walletId, paymentIds } = await payerWithPendingPayments(1);
+    const sent = await gated.api.post(
+      `/v1/wallets/${walletId}/send`,
+      { to: evmPayTo, amount: "0.01", chain: "base-sepolia" },
+      apiKey,
+    );
+    expect(sent.status, sent.text).toBe(201);
+    // Deep enough for base-sepolia's 2 confirmations.
+    await createTestClient({ mode: "anvil", transport: http(devnet.evm.rpcUrl) }).mine({ blocks: 2 });
+    // The provider refuses eth_call (the payment's authorizationState read), as a plan without it would.
+    gate.decide = (call) => (call.methods.includes("eth_call") ? "drop" : "forward");
+    const before = gated.logs.lines.length;
+    await gated.service.confirmer.runOnce();
+    expect(reconcileFailures(before, paymentIds)).toHaveLength(1);
+    const send = await gated.api.get(`/v1/transactions/${sent.body.id}`, apiKey);
+    expect(send.body).toMatchObject({ type: "send", status: "confirmed" });
   });
 });

@@ -156,6 +156,10 @@ export class EvmChain implements ChainClient {
     return this.#balanceOf(token, balance);
   }
 
+  getHead(): Promise<bigint> {
+    return this.#client.getBlockNumber({ cacheTime: 0 });
+  }
+
   async planTransfer(input: TransferInput): Promise<TransferPlan> {
     return (await this.#plan(input, false)).plan;
   }

@@ -131,6 +131,10 @@ export class SolanaChain implements ChainClient {
     return BigInt(amount);
   }
 
+  getHead(): Promise<bigint> {
+    return this.#rpc.getSlot({ commitment: "confirmed" }).send();
+  }
+
   async planTransfer(input: TransferInput): Promise<TransferPlan> {
     const [fee, { value: blockhash }] = await Promise.all([
       this.#transferFee(input.to, input.token),

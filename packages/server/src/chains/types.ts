@@ -139,6 +139,8 @@ export interface ChainClient {
   isValidAddress(address: string): boolean;
   /** Balance of `token` held by `address`, in atomic units. */
   getBalance(address: string, token: TokenInfo): Promise<bigint>;
+  /** The latest block number (EVM) or slot (Solana): the cheapest read, to tell whether the node answers. */
+  getHead(): Promise<bigint>;
   /**
    * Everything signing a transfer needs from the chain, read now (fees, gas limit and the pending nonce on
    * EVM; a recent blockhash on Solana): the network part of a transfer, done before any database lock is

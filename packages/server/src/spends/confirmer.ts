@@ -2,7 +2,7 @@ import { and, asc, eq, inArray, isNotNull, sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import { expireApprovals } from "../approvals/approvals.ts";
 import type { AuthzdClient } from "../authzd/client.ts";
-import { ChainUnavailableError, ChainUnreachableError, findChainError } from "../chains/errors.ts";
+import { ChainUnavailableError, findChainError } from "../chains/errors.ts";
 import type { ChainClient, SignedTransfer, TransferStatus } from "../chains/types.ts";
 import { transactions, wallets } from "../internal/db/schema.ts";
 import type { Db } from "../internal/db/store.ts";
@@ -171,11 +171,11 @@ export class Confirmer {
             { err: error, transactionId: row.id },
             "could not reconcile a pending spend; will retry",
           );
-          // Unreachable (refused, reset, an error status): the rest of this chain's rows would fail alike.
-          // Not a time-out: one row's read can be slow (an x402 payment's search of the chain) where the next
-          // is quick, and a pass's receipts are read at once before (#landed), which a node that hangs fails.
-          // An x402 payment's reads leave as the API's error, the chain error its cause.
-          if (findChainError(error) instanceof ChainUnreachableError) throw error;
+          // A node that gives no usable answer to its cheapest read either is down: the rest of this chain's
+          // rows would only wait alike. One that does failed this row's reads alone (a slow search of the
+          // chain, a method the provider limits), and the next row goes on. (An x402 payment's reads leave
+          // as the API's error, the chain error its cause.)
+          if (findChainError(error) instanceof ChainUnavailableError && !(await answers(client))) throw error;
         }
         const due = confirmed.length >= CONFIRM_BATCH || Date.now() - firstAt >= CONFIRM_BATCH_MS;
         if (confirmed.length > 0 && due) await write();
@@ -303,4 +303,12 @@ function signedOf(
     ...(row.nonce !== null ? { nonce: row.nonce } : {}),
     ...(row.lastValidBlockHeight !== null ? { lastValidBlockHeight: row.lastValidBlockHeight } : {}),
   };
+}
+
+/** Whether a chain's node answers its cheapest read now. */
+function answers(client: ChainClient): Promise<boolean> {
+  return client.getHead().then(
+    () => true,
+    () => false,
+  );
 }
