@@ -204,6 +204,44 @@ describe("a spend above approvalAbove", () => {
     expect(listed.body.data.map((t: any) => t.id)).toContain(held.body.id);
   });
 
+  it("past its deadline cannot be approved, even before the confirmer has come by to end it", async () => {
+    // A confirmer that passes only at start: nothing but the approval itself sees the deadline go by.
+    const slow = await createTestServer({
+      env: { SVC_APPROVAL_TTL_SECONDS: String(TTL_SECONDS), SVC_CONFIRMER_INTERVAL_MS: "3600000" },
+    });
+    try {
+      const { apiKey } = await seedAccount(slow.api);
+      const created = await slow.api.post(
+        "/v1/wallets",
+        { name: "held", chains: ["base"], policy: { approvalAbove: "5" } },
+        apiKey,
+      );
+      await fundEvm(await sharedDevnet(), created.body.evm.address, { eth: ETH, usdc: 100n * USDC });
+      const held = await slow.api.post(
+        `/v1/wallets/${created.body.id}/send`,
+        { to: DEAD, amount: "9", token: "USDC", chain: "base" },
+        apiKey,
+      );
+      expect(held.status).toBe(202);
+      slow.clock.advance(TTL_SECONDS * 1000 + 1);
+      const approve = await slow.api.post(`/v1/approvals/${held.body.id}/approve`, undefined, apiKey);
+      expect(approve.status, approve.text).toBe(409);
+      expect(expectErrorShape(approve)).toMatchObject({
+        reason: "already_decided",
+        details: { approval: "expired" },
+      });
+      const read = await slow.api.get(`/v1/transactions/${held.body.id}`, apiKey);
+      expect(read.body).toMatchObject({
+        status: "rejected",
+        failureReason: "approval_expired",
+        approval: { status: "expired" },
+      });
+      expect(read.body.txHash).toBeUndefined();
+    } finally {
+      await slow.close();
+    }
+  });
+
   it("is checked against the policy again when approved: a refusal leaves it waiting", async () => {
     const wallet = await fundedWallet({ approvalAbove: "5" });
     const held = await send(wallet.id, "7");

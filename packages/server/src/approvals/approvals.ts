@@ -53,7 +53,8 @@ async function findApproval(db: Db, accountId: string, transactionId: string): P
  * Approves a held spend: plans it (the network part, before any lock), then under the wallet's policy lock
  * checks the policy again, hands out the nonce, signs and marks it `pending`, and broadcasts it after the
  * commit. However many approvals race, one signs: the others find it decided (409 `already_decided`). A
- * refusal by the policy (403) or by the chain's balances (422) leaves it waiting.
+ * refusal by the policy (403) or by the chain's balances (422) leaves it waiting; one past its deadline is
+ * ended expired (409 `already_decided`), whether or not the confirmer has come by.
  */
 export async function approveSpend(
   deps: SpendDeps,
@@ -63,6 +64,12 @@ export async function approveSpend(
 ): Promise<TransactionRow> {
   const held = await findApproval(deps.db, accountId, transactionId);
   if (held.status !== "pending_approval") throw errors.alreadyDecided(held.id, held.approvalStatus ?? "");
+  const asked = deps.now?.() ?? new Date();
+  if (isPastDeadline(held, asked)) {
+    // The confirmer has not come by to end it yet: it ends now, as the confirmer would end it.
+    await expireHeld(deps, held.id, asked);
+    throw errors.alreadyDecided(held.id, "expired");
+  }
   const wallet = await findWalletForAccount(deps.db, accountId, held.walletId);
   // Refused before any chain read, as a send is (the lock checks it again): an archived wallet spends nothing.
   if (wallet.status !== "active") throw errors.walletArchived(wallet.id);
@@ -98,6 +105,8 @@ export async function approveSpend(
       );
       const current = await lockHeld(tx, held.id);
       const now = deps.now?.() ?? new Date();
+      // Its deadline went by while it was planned: the confirmer's next pass ends it.
+      if (isPastDeadline(current, now)) throw errors.alreadyDecided(held.id, "expired");
       checkStaticRules(policy, spend);
       await checkDailyLimit(tx, policy, spend, now, reservedInWindow(current, now));
       const signed = await client.signTransfer(plan, privateKey, nonce);
@@ -149,19 +158,30 @@ export async function expireApprovals(deps: DecisionDeps, limit = 100): Promise<
     .orderBy(asc(transactions.approvalExpiresAt))
     .limit(limit);
   let ended = 0;
-  for (const { id } of due) {
-    // Each on its own: an approval decided meanwhile is simply skipped.
-    const expired = await deps.db
-      .transaction(async (tx) => {
-        await lockHeld(tx, id);
-        return endUnsent(tx, id, "expired", now);
-      })
-      .catch(() => undefined);
-    if (!expired) continue;
-    ended++;
-    await giveBackAuthorization(deps, expired);
-  }
+  // Each on its own: an approval decided meanwhile is simply skipped.
+  for (const { id } of due) if (await expireHeld(deps, id, now)) ended++;
   return ended;
+}
+
+/** Whether a held spend's deadline has passed at `now`. */
+function isPastDeadline(held: TransactionRow, now: Date): boolean {
+  return held.approvalExpiresAt !== null && held.approvalExpiresAt <= now;
+}
+
+/**
+ * Ends a held spend as expired, its reservation and its agent's authorization given back; false when it was
+ * decided meanwhile.
+ */
+async function expireHeld(deps: DecisionDeps, transactionId: string, now: Date): Promise<boolean> {
+  const expired = await deps.db
+    .transaction(async (tx) => {
+      await lockHeld(tx, transactionId);
+      return endUnsent(tx, transactionId, "expired", now);
+    })
+    .catch(() => undefined);
+  if (!expired) return false;
+  await giveBackAuthorization(deps, expired);
+  return true;
 }
 
 /** The account's held spends in one approval state, oldest first while waiting, newest first once decided. */
