@@ -25,7 +25,7 @@ import {
 } from "@svc/x402-local";
 import { createPublicClient, createTestClient, http } from "viem";
 import { privateKeyToAddress } from "viem/accounts";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { createChainClient, resolveChains } from "../src/chains/registry.ts";
 import type { ChainConfig } from "../src/chains/types.ts";
 import { testnetProfileOnLocalChains } from "./support/chains.ts";
@@ -1047,23 +1047,10 @@ describe("GET /v1/x402/services: discovery from the facilitator", () => {
 });
 
 describe("the confirmer, when a chain's node fails", () => {
-  let gate: RpcGate;
-  let gated: TestServer;
   let quiet: Server;
   let quietUrl: string;
 
   beforeAll(async () => {
-    gate = await RpcGate.start(devnet.evm.rpcUrl);
-    gated = await createTestServer({
-      devnet,
-      env: {
-        ...testnetProfileOnLocalChains(devnet),
-        SVC_RPC_BASE_SEPOLIA: gate.url,
-        SVC_OUTBOUND_ALLOW: "127.0.0.0/8",
-        // Only the passes the tests run.
-        SVC_CONFIRMER_INTERVAL_MS: "3600000",
-      },
-    });
     const challenge = Buffer.from(
       JSON.stringify({
         x402Version: 2,
@@ -1092,19 +1079,30 @@ describe("the confirmer, when a chain's node fails", () => {
     await new Promise<void>((resolve) => quiet.listen(0, "127.0.0.1", resolve));
     quietUrl = `http://127.0.0.1:${(quiet.address() as AddressInfo).port}/quiet`;
   });
-  afterEach(() => gate.openUp());
-  afterAll(async () => {
-    await new Promise((resolve) => quiet?.close(resolve));
-    await gated?.close();
-    await gate?.close();
-  });
+  afterAll(() => new Promise((resolve) => quiet?.close(resolve)));
 
-  /** A wallet of a new account on base-sepolia, with USDC and gas, and `payments` x402 payments left pending. */
-  async function payerWithPendingPayments(payments: number) {
+  /**
+   * A service reaching base-sepolia through a gate, with a payer holding USDC and gas and `payments` x402
+   * payments left pending; its confirmer passes only when the test runs one.
+   */
+  async function gatedPayer(payments: number) {
+    const gate = await RpcGate.start(devnet.evm.rpcUrl);
+    const gated = await createTestServer({
+      devnet,
+      env: {
+        ...testnetProfileOnLocalChains(devnet),
+        SVC_RPC_BASE_SEPOLIA: gate.url,
+        SVC_OUTBOUND_ALLOW: "127.0.0.0/8",
+        SVC_CONFIRMER_INTERVAL_MS: "3600000",
+      },
+    });
+    onTestFinished(async () => {
+      await gated.close();
+      await gate.close();
+    });
     const { apiKey } = await seedAccount(gated.api);
     const wallet = await gated.api.post("/v1/wallets", { name: "payer", chains: ["base-sepolia"] }, apiKey);
     await fundEvm(devnet, wallet.body.evm.address, { usdc: USDC, eth: 10n ** 17n });
-    const paymentIds = new Set<string>();
     for (let i = 0; i < payments; i++) {
       const paid = await gated.api.post(
         "/v1/x402/fetch",
@@ -1113,31 +1111,32 @@ describe("the confirmer, when a chain's node fails", () => {
       );
       expect(paid.status, paid.text).toBe(200);
       expect(paid.body.transaction).toMatchObject({ type: "x402", status: "pending" });
-      paymentIds.add(paid.body.transactionId);
     }
-    return { apiKey, walletId: wallet.body.id as string, paymentIds };
+    /** How many rows the log says one pass could not reconcile. */
+    const unreconciledInAPass = async () => {
+      const before = gated.logs.lines.length;
+      await gated.service.confirmer.runOnce();
+      return gated.logs.lines
+        .slice(before)
+        .map((line) => JSON.parse(line) as { msg?: string })
+        .filter((entry) => entry.msg === "could not reconcile a pending spend; will retry").length;
+    };
+    return { gate, gated, apiKey, walletId: wallet.body.id as string, unreconciledInAPass };
   }
 
-  /** Which of `ids` the log says a pass (from `fromLine` on) could not reconcile. */
-  function reconcileFailures(fromLine: number, ids: Set<string>) {
-    return gated.logs.lines
-      .slice(fromLine)
-      .map((line) => JSON.parse(line) as { msg?: string; transactionId?: string })
-      .filter((entry) => entry.msg === "could not reconcile a pending spend; will retry")
-      .filter((entry) => ids.has(entry.transactionId ?? ""));
-  }
+  // The provider refuses eth_call (a payment's authorizationState read), as a plan without it would.
+  const refusingEthCall = (call: { methods: string[] }) =>
+    call.methods.includes("eth_call") ? ("drop" as const) : ("forward" as const);
 
   it("that answers nothing ends the pass at the first x402 payment, rather than waiting on each in turn", async () => {
-    const { paymentIds } = await payerWithPendingPayments(3);
+    const { gate, unreconciledInAPass } = await gatedPayer(3);
     gate.decide = () => "drop";
-    const before = gated.logs.lines.length;
-    await gated.service.confirmer.runOnce();
-    // One payment found the chain unreachable, and so did the cheapest read; the others wait for the next pass.
-    expect(reconcileFailures(before, paymentIds)).toHaveLength(1);
+    // One payment found the chain unreachable, and so did the cheapest read: the others wait for the next pass.
+    expect(await unreconciledInAPass()).toBe(1);
   });
 
-  it("that refuses only what an x402 payment's search needs goes on past it: a send behind it is confirmed", async () => {
-    const { apiKey, walletId, paymentIds } = await payerWithPendingPayments(1);
+  it("that refuses only what x402 payments' searches need goes on past them, and confirms a send", async () => {
+    const { gate, gated, apiKey, walletId, unreconciledInAPass } = await gatedPayer(2);
     const sent = await gated.api.post(
       `/v1/wallets/${walletId}/send`,
       { to: evmPayTo, amount: "0.01", chain: "base-sepolia" },
@@ -1146,12 +1145,16 @@ describe("the confirmer, when a chain's node fails", () => {
     expect(sent.status, sent.text).toBe(201);
     // Deep enough for base-sepolia's 2 confirmations.
     await createTestClient({ mode: "anvil", transport: http(devnet.evm.rpcUrl) }).mine({ blocks: 2 });
-    // The provider refuses eth_call (the payment's authorizationState read), as a plan without it would.
-    gate.decide = (call) => (call.methods.includes("eth_call") ? "drop" : "forward");
-    const before = gated.logs.lines.length;
-    await gated.service.confirmer.runOnce();
-    expect(reconcileFailures(before, paymentIds)).toHaveLength(1);
+    gate.decide = refusingEthCall;
+    // Both payments were tried: the cheapest read answered after the first failed.
+    expect(await unreconciledInAPass()).toBe(2);
     const send = await gated.api.get(`/v1/transactions/${sent.body.id}`, apiKey);
     expect(send.body).toMatchObject({ type: "send", status: "confirmed" });
+  });
+
+  it("that answers its cheapest read but no row's ends the pass after 3 such rows", async () => {
+    const { gate, unreconciledInAPass } = await gatedPayer(5);
+    gate.decide = refusingEthCall;
+    expect(await unreconciledInAPass()).toBe(3);
   });
 });

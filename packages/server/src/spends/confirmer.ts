@@ -16,6 +16,11 @@ import { findToken } from "./transfer.ts";
 
 /** A pending spend not seen on chain after this long is broadcast again (harmless: same hash). */
 const REBROADCAST_AFTER_MS = 3_000;
+/**
+ * A chain's pass ends after this many rows in a row whose reads found the chain unavailable, even when its
+ * cheapest read answers: a pass bounded in time, on a node that serves some calls and not others.
+ */
+const UNAVAILABLE_ROWS_PER_PASS = 3;
 /** Confirmations found in one pass are written together, in batches of at most this many… */
 const CONFIRM_BATCH = 100;
 /** …and written once the first has waited this long, when the row being read at that moment is done. */
@@ -137,10 +142,16 @@ export class Confirmer {
   }
 
   /**
-   * Settles a chain's pending rows one by one. The ones found confirmed are written together (one database
-   * transaction for many): once {@link CONFIRM_BATCH} are waiting, when the first has waited
+   * Settles a chain's pending rows one by one, transfers first (one receipt each; an x402 payment may need a
+   * search of the chain), each kind oldest first. The ones found confirmed are written together (one
+   * database transaction for many): once {@link CONFIRM_BATCH} are waiting, when the first has waited
    * {@link CONFIRM_BATCH_MS} by the time a row is done, and at the end of the pass. A write that fails is
    * logged; its spends are still pending, and the next pass finds them again.
+   *
+   * A row whose reads find the chain unavailable ends the pass when the node fails its cheapest read too
+   * (it is down: the other rows would only wait alike), or when it is the {@link UNAVAILABLE_ROWS_PER_PASS}th
+   * such row in a row; otherwise the next row goes on (this row's reads alone failed: a slow search, a method
+   * the provider limits).
    */
   async #settleRows(client: ChainClient, rows: (typeof transactions.$inferSelect)[]): Promise<void> {
     const confirmed: Settlement[] = [];
@@ -155,8 +166,13 @@ export class Confirmer {
       );
     };
     const landed = await this.#landed(client, rows);
+    const ordered = [
+      ...rows.filter((row) => row.type !== "x402"),
+      ...rows.filter((row) => row.type === "x402"),
+    ];
+    let unavailableInARow = 0;
     try {
-      for (const row of rows) {
+      for (const row of ordered) {
         if (this.#stopped) return;
         if (row.type !== "x402" && (!row.txHash || !row.rawTx)) continue;
         try {
@@ -166,16 +182,17 @@ export class Confirmer {
             const settlement = await this.#settle(client, row, landed.get(row.id));
             if (settlement && confirmed.push(settlement) === 1) firstAt = Date.now();
           }
+          unavailableInARow = 0;
         } catch (error) {
           this.deps.log.warn(
             { err: error, transactionId: row.id },
             "could not reconcile a pending spend; will retry",
           );
-          // A node that gives no usable answer to its cheapest read either is down: the rest of this chain's
-          // rows would only wait alike. One that does failed this row's reads alone (a slow search of the
-          // chain, a method the provider limits), and the next row goes on. (An x402 payment's reads leave
-          // as the API's error, the chain error its cause.)
-          if (findChainError(error) instanceof ChainUnavailableError && !(await answers(client))) throw error;
+          // An x402 payment's reads leave as the API's error, the chain error its cause.
+          if (findChainError(error) instanceof ChainUnavailableError) {
+            unavailableInARow++;
+            if (unavailableInARow >= UNAVAILABLE_ROWS_PER_PASS || !(await answers(client))) throw error;
+          }
         }
         const due = confirmed.length >= CONFIRM_BATCH || Date.now() - firstAt >= CONFIRM_BATCH_MS;
         if (confirmed.length > 0 && due) await write();
