@@ -1,12 +1,15 @@
 import { fundEvm } from "@svc/devnet";
 import { sql } from "drizzle-orm";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { ChainClient } from "../src/chains/types.ts";
+import type { ApiResponse } from "./support/api-client.ts";
 import { devnetClients } from "./support/chains.ts";
 import { eventually } from "./support/eventually.ts";
+import { RpcGate } from "./support/rpc-gate.ts";
 import { waitForSettled } from "./support/spends.ts";
 import {
   createTestServer,
+  evmThroughGate,
   expectErrorShape,
   seedAccount,
   sharedDevnet,
@@ -204,44 +207,6 @@ describe("a spend above approvalAbove", () => {
     expect(listed.body.data.map((t: any) => t.id)).toContain(held.body.id);
   });
 
-  it("past its deadline cannot be approved, even before the confirmer has come by to end it", async () => {
-    // A confirmer that passes only at start: nothing but the approval itself sees the deadline go by.
-    const slow = await createTestServer({
-      env: { SVC_APPROVAL_TTL_SECONDS: String(TTL_SECONDS), SVC_CONFIRMER_INTERVAL_MS: "3600000" },
-    });
-    try {
-      const { apiKey } = await seedAccount(slow.api);
-      const created = await slow.api.post(
-        "/v1/wallets",
-        { name: "held", chains: ["base"], policy: { approvalAbove: "5" } },
-        apiKey,
-      );
-      await fundEvm(await sharedDevnet(), created.body.evm.address, { eth: ETH, usdc: 100n * USDC });
-      const held = await slow.api.post(
-        `/v1/wallets/${created.body.id}/send`,
-        { to: DEAD, amount: "9", token: "USDC", chain: "base" },
-        apiKey,
-      );
-      expect(held.status).toBe(202);
-      slow.clock.advance(TTL_SECONDS * 1000 + 1);
-      const approve = await slow.api.post(`/v1/approvals/${held.body.id}/approve`, undefined, apiKey);
-      expect(approve.status, approve.text).toBe(409);
-      expect(expectErrorShape(approve)).toMatchObject({
-        reason: "already_decided",
-        details: { approval: "expired" },
-      });
-      const read = await slow.api.get(`/v1/transactions/${held.body.id}`, apiKey);
-      expect(read.body).toMatchObject({
-        status: "rejected",
-        failureReason: "approval_expired",
-        approval: { status: "expired" },
-      });
-      expect(read.body.txHash).toBeUndefined();
-    } finally {
-      await slow.close();
-    }
-  });
-
   it("is checked against the policy again when approved: a refusal leaves it waiting", async () => {
     const wallet = await fundedWallet({ approvalAbove: "5" });
     const held = await send(wallet.id, "7");
@@ -394,5 +359,99 @@ describe("a spend above approvalAbove", () => {
     expect((await patch(null)).status).toBe(403);
     const policy = await server.api.get(`/v1/wallets/${wallet.id}/policy`, owner.apiKey);
     expect(policy.body.approvalAbove).toBe("2");
+  });
+});
+
+describe("a held spend past its deadline, the confirmer not yet come by to end it", () => {
+  let gate: RpcGate;
+  let slow: TestServer;
+  let apiKey: string;
+
+  beforeAll(async () => {
+    gate = await RpcGate.start((await sharedDevnet()).evm.rpcUrl);
+    // A confirmer that passes only at start: nothing but the approval itself sees the deadline go by.
+    slow = await createTestServer({
+      env: {
+        ...(await evmThroughGate(gate)),
+        SVC_APPROVAL_TTL_SECONDS: String(TTL_SECONDS),
+        SVC_CONFIRMER_INTERVAL_MS: "3600000",
+      },
+    });
+    ({ apiKey } = await seedAccount(slow.api));
+  });
+  afterAll(async () => {
+    await slow?.close();
+    await gate?.close();
+  });
+  afterEach(() => {
+    gate.openUp();
+    slow.clock.reset();
+  });
+
+  /** A spend of 9 USDC held for approval, of a new wallet with a daily limit of 10 dollars. */
+  async function heldSpend() {
+    const created = await slow.api.post(
+      "/v1/wallets",
+      { name: "held", chains: ["base"], policy: { approvalAbove: "5", dailyLimit: "10" } },
+      apiKey,
+    );
+    await fundEvm(await sharedDevnet(), created.body.evm.address, { eth: ETH, usdc: 100n * USDC });
+    const held = await slow.api.post(
+      `/v1/wallets/${created.body.id}/send`,
+      { to: DEAD, amount: "9", token: "USDC", chain: "base" },
+      apiKey,
+    );
+    expect(held.status).toBe(202);
+    return { walletId: created.body.id as string, id: held.body.id as string };
+  }
+
+  /** Approving answers 409 expired, and the spend is ended so: unsigned, its room given back, not listed waiting. */
+  async function expectEndedExpired(walletId: string, id: string, approve: ApiResponse) {
+    expect(approve.status, approve.text).toBe(409);
+    expect(expectErrorShape(approve)).toMatchObject({
+      reason: "already_decided",
+      details: { approval: "expired" },
+    });
+    const read = await slow.api.get(`/v1/transactions/${id}`, apiKey);
+    expect(read.body).toMatchObject({
+      status: "rejected",
+      failureReason: "approval_expired",
+      approval: { status: "expired" },
+    });
+    expect(read.body.txHash).toBeUndefined();
+    const waiting = await slow.api.get("/v1/approvals?status=pending", apiKey);
+    expect(waiting.body.data.map((t: { id: string }) => t.id)).not.toContain(id);
+    slow.clock.reset();
+    const next = await slow.api.post(
+      `/v1/wallets/${walletId}/send`,
+      { to: DEAD, amount: "5", token: "USDC", chain: "base" },
+      apiKey,
+    );
+    expect(next.status, next.text).toBe(201);
+  }
+
+  it("cannot be approved: it ends expired then (it was approved and sent)", async () => {
+    const { walletId, id } = await heldSpend();
+    slow.clock.advance(TTL_SECONDS * 1000 + 1);
+    await expectEndedExpired(
+      walletId,
+      id,
+      await slow.api.post(`/v1/approvals/${id}/approve`, undefined, apiKey),
+    );
+  });
+
+  it("cannot be approved when the deadline goes by while the approval reads the chain", async () => {
+    const { walletId, id } = await heldSpend();
+    let moved = false;
+    gate.decide = (call) => {
+      if (!moved && call.methods.includes("eth_estimateGas")) {
+        moved = true;
+        slow.clock.advance(TTL_SECONDS * 1000 + 1);
+      }
+      return "forward";
+    };
+    const approve = await slow.api.post(`/v1/approvals/${id}/approve`, undefined, apiKey);
+    expect(moved).toBe(true);
+    await expectEndedExpired(walletId, id, approve);
   });
 });

@@ -65,11 +65,8 @@ export async function approveSpend(
   const held = await findApproval(deps.db, accountId, transactionId);
   if (held.status !== "pending_approval") throw errors.alreadyDecided(held.id, held.approvalStatus ?? "");
   const asked = deps.now?.() ?? new Date();
-  if (isPastDeadline(held, asked)) {
-    // The confirmer has not come by to end it yet: it ends now, as the confirmer would end it.
-    await expireHeld(deps, held.id, asked);
-    throw errors.alreadyDecided(held.id, "expired");
-  }
+  // The confirmer has not come by to end it yet.
+  if (isPastDeadline(held, asked)) return refuseExpired(deps, held.id, asked);
   const wallet = await findWalletForAccount(deps.db, accountId, held.walletId);
   // Refused before any chain read, as a send is (the lock checks it again): an archived wallet spends nothing.
   if (wallet.status !== "active") throw errors.walletArchived(wallet.id);
@@ -105,8 +102,8 @@ export async function approveSpend(
       );
       const current = await lockHeld(tx, held.id);
       const now = deps.now?.() ?? new Date();
-      // Its deadline went by while it was planned: the confirmer's next pass ends it.
-      if (isPastDeadline(current, now)) throw errors.alreadyDecided(held.id, "expired");
+      // Its deadline went by while it was planned: nothing of this transaction stays (the nonce included).
+      if (isPastDeadline(current, now)) throw new DeadlinePassed(now);
       checkStaticRules(policy, spend);
       await checkDailyLimit(tx, policy, spend, now, reservedInWindow(current, now));
       const signed = await client.signTransfer(plan, privateKey, nonce);
@@ -120,11 +117,30 @@ export async function approveSpend(
       if (idempotency) await attachTransaction(tx, idempotency, row.id);
       return row;
     });
+  } catch (error) {
+    if (error instanceof DeadlinePassed) return refuseExpired(deps, held.id, error.at);
+    throw error;
   } finally {
     privateKey.fill(0);
   }
   await broadcastRecorded(deps, client, approved);
   return approved;
+}
+
+/** Rolls back an approval's transaction that found the spend's deadline gone by under the lock. */
+class DeadlinePassed extends Error {
+  constructor(readonly at: Date) {
+    super("the approval deadline went by");
+  }
+}
+
+/**
+ * Ends a held spend found past its deadline, as the confirmer would, and refuses its approval: 409
+ * `already_decided` (expired), or with the decision that ended it meanwhile.
+ */
+async function refuseExpired(deps: DecisionDeps, transactionId: string, now: Date): Promise<never> {
+  await expireHeld(deps, transactionId, now);
+  throw errors.alreadyDecided(transactionId, "expired");
 }
 
 /** Rejects a held spend: `rejected` with failureReason `approval_rejected`, its reservation given back. */
@@ -158,8 +174,14 @@ export async function expireApprovals(deps: DecisionDeps, limit = 100): Promise<
     .orderBy(asc(transactions.approvalExpiresAt))
     .limit(limit);
   let ended = 0;
-  // Each on its own: an approval decided meanwhile is simply skipped.
-  for (const { id } of due) if (await expireHeld(deps, id, now)) ended++;
+  for (const { id } of due) {
+    // Each on its own: an approval decided meanwhile is simply skipped.
+    const expired = await expireHeld(deps, id, now).then(
+      () => true,
+      () => false,
+    );
+    if (expired) ended++;
+  }
   return ended;
 }
 
@@ -169,19 +191,15 @@ function isPastDeadline(held: TransactionRow, now: Date): boolean {
 }
 
 /**
- * Ends a held spend as expired, its reservation and its agent's authorization given back; false when it was
- * decided meanwhile.
+ * Ends a held spend as expired, its reservation and its agent's authorization given back; 409
+ * `already_decided` when it was decided meanwhile.
  */
-async function expireHeld(deps: DecisionDeps, transactionId: string, now: Date): Promise<boolean> {
-  const expired = await deps.db
-    .transaction(async (tx) => {
-      await lockHeld(tx, transactionId);
-      return endUnsent(tx, transactionId, "expired", now);
-    })
-    .catch(() => undefined);
-  if (!expired) return false;
+async function expireHeld(deps: DecisionDeps, transactionId: string, now: Date): Promise<void> {
+  const expired = await deps.db.transaction(async (tx) => {
+    await lockHeld(tx, transactionId);
+    return endUnsent(tx, transactionId, "expired", now);
+  });
   await giveBackAuthorization(deps, expired);
-  return true;
 }
 
 /** The account's held spends in one approval state, oldest first while waiting, newest first once decided. */
