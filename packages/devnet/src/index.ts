@@ -24,5 +24,6 @@ export {
   type SolanaFundingAmounts,
   type SolanaFundingReceipt,
   type SolanaFundingSource,
+  sendFromSolanaTreasury,
   waitForConfirmation,
 } from "./solana/fund.ts";

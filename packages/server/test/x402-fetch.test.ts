@@ -127,6 +127,19 @@ afterAll(async () => {
   await devnet?.stop();
 });
 
+/** x402's `exact` requirement of a payment of {@link PRICE} in the devnet's USDC to evmPayTo on base-sepolia. */
+function evmRequirement() {
+  return {
+    scheme: "exact",
+    network: "eip155:84532",
+    amount: String(PRICE),
+    asset: devnet.evm.usdc,
+    payTo: evmPayTo,
+    maxTimeoutSeconds: 60,
+    extra: devnet.evm.usdcEip712,
+  };
+}
+
 interface Wallet {
   id: string;
   evm: { address: string };
@@ -455,15 +468,7 @@ describe("a 402 reached through a redirect", () => {
 
 describe("a payment the resource rejects", () => {
   it("keeps its place in the daily window until the chain decides: a rejected payment settled later is confirmed", async () => {
-    const requirement = {
-      scheme: "exact",
-      network: "eip155:84532",
-      amount: String(PRICE),
-      asset: devnet.evm.usdc,
-      payTo: evmPayTo,
-      maxTimeoutSeconds: 60,
-      extra: devnet.evm.usdcEip712,
-    };
+    const requirement = evmRequirement();
     const challenge = Buffer.from(
       JSON.stringify({
         x402Version: 2,
@@ -1055,17 +1060,7 @@ describe("the confirmer, when a chain's node fails", () => {
       JSON.stringify({
         x402Version: 2,
         resource: { url: "http://127.0.0.1/quiet" },
-        accepts: [
-          {
-            scheme: "exact",
-            network: "eip155:84532",
-            amount: String(PRICE),
-            asset: devnet.evm.usdc,
-            payTo: evmPayTo,
-            maxTimeoutSeconds: 60,
-            extra: devnet.evm.usdcEip712,
-          },
-        ],
+        accepts: [evmRequirement()],
       }),
     ).toString("base64");
     // Takes each payment and answers without a receipt, settling nothing: the payments stay pending.

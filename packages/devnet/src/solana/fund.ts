@@ -5,6 +5,7 @@ import {
   getBase64Decoder,
   type Instruction,
   type Signature,
+  type TransactionSigner,
 } from "@solana/kit";
 import { getTransferSolInstruction } from "@solana-program/system";
 import {
@@ -65,49 +66,66 @@ export async function fundSolana(
   to: Address,
   amounts: SolanaFundingAmounts,
 ): Promise<SolanaFundingReceipt> {
-  const rpc = createSolanaRpc(devnet.solana.rpcUrl);
-  const treasury = await createKeyPairSignerFromBytes(Uint8Array.from(devnet.treasury.solana.secretKey));
   const mint = devnet.solana.usdcMint as Address;
-  const send = async (instructions: Instruction[]): Promise<Signature> => {
-    const { value: blockhash } = await rpc.getLatestBlockhash({ commitment: "confirmed" }).send();
-    const wire = await buildSignedTransaction(treasury, blockhash, [uniqueComputeLimit(), ...instructions]);
-    const encoded = getBase64Decoder().decode(wire) as Parameters<typeof rpc.sendTransaction>[0];
-    const signature = await rpc
-      .sendTransaction(encoded, { encoding: "base64", preflightCommitment: "confirmed" })
-      .send();
-    await waitForConfirmation(rpc, signature);
-    return signature;
-  };
   const result: { solTx?: Signature; usdcTx?: Signature } = {};
   if (amounts.sol !== undefined && amounts.sol > 0n) {
-    result.solTx = await send([
-      getTransferSolInstruction({ source: treasury, destination: to, amount: amounts.sol }),
+    const sol = amounts.sol;
+    result.solTx = await sendFromSolanaTreasury(devnet, (treasury) => [
+      getTransferSolInstruction({ source: treasury, destination: to, amount: sol }),
     ]);
   }
   if (amounts.usdc !== undefined && amounts.usdc > 0n) {
-    const [source] = await findAssociatedTokenPda({
-      owner: treasury.address,
-      mint,
-      tokenProgram: TOKEN_PROGRAM_ADDRESS,
-    });
-    const [destination] = await findAssociatedTokenPda({
-      owner: to,
-      mint,
-      tokenProgram: TOKEN_PROGRAM_ADDRESS,
-    });
-    result.usdcTx = await send([
+    const usdc = amounts.usdc;
+    const tokenAccountOf = async (owner: Address) =>
+      (await findAssociatedTokenPda({ owner, mint, tokenProgram: TOKEN_PROGRAM_ADDRESS }))[0];
+    const destination = await tokenAccountOf(to);
+    result.usdcTx = await sendFromSolanaTreasury(devnet, async (treasury) => [
       getCreateAssociatedTokenIdempotentInstruction({ payer: treasury, ata: destination, owner: to, mint }),
       getTransferCheckedInstruction({
-        source,
+        source: await tokenAccountOf(treasury.address),
         mint,
         destination,
         authority: treasury,
-        amount: amounts.usdc,
+        amount: usdc,
         decimals: SOLANA_USDC_DECIMALS,
       }),
     ]);
   }
   return result;
+}
+
+/**
+ * Sends one transaction of `instructions` paid (and signed) by the Solana treasury, with any other signer the
+ * instructions carry (a new account's), and waits until it is confirmed without error.
+ *
+ * @example
+ * ```ts
+ * await sendFromSolanaTreasury(devnet, (treasury) => [
+ *   getCreateAccountInstruction({ payer: treasury, newAccount, lamports, space, programAddress }),
+ * ]);
+ * ```
+ */
+export async function sendFromSolanaTreasury(
+  devnet: SolanaFundingSource,
+  instructions: (treasury: TransactionSigner) => Instruction[] | Promise<Instruction[]>,
+): Promise<Signature> {
+  const rpc = createSolanaRpc(devnet.solana.rpcUrl);
+  const treasury = await treasurySigner(devnet);
+  const { value: blockhash } = await rpc.getLatestBlockhash({ commitment: "confirmed" }).send();
+  const wire = await buildSignedTransaction(treasury, blockhash, [
+    uniqueComputeLimit(),
+    ...(await instructions(treasury)),
+  ]);
+  const encoded = getBase64Decoder().decode(wire) as Parameters<typeof rpc.sendTransaction>[0];
+  const signature = await rpc
+    .sendTransaction(encoded, { encoding: "base64", preflightCommitment: "confirmed" })
+    .send();
+  await waitForConfirmation(rpc, signature);
+  return signature;
+}
+
+function treasurySigner(devnet: SolanaFundingSource): Promise<TransactionSigner> {
+  return createKeyPairSignerFromBytes(Uint8Array.from(devnet.treasury.solana.secretKey));
 }
 
 /**

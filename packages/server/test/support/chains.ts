@@ -1,17 +1,9 @@
 import { randomBytes } from "node:crypto";
 import {
   type Address,
-  appendTransactionMessageInstructions,
-  createKeyPairSignerFromBytes,
   createKeyPairSignerFromPrivateKeyBytes,
   createSolanaRpc,
-  createTransactionMessage,
   generateKeyPairSigner,
-  getBase64EncodedWireTransaction,
-  pipe,
-  setTransactionMessageFeePayerSigner,
-  setTransactionMessageLifetimeUsingBlockhash,
-  signTransactionMessageWithSigners,
 } from "@solana/kit";
 import { getCreateAccountInstruction } from "@solana-program/system";
 import {
@@ -21,7 +13,7 @@ import {
   getMultisigSize,
   TOKEN_PROGRAM_ADDRESS,
 } from "@solana-program/token";
-import { type DevnetInfo, waitForConfirmation } from "@svc/devnet";
+import { type DevnetInfo, sendFromSolanaTreasury } from "@svc/devnet";
 import { privateKeyToAddress } from "viem/accounts";
 import { createChainClient, resolveChains } from "../../src/chains/registry.ts";
 import type { ChainClient, SignedTransfer, TokenInfo } from "../../src/chains/types.ts";
@@ -104,39 +96,22 @@ export async function createTokenProgramAccount(
   devnet: DevnetInfo,
   kind: "mint" | "multisig",
 ): Promise<Address> {
-  const rpc = createSolanaRpc(devnet.solana.rpcUrl);
-  const treasury = await createKeyPairSignerFromBytes(Uint8Array.from(devnet.treasury.solana.secretKey));
   const account = await generateKeyPairSigner();
   const space = BigInt(kind === "mint" ? getMintSize() : getMultisigSize());
-  const lamports = await rpc.getMinimumBalanceForRentExemption(space).send();
-  const initialize =
+  const lamports = await createSolanaRpc(devnet.solana.rpcUrl)
+    .getMinimumBalanceForRentExemption(space)
+    .send();
+  await sendFromSolanaTreasury(devnet, (treasury) => [
+    getCreateAccountInstruction({
+      payer: treasury,
+      newAccount: account,
+      lamports,
+      space,
+      programAddress: TOKEN_PROGRAM_ADDRESS,
+    }),
     kind === "mint"
       ? getInitializeMint2Instruction({ mint: account.address, decimals: 6, mintAuthority: treasury.address })
-      : getInitializeMultisig2Instruction({ multisig: account.address, signers: [treasury.address], m: 1 });
-  const { value: blockhash } = await rpc.getLatestBlockhash({ commitment: "confirmed" }).send();
-  const message = pipe(
-    createTransactionMessage({ version: 0 }),
-    (m) => setTransactionMessageFeePayerSigner(treasury, m),
-    (m) => setTransactionMessageLifetimeUsingBlockhash(blockhash, m),
-    (m) =>
-      appendTransactionMessageInstructions(
-        [
-          getCreateAccountInstruction({
-            payer: treasury,
-            newAccount: account,
-            lamports,
-            space,
-            programAddress: TOKEN_PROGRAM_ADDRESS,
-          }),
-          initialize,
-        ],
-        m,
-      ),
-  );
-  const wire = getBase64EncodedWireTransaction(await signTransactionMessageWithSigners(message));
-  const signature = await rpc
-    .sendTransaction(wire, { encoding: "base64", preflightCommitment: "confirmed" })
-    .send();
-  await waitForConfirmation(rpc, signature);
+      : getInitializeMultisig2Instruction({ multisig: account.address, signers: [treasury.address], m: 1 }),
+  ]);
   return account.address;
 }
