@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { devnetClients, signedTransfer, solanaKey } from "../../test/support/chains.ts";
 import { eventually } from "../../test/support/eventually.ts";
 import { BlockhashNotFoundError, TransactionRejectedError } from "./errors.ts";
-import { tokenProgramAccount } from "./solana.ts";
+import { TOKEN_2022_PROGRAM_ADDRESS, tokenProgramAccount } from "./solana.ts";
 import type { ChainClient, SignedTransfer, TokenInfo, TransferStatus } from "./types.ts";
 
 let devnet: Devnet;
@@ -199,7 +199,6 @@ describe("SolanaChain on the local cluster", () => {
 });
 
 describe("tokenProgramAccount", () => {
-  const TOKEN_2022 = "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb";
   /** The first 166 bytes of an account, with `byte` set at `at`. */
   const head = (at: number, byte: number) => {
     const data = new Uint8Array(166);
@@ -208,7 +207,7 @@ describe("tokenProgramAccount", () => {
   };
 
   it("tells mints, token accounts and multisigs apart by size, and Token-2022 accounts with extensions by byte 165", () => {
-    for (const owner of [TOKEN_PROGRAM_ADDRESS, TOKEN_2022]) {
+    for (const owner of [TOKEN_PROGRAM_ADDRESS, TOKEN_2022_PROGRAM_ADDRESS]) {
       expect(tokenProgramAccount(owner, 82, head(0, 0))).toBe("mint");
       expect(tokenProgramAccount(owner, 165, head(0, 0))).toBe("token_account");
       expect(tokenProgramAccount(owner, 170, head(165, 1))).toBe("mint");
@@ -219,8 +218,8 @@ describe("tokenProgramAccount", () => {
 
   it("takes for a multisig only an initialized one of SPL Token, whose transfers honour no other program's", () => {
     expect(tokenProgramAccount(TOKEN_PROGRAM_ADDRESS, 355, head(2, 0))).toBe("other");
-    expect(tokenProgramAccount(TOKEN_2022, 355, head(2, 1))).toBe("other");
+    expect(tokenProgramAccount(TOKEN_2022_PROGRAM_ADDRESS, 355, head(2, 1))).toBe("other");
     expect(tokenProgramAccount(TOKEN_PROGRAM_ADDRESS, 100, head(0, 0))).toBe("other");
-    expect(tokenProgramAccount(TOKEN_2022, 200, head(165, 0))).toBe("other");
+    expect(tokenProgramAccount(TOKEN_2022_PROGRAM_ADDRESS, 200, head(165, 0))).toBe("other");
   });
 });

@@ -515,11 +515,11 @@ function fromErrorAnswer(answer: unknown, chain: string, method: string): ChainE
   return new TransactionRejectedError({ chain, method, reason: reason || `error ${String(code)}` }, cause);
 }
 
+/** The Token-2022 program (Token Extensions). */
+export const TOKEN_2022_PROGRAM_ADDRESS = "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb";
+
 /** The programs that own token accounts, mints and multisigs: SPL Token and Token-2022. */
-const TOKEN_PROGRAMS: ReadonlySet<string> = new Set([
-  TOKEN_PROGRAM_ADDRESS,
-  "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb", // Token-2022
-]);
+const TOKEN_PROGRAMS: ReadonlySet<string> = new Set([TOKEN_PROGRAM_ADDRESS, TOKEN_2022_PROGRAM_ADDRESS]);
 
 /**
  * An account a token program owns, by what it is to a token sent to it: a multisig of SPL Token can own the

@@ -126,7 +126,7 @@ export class OutboundFetcher {
       connect: (target, callback) => {
         const port = portOf(target.protocol, target.port);
         const connect = buildConnector({ lookup: this.#lookupFor(port), timeout: this.#timeoutMs });
-        const host = target.hostname.replace(/^\[|\]$/g, "");
+        const host = bareHost(target.hostname);
         if (isIP(host) === 0) return connect(target, callback);
         this.#refuseBackend(host, host, port).then(
           () => connect(target, callback),
@@ -204,7 +204,7 @@ export class OutboundFetcher {
    */
   async checkDestination(text: string): Promise<URL> {
     const url = this.#checkUrl(text);
-    const host = url.hostname.replace(/^\[|\]$/g, "");
+    const host = bareHost(url.hostname);
     const port = portOf(url.protocol, url.port);
     // Both resolve names: the URL's, and the backends' (against an address given as such).
     const checked =
@@ -233,7 +233,7 @@ export class OutboundFetcher {
   addBackend(url: string): void {
     const parsed = new URL(url);
     this.#backends.push({
-      hostname: parsed.hostname.replace(/^\[|\]$/g, ""),
+      hostname: bareHost(parsed.hostname),
       port: portOf(parsed.protocol, parsed.port),
     });
   }
@@ -259,7 +259,7 @@ export class OutboundFetcher {
     if (url.username !== "" || url.password !== "") {
       throw errors.destinationNotAllowed("URLs with credentials (user:password@) are not fetched");
     }
-    const host = url.hostname.replace(/^\[|\]$/g, "");
+    const host = bareHost(url.hostname);
     if (isIP(host) !== 0) {
       const verdict = this.#guard.checkAddress(host);
       if (!verdict.allowed) {
@@ -450,6 +450,11 @@ const BACKEND_RESOLVE_MS = 60_000;
 const PUBLIC_ONLY = new DestinationGuard();
 
 /** The port a URL's connection goes to: the explicit one, or its scheme's default. */
+/** A URL's hostname as the resolver and the guard take it: an IPv6 literal without its brackets. */
+function bareHost(hostname: string): string {
+  return hostname.replace(/^\[|\]$/g, "");
+}
+
 function portOf(protocol: string, port: string): number {
   if (port !== "") return Number(port);
   return protocol === "https:" || protocol === "wss:" ? 443 : 80;
