@@ -43,9 +43,10 @@ const EVM_LOG_WINDOW = 5_000n;
 /** Signatures asked for per page of the payer's token account history. */
 const SOLANA_HISTORY_PAGE = 1000;
 /**
- * A transaction can use a blockhash for 150 blocks (`lastValidBlockHeight` is 150 past it on clusters);
- * twice that is a safe margin. A slot is never below its block's height, so no transaction in a slot older
- * than `lastValidBlockHeight - BLOCKHASH_WINDOW` can be the payment.
+ * For payments recorded without their blockhash's slot: a transaction can use a blockhash for 150 blocks
+ * (`lastValidBlockHeight` is 150 past it on clusters); twice that is a safe margin. A slot is never below
+ * its block's height, so no transaction in a slot older than `lastValidBlockHeight - BLOCKHASH_WINDOW` can be
+ * the payment. A loose bound: on mainnet, slots run millions ahead of block heights.
  */
 const BLOCKHASH_WINDOW = 300n;
 
@@ -55,8 +56,10 @@ const BLOCKHASH_WINDOW = 300n;
  */
 export async function getRecentBlockhash(chain: ChainConfig): Promise<RecentBlockhash> {
   const rpc = solanaReadRpc(chain);
-  const { value } = await read(chain, () => rpc.getLatestBlockhash({ commitment: "confirmed" }).send());
-  return { blockhash: value.blockhash, lastValidBlockHeight: value.lastValidBlockHeight };
+  const { context, value } = await read(chain, () =>
+    rpc.getLatestBlockhash({ commitment: "confirmed" }).send(),
+  );
+  return { blockhash: value.blockhash, lastValidBlockHeight: value.lastValidBlockHeight, slot: context.slot };
 }
 
 /**
@@ -145,7 +148,11 @@ async function solanaSettlement(
   const height = await read(chain, () => rpc.getBlockHeight({ commitment: "confirmed" }).send());
   const candidates: string[] = [];
   if (claimedTx !== undefined && /^[1-9A-HJ-NP-Za-km-z]{64,88}$/.test(claimedTx)) candidates.push(claimedTx);
-  for (const signature of await signaturesSince(chain, payment.sourceTokenAccount, oldestSlot(payment))) {
+  for (const signature of await signaturesAfter(
+    chain,
+    payment.sourceTokenAccount,
+    newestSlotBefore(payment),
+  )) {
     if (signature !== claimedTx) candidates.push(signature);
   }
   for (const signature of candidates) {
@@ -167,14 +174,19 @@ async function solanaSettlement(
   return height > payment.lastValidBlockHeight ? { state: "expired" } : { state: "pending" };
 }
 
-function oldestSlot(payment: Extract<PaymentOnChain, { kind: "solana" }>): bigint {
+/**
+ * A slot the payment cannot be in, nor any slot before it. A transaction that names a blockhash lands only in a
+ * block that descends from that blockhash's block, so in a later slot.
+ */
+function newestSlotBefore(payment: Extract<PaymentOnChain, { kind: "solana" }>): bigint {
+  if (payment.blockhashSlot !== undefined) return payment.blockhashSlot;
   return payment.lastValidBlockHeight > BLOCKHASH_WINDOW
-    ? payment.lastValidBlockHeight - BLOCKHASH_WINDOW
-    : 0n;
+    ? payment.lastValidBlockHeight - BLOCKHASH_WINDOW - 1n
+    : -1n;
 }
 
-/** The signatures of an account's history, newest first, down to the first older than `oldestSlot`. */
-async function signaturesSince(chain: ChainConfig, account: Address, oldestSlot: bigint): Promise<string[]> {
+/** The signatures of an account's history, newest first, down to the first in `slot` or before it. */
+async function signaturesAfter(chain: ChainConfig, account: Address, slot: bigint): Promise<string[]> {
   const rpc = solanaReadRpc(chain);
   const found: string[] = [];
   let before: Signature | undefined;
@@ -189,7 +201,7 @@ async function signaturesSince(chain: ChainConfig, account: Address, oldestSlot:
         .send(),
     );
     for (const entry of page) {
-      if (entry.slot < oldestSlot) return found;
+      if (entry.slot <= slot) return found;
       found.push(entry.signature);
     }
     const last = page.at(-1);

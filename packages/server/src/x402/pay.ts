@@ -327,7 +327,11 @@ function storedPayment(payment: SignedPayment): Record<string, unknown> {
   const onChain =
     payment.onChain.kind === "evm"
       ? { ...payment.onChain, validBefore: payment.onChain.validBefore.toString() }
-      : { ...payment.onChain, lastValidBlockHeight: payment.onChain.lastValidBlockHeight.toString() };
+      : {
+          ...payment.onChain,
+          lastValidBlockHeight: payment.onChain.lastValidBlockHeight.toString(),
+          blockhashSlot: payment.onChain.blockhashSlot?.toString(),
+        };
   return { version: payment.version, payer: payment.payer, onChain };
 }
 
@@ -349,6 +353,9 @@ function paymentOnChain(stored: Record<string, unknown> | null): PaymentOnChain 
       payerSignature: String(onChain.payerSignature),
       sourceTokenAccount: String(onChain.sourceTokenAccount) as Address,
       lastValidBlockHeight: BigInt(String(onChain.lastValidBlockHeight)),
+      ...(onChain.blockhashSlot === undefined
+        ? {}
+        : { blockhashSlot: BigInt(String(onChain.blockhashSlot)) }),
     };
   }
   return undefined;

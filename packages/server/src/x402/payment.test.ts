@@ -28,7 +28,11 @@ const SOLANA_USDC = "4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU";
 const PAY_TO = "0x209693bc6afc0c5328ba36faf03c514ef312287c";
 const SOLANA_PAY_TO = "2wKupLR9q6wXYppw8Gr2NvWxKBUqm4PPJKkQfoxHDBg4";
 const FEE_PAYER = "EwWqGE4ZFKLofuestmU4LDdK7XM1N4ALgdZccwYugwGd";
-const BLOCKHASH = { blockhash: "4uQeVj5tqViQh7yWWGStvkEG1Zmhx6uasJtWCJziofM", lastValidBlockHeight: 1234n };
+const BLOCKHASH = {
+  blockhash: "4uQeVj5tqViQh7yWWGStvkEG1Zmhx6uasJtWCJziofM",
+  lastValidBlockHeight: 1234n,
+  slot: 1090n,
+};
 const NOW = new Date("2026-03-01T12:00:00Z");
 const NOW_SECONDS = BigInt(NOW.getTime() / 1000);
 
@@ -310,6 +314,7 @@ describe("signPayment on Solana (partially signed TransferChecked)", () => {
       payerSignature: expect.any(String),
       sourceTokenAccount: source,
       lastValidBlockHeight: 1234n,
+      blockhashSlot: 1090n,
     });
     expect(getBase58Encoder().encode((signed.onChain as { payerSignature: string }).payerSignature)).toEqual(
       payerSignature,

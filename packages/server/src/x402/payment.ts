@@ -61,6 +61,11 @@ export type PaymentOnChain =
       sourceTokenAccount: Address;
       /** The block height after which the transaction can never land. */
       lastValidBlockHeight: bigint;
+      /**
+       * The slot of the blockhash's block: the transaction can land only in a block that descends from it.
+       * Absent from payments recorded before it was kept.
+       */
+      blockhashSlot?: bigint;
     };
 
 /** A payment ready to send: the header to retry the request with, and what identifies it on chain. */
@@ -76,6 +81,8 @@ export interface SignedPayment {
 export interface RecentBlockhash {
   blockhash: string;
   lastValidBlockHeight: bigint;
+  /** The slot of the block whose hash it is (the answer's context slot). */
+  slot: bigint;
 }
 
 /** Input of {@link signPayment}. */
@@ -283,6 +290,7 @@ async function signExactSolana(
       payerSignature: getBase58Decoder().decode(payerSignature),
       sourceTokenAccount: source,
       lastValidBlockHeight: recentBlockhash.lastValidBlockHeight,
+      blockhashSlot: recentBlockhash.slot,
     },
   };
 }
