@@ -175,7 +175,15 @@ export async function startService(config: Config, options: StartOptions = {}): 
     }
     // Its first pass reconciles whatever a previous process left pending.
     const confirmer = new Confirmer(
-      { db: store.db, keyring, chainClient, log: logger, authzd, now },
+      {
+        db: store.db,
+        keyring,
+        chainNames: registry.list().map((chain) => chain.name),
+        chainClient,
+        log: logger,
+        authzd,
+        now,
+      },
       config.confirmerIntervalMs,
     );
     confirmer.start();

@@ -21,6 +21,8 @@ const REBROADCAST_AFTER_MS = 3_000;
  * cheapest read answers: a pass bounded in time, on a node that serves some calls and not others.
  */
 const UNAVAILABLE_ROWS_PER_PASS = 3;
+/** A chain's pass reads at most this many pending spends, oldest first. */
+const PENDING_ROWS_PER_PASS = 500;
 /** Confirmations found in one pass are written together, in batches of at most this many… */
 const CONFIRM_BATCH = 100;
 /** …and written once the first has waited this long, when the row being read at that moment is done. */
@@ -29,6 +31,8 @@ const CONFIRM_BATCH_MS = 500;
 export interface ConfirmerDeps {
   db: Db;
   keyring: Keyring;
+  /** The chains whose pending spends it settles, each in a loop of its own. */
+  chainNames: readonly string[];
   chainClient(name: string): ChainClient | undefined;
   log: Logger;
   /** Given back the decisions of held spends that expire unsent. */
@@ -39,14 +43,18 @@ export interface ConfirmerDeps {
 
 /**
  * Moves pending spends to `confirmed` or `failed` (and ends held spends whose approval expired), and is the
- * crash recovery too: its first pass after
- * start-up reconciles every pending row against the chain: confirmed if it landed; broadcast (again) if it
- * still can; failed if it never can. A Solana spend whose blockhash expired before it landed is rebuilt and
- * re-signed only then, and only once across instances (compare-and-set on its hash).
+ * crash recovery too: its first pass after start-up reconciles every pending row against the chain:
+ * confirmed if it landed; broadcast (again) if it still can; failed if it never can. A Solana spend whose
+ * blockhash expired before it landed is rebuilt and re-signed only then, and only once across instances
+ * (compare-and-set on its hash).
+ *
+ * Each chain has its own loop, and the expiry of held spends another: a chain whose node is slow or down
+ * (a pass over it can last tens of seconds) holds up no other chain's confirmations.
  */
 export class Confirmer {
-  #timer: NodeJS.Timeout | undefined;
-  #running: Promise<void> | undefined;
+  #loops: Promise<void>[] = [];
+  /** Wakes the loops that wait for their next pass. */
+  readonly #waiting = new Set<() => void>();
   #stopped = false;
 
   constructor(
@@ -55,43 +63,63 @@ export class Confirmer {
   ) {}
 
   start(): void {
-    const tick = async () => {
-      if (this.#stopped) return;
-      this.#running = this.runOnce().catch((error: unknown) =>
-        this.deps.log.warn({ err: error }, "confirmer pass failed"),
-      );
-      await this.#running;
-      if (!this.#stopped) this.#timer = setTimeout(tick, this.intervalMs);
-    };
-    void tick();
+    this.#loops = [
+      this.#repeat(() => this.#expireHeld()),
+      ...this.deps.chainNames.map((chain) => this.#repeat(() => this.#settleChain(chain))),
+    ];
   }
 
   async stop(): Promise<void> {
     this.#stopped = true;
-    if (this.#timer) clearTimeout(this.#timer);
-    await this.#running;
+    for (const wake of this.#waiting) wake();
+    await Promise.all(this.#loops);
   }
 
-  /** One pass: held spends past their approval deadline end; pending spends, oldest first, settle. */
+  /** One pass of every loop: held spends past their approval deadline end; each chain's pending spends settle. */
   async runOnce(): Promise<void> {
+    await this.#expireHeld();
+    await Promise.all(this.deps.chainNames.map((chain) => this.#settleChain(chain)));
+  }
+
+  /** Runs `pass`, then again `intervalMs` after it ended, until stopped. */
+  async #repeat(pass: () => Promise<void>): Promise<void> {
+    while (!this.#stopped) {
+      await pass().catch((error: unknown) => this.deps.log.warn({ err: error }, "confirmer pass failed"));
+      if (this.#stopped) return;
+      await new Promise<void>((resolve) => {
+        const wake = () => {
+          clearTimeout(timer);
+          this.#waiting.delete(wake);
+          resolve();
+        };
+        const timer = setTimeout(wake, this.intervalMs);
+        this.#waiting.add(wake);
+      });
+    }
+  }
+
+  async #expireHeld(): Promise<void> {
     const expired = await expireApprovals(this.deps);
     if (expired > 0) this.deps.log.info({ expired }, "spends waiting for approval expired");
-    const pending = await this.deps.db
-      .select()
-      .from(transactions)
-      .where(and(eq(transactions.status, "pending"), inArray(transactions.type, ["send", "x402"])))
-      .orderBy(asc(transactions.createdAt))
-      .limit(500);
-    // Each chain on its own, so a chain whose RPC is down holds up none of the others.
-    const byChain = new Map<string, (typeof transactions.$inferSelect)[]>();
-    for (const row of pending) byChain.set(row.chain, [...(byChain.get(row.chain) ?? []), row]);
-    await Promise.all([...byChain].map(([chain, rows]) => this.#settleChain(chain, rows)));
   }
 
-  async #settleChain(chain: string, rows: (typeof transactions.$inferSelect)[]): Promise<void> {
+  /** A chain's pass: its pending spends, oldest first, at most {@link PENDING_ROWS_PER_PASS}. */
+  async #settleChain(chain: string): Promise<void> {
     const client = this.deps.chainClient(chain);
     if (!client) return;
     try {
+      const rows = await this.deps.db
+        .select()
+        .from(transactions)
+        .where(
+          and(
+            eq(transactions.chain, chain),
+            eq(transactions.status, "pending"),
+            inArray(transactions.type, ["send", "x402"]),
+          ),
+        )
+        .orderBy(asc(transactions.createdAt))
+        .limit(PENDING_ROWS_PER_PASS);
       await this.#settleRows(client, rows);
       if (client.config.kind === "evm") await this.#fillNonceGaps(client);
     } catch (error) {

@@ -1,0 +1,78 @@
+import { fundEvm, fundSolana } from "@svc/devnet";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { evmKey, solanaKey } from "./support/chains.ts";
+import { eventually } from "./support/eventually.ts";
+import { RpcGate } from "./support/rpc-gate.ts";
+import { createTestServer, seedAccount, sharedDevnet, type TestServer } from "./support/test-server.ts";
+
+/**
+ * The confirmer settles each chain in a loop of its own: a pass over a chain whose node stalls (one read can
+ * wait its time limit, 15 s, and more with retries) holds up no other chain's confirmations. The service
+ * reaches the Solana runtime through an RpcGate; the EVM node directly.
+ */
+
+let server: TestServer;
+let gate: RpcGate;
+
+beforeAll(async () => {
+  const devnet = await sharedDevnet();
+  gate = await RpcGate.start(devnet.solana.rpcUrl);
+  server = await createTestServer({
+    env: {
+      SVC_RPC_BASE: devnet.evm.rpcUrl,
+      SVC_USDC_BASE: devnet.evm.usdc,
+      SVC_RPC_SOLANA: gate.url,
+      SVC_USDC_SOLANA: devnet.solana.usdcMint,
+      SVC_CONFIRMER_INTERVAL_MS: "200",
+    },
+  });
+});
+afterAll(async () => {
+  await gate?.close();
+  await server?.close();
+});
+
+describe("a chain whose node stalls the confirmer's reads", () => {
+  it("holds up no other chain's confirmations", async () => {
+    const devnet = await sharedDevnet();
+    const { apiKey } = await seedAccount(server.api);
+    const wallet = (
+      await server.api.post("/v1/wallets", { name: "both", chains: ["base", "solana"] }, apiKey)
+    ).body;
+    await fundEvm(devnet, wallet.evm.address, { eth: 10n ** 17n, usdc: 5_000_000n });
+    await fundSolana(devnet, wallet.solana.address, { sol: 10n ** 9n, usdc: 5_000_000n });
+    const status = async (id: string) =>
+      (await server.api.get(`/v1/transactions/${id}`, apiKey)).body.status as string;
+
+    // The Solana node takes the send, then holds every status read of the confirmer.
+    gate.decide = (call) => (call.methods.includes("getSignatureStatuses") ? "hold" : "forward");
+    const onSolana = await server.api.post(
+      `/v1/wallets/${wallet.id}/send`,
+      { to: (await solanaKey()).address, amount: "1", chain: "solana" },
+      apiKey,
+    );
+    expect(onSolana.status, onSolana.text).toBe(201);
+    const stalled = await eventually(() => gate.held[0], {
+      describe: "the confirmer's Solana pass to wait on its status read",
+    });
+
+    const onEvm = await server.api.post(
+      `/v1/wallets/${wallet.id}/send`,
+      { to: evmKey().address, amount: "1", chain: "base" },
+      apiKey,
+    );
+    expect(onEvm.status, onEvm.text).toBe(201);
+    await eventually(async () => (await status(onEvm.body.id)) === "confirmed", {
+      describe: "the EVM send to be confirmed",
+    });
+    // Confirmed while the Solana pass still waits on the node: its read has been neither answered nor given up.
+    expect(stalled.abandoned).toBe(false);
+    expect(await status(onSolana.body.id)).toBe("pending");
+
+    // Once the node answers, the Solana send is confirmed too.
+    gate.openUp();
+    await eventually(async () => (await status(onSolana.body.id)) === "confirmed", {
+      describe: "the Solana send to be confirmed",
+    });
+  });
+});
