@@ -405,10 +405,10 @@ describe("a held spend past its deadline, the confirmer not yet come by to end i
     return { walletId: created.body.id as string, id: held.body.id as string };
   }
 
-  /** Approving answers 409 expired, and the spend is ended so: unsigned, its room given back, not listed waiting. */
-  async function expectEndedExpired(walletId: string, id: string, approve: ApiResponse) {
-    expect(approve.status, approve.text).toBe(409);
-    expect(expectErrorShape(approve)).toMatchObject({
+  /** A decision answers 409 expired, and the spend is ended so: unsigned, its room given back, not listed waiting. */
+  async function expectEndedExpired(walletId: string, id: string, decision: ApiResponse) {
+    expect(decision.status, decision.text).toBe(409);
+    expect(expectErrorShape(decision)).toMatchObject({
       reason: "already_decided",
       details: { approval: "expired" },
     });
@@ -437,6 +437,16 @@ describe("a held spend past its deadline, the confirmer not yet come by to end i
       walletId,
       id,
       await slow.api.post(`/v1/approvals/${id}/approve`, undefined, apiKey),
+    );
+  });
+
+  it("cannot be rejected either: it ends expired, as the deadline decided (it ended approval_rejected)", async () => {
+    const { walletId, id } = await heldSpend();
+    slow.clock.advance(TTL_SECONDS * 1000 + 1);
+    await expectEndedExpired(
+      walletId,
+      id,
+      await slow.api.post(`/v1/approvals/${id}/reject`, undefined, apiKey),
     );
   });
 

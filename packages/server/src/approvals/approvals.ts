@@ -143,7 +143,10 @@ async function refuseExpired(deps: DecisionDeps, transactionId: string, now: Dat
   throw errors.alreadyDecided(transactionId, "expired");
 }
 
-/** Rejects a held spend: `rejected` with failureReason `approval_rejected`, its reservation given back. */
+/**
+ * Rejects a held spend: `rejected` with failureReason `approval_rejected`, its reservation given back. One
+ * past its deadline was decided by it: ended expired, 409 `already_decided`, as an approval is.
+ */
 export async function rejectSpend(
   deps: DecisionDeps,
   accountId: string,
@@ -151,14 +154,17 @@ export async function rejectSpend(
   idempotency?: IdempotencyClaim,
 ): Promise<TransactionRow> {
   const held = await findApproval(deps.db, accountId, transactionId);
-  const rejected = await deps.db.transaction(async (tx) => {
-    await lockHeld(tx, held.id);
-    const row = await endUnsent(tx, held.id, "rejected", deps.now?.() ?? new Date());
+  const ended = await deps.db.transaction(async (tx) => {
+    const current = await lockHeld(tx, held.id);
+    const now = deps.now?.() ?? new Date();
+    if (isPastDeadline(current, now)) return endUnsent(tx, held.id, "expired", now);
+    const row = await endUnsent(tx, held.id, "rejected", now);
     if (idempotency) await attachTransaction(tx, idempotency, row.id);
     return row;
   });
-  await giveBackAuthorization(deps, rejected);
-  return rejected;
+  await giveBackAuthorization(deps, ended);
+  if (ended.approvalStatus === "expired") throw errors.alreadyDecided(ended.id, "expired");
+  return ended;
 }
 
 /**
