@@ -143,7 +143,13 @@ describe.concurrent.each(["evm", "solana"] as const)(
         try {
           const client = clientAt(kind, page.url);
           const read = () => client.getBalance(ownerOf(kind), client.config.nativeToken);
-          expect(await failure(read())).toBeInstanceOf(ChainUnreachableError);
+          const error = await failure(read());
+          expect(error).toBeInstanceOf(ChainUnreachableError);
+          // Said as it is: the node answered, with no JSON-RPC answer (it was "could not be reached").
+          expect(error).toMatchObject({
+            facts: { notJsonRpc: true },
+            shortMessage: `The ${client.config.name} RPC endpoint answered with something that is not a JSON-RPC response`,
+          });
           expect(await failure(chainCall(client.config.name, read))).toMatchObject({
             status: 502,
             reason: "chain_unavailable",

@@ -50,17 +50,22 @@ export abstract class ChainUnavailableError<
   Details extends ChainCallDetails = ChainCallDetails,
 > extends ChainError<Details> {}
 
+/** What {@link ChainUnreachableError} knows: the HTTP error status, or that the answer was no JSON-RPC response. */
+export type UnreachableDetails = ChainCallDetails & { status?: number; notJsonRpc?: true };
+
 /**
  * Connection refused or reset, socket closed, an HTTP error status, or an answer that is no JSON-RPC response
  * (a proxy's page): no JSON-RPC answer.
  */
-export class ChainUnreachableError extends ChainUnavailableError<ChainCallDetails & { status?: number }> {
+export class ChainUnreachableError extends ChainUnavailableError<UnreachableDetails> {
   override name = "ChainUnreachableError";
-  constructor(details: ChainCallDetails & { status?: number }, cause?: unknown) {
+  constructor(details: UnreachableDetails, cause?: unknown) {
     super(
-      details.status === undefined
-        ? `The ${details.chain} RPC endpoint could not be reached`
-        : `The ${details.chain} RPC endpoint answered HTTP ${details.status}`,
+      details.status !== undefined
+        ? `The ${details.chain} RPC endpoint answered HTTP ${details.status}`
+        : details.notJsonRpc
+          ? `The ${details.chain} RPC endpoint answered with something that is not a JSON-RPC response`
+          : `The ${details.chain} RPC endpoint could not be reached`,
       details,
       cause,
     );

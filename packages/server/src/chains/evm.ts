@@ -43,7 +43,7 @@ import {
   withReadRetries,
 } from "./errors.ts";
 import { evmAddressOf, signEvmTransaction } from "./evm-keys.ts";
-import { JsonRpcEndpoint, jsonRpcHttp, type RpcCall } from "./json-rpc-http.ts";
+import { JsonRpcEndpoint, jsonRpcHttp, NotJsonRpcAnswerError, type RpcCall } from "./json-rpc-http.ts";
 import type {
   BroadcastTransfer,
   ChainClient,
@@ -724,7 +724,12 @@ function toChainError(error: unknown, call: { chain: string; method: string; tim
   if (error instanceof TimeoutError) return new ChainTimeoutError(call, error);
   if (error instanceof HttpRequestError) {
     return new ChainUnreachableError(
-      { chain, method, ...(error.status === undefined ? {} : { status: error.status }) },
+      {
+        chain,
+        method,
+        ...(error.status === undefined ? {} : { status: error.status }),
+        ...(error instanceof NotJsonRpcAnswerError ? { notJsonRpc: true as const } : {}),
+      },
       error,
     );
   }

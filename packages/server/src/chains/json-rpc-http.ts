@@ -25,6 +25,9 @@ export interface JsonRpcHttpOptions {
   maxResponseBytes?: number;
 }
 
+/** An answer that came (HTTP 2xx) but is no JSON-RPC response to the request: a gateway's page, `{}`, a batch cut short. */
+export class NotJsonRpcAnswerError extends HttpRequestError {}
+
 interface RpcBody {
   [key: string]: unknown;
   jsonrpc: "2.0";
@@ -120,7 +123,11 @@ export class JsonRpcEndpoint {
     this.#checkStatus(body, status, text);
     // No usable answer (a gateway's page, say), which a read may ask for again.
     if (!isRpcAnswer(answer) || !("result" in answer)) {
-      throw new HttpRequestError({ body, details: "the answer is not a JSON-RPC response", url: this.url });
+      throw new NotJsonRpcAnswerError({
+        body,
+        details: "the answer is not a JSON-RPC response",
+        url: this.url,
+      });
     }
     return answer.result;
   }
@@ -147,7 +154,7 @@ export class JsonRpcEndpoint {
       if (isRpcAnswer(answer) && answer.error != null)
         throw this.#rpcError(bodies[0] as RpcBody, answer.error, status);
       this.#checkStatus(bodies, status, text);
-      throw new HttpRequestError({
+      throw new NotJsonRpcAnswerError({
         body: bodies,
         details: "the answer is not a JSON-RPC batch response",
         url: this.url,
@@ -160,7 +167,7 @@ export class JsonRpcEndpoint {
       const item = byId.get(String(body.id));
       if (item?.error != null) return { error: this.#rpcError(body, item.error, status) };
       if (item === undefined || !("result" in item)) {
-        throw new HttpRequestError({
+        throw new NotJsonRpcAnswerError({
           body,
           details: "the batch answer lacks a call's response",
           url: this.url,

@@ -478,13 +478,14 @@ function chainTransport(chain: string, url: string, timeoutMs: number): RpcTrans
           throw new ChainUnreachableError({ chain, method, status: error.context.statusCode }, error);
         // fetch rejects with a TypeError when no response came: refused, reset, closed under the request;
         // kit with a SyntaxError when the answer is not JSON (a proxy's page): no usable answer either.
-        if (error instanceof TypeError || error instanceof SyntaxError)
-          throw new ChainUnreachableError({ chain, method }, error);
+        if (error instanceof TypeError) throw new ChainUnreachableError({ chain, method }, error);
+        if (error instanceof SyntaxError)
+          throw new ChainUnreachableError({ chain, method, notJsonRpc: true }, error);
         throw error;
       }
       // JSON that is no JSON-RPC answer (`{}`, `null`): no usable answer either.
       if (typeof response !== "object" || response === null || !("result" in response || "error" in response))
-        throw new ChainUnreachableError({ chain, method });
+        throw new ChainUnreachableError({ chain, method, notJsonRpc: true });
       const answer = (response as { error?: unknown }).error;
       if (answer !== undefined) throw fromErrorAnswer(answer, chain, method);
       return response;
