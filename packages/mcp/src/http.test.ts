@@ -5,8 +5,9 @@
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { ServiceErrorBody } from "@svc/sdk";
 import { afterEach, describe, expect, it } from "vitest";
-import { createMcpHttpHandler, type McpHttpErrorBody, type McpHttpOptions } from "./http.ts";
+import { createMcpHttpHandler, type McpHttpOptions } from "./http.ts";
 
 const servers: Server[] = [];
 afterEach(async () => {
@@ -54,8 +55,8 @@ const post = (url: string, headers: Record<string, string> = {}) =>
     body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: {} }),
   });
 
-async function errorOf(response: Response): Promise<McpHttpErrorBody["error"]> {
-  const body = (await response.json()) as McpHttpErrorBody;
+async function errorOf(response: Response): Promise<ServiceErrorBody["error"]> {
+  const body = (await response.json()) as ServiceErrorBody;
   expect(Object.keys(body)).toEqual(["error"]);
   expect(body.error.requestId).toBe(response.headers.get("x-request-id"));
   return body.error;

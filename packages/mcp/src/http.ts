@@ -6,7 +6,13 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { SvcError, SvcRateLimitError, SvcUnauthorizedError, SvcWallet } from "@svc/sdk";
+import {
+  type ServiceErrorBody,
+  SvcError,
+  SvcRateLimitError,
+  SvcUnauthorizedError,
+  SvcWallet,
+} from "@svc/sdk";
 import { servesTestNetworks, toolSetOf } from "./role.ts";
 import { createSvcMcpServer } from "./server.ts";
 
@@ -45,22 +51,8 @@ interface Session {
 
 const digest = (key: string): Buffer => createHash("sha256").update(key).digest();
 
-/**
- * The service's error shape (every error of the service has it, `/v1` and `/mcp` alike): `requestId` is the
- * request's id, the same as its `X-Request-Id` header.
- */
-export interface McpHttpErrorBody {
-  error: {
-    code: string;
-    message: string;
-    requestId: string;
-    reason?: string;
-    details?: Record<string, unknown>;
-  };
-}
-
 /** An error this endpoint answers itself, before or instead of the MCP transport. */
-type McpHttpError = Omit<McpHttpErrorBody["error"], "requestId" | "reason" | "details"> & {
+type McpHttpError = Omit<ServiceErrorBody["error"], "requestId" | "reason" | "details"> & {
   reason?: string | undefined;
   details?: Record<string, unknown> | undefined;
 };
@@ -89,7 +81,7 @@ function answerError(
   retryAfterSeconds?: number,
 ): void {
   if (response.headersSent) return;
-  const body: McpHttpErrorBody = {
+  const body: ServiceErrorBody = {
     error: {
       code: error.code,
       message: error.message,
@@ -133,7 +125,7 @@ function bearerOf(request: IncomingMessage): { key: string } | { refused: McpHtt
  * Builds the streamable HTTP endpoint. A request without a session starts one for its key's tool set (an
  * agent key is never offered a loosening tool); later requests name the session (`Mcp-Session-Id`) and must
  * carry the same key. No key or a key the service refuses → 401 with the service's reason and message. Every
- * error answered here has the service's shape, {@link McpHttpErrorBody}, with the request's id; a fault
+ * error answered here has the service's shape, {@link ServiceErrorBody}, with the request's id; a fault
  * answers 500 and is rethrown (for the mounting service to log).
  * @example
  * const mcp = createMcpHttpHandler({ baseUrl: "http://127.0.0.1:8080/v1" });

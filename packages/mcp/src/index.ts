@@ -6,7 +6,6 @@
 export { clientFor, configFromEnv, confirmAboveFromEnv, type McpConfig } from "./config.ts";
 export {
   createMcpHttpHandler,
-  type McpHttpErrorBody,
   type McpHttpHandler,
   type McpHttpOptions,
 } from "./http.ts";

@@ -3,6 +3,7 @@
  * with the service. An MCP client from `@modelcontextprotocol/sdk` connects with a URL and a key.
  */
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { ServiceErrorBody } from "@svc/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestServer, seedAccount } from "../../server/test/support/test-server.ts";
 import {
@@ -39,10 +40,6 @@ afterAll(async () => {
   await world?.close();
 });
 
-type ErrorBody = {
-  error: { code: string; message: string; requestId: string; reason?: string; details?: unknown };
-};
-
 /**
  * The service's error shape (README: `{ "error": { "code", "message", "requestId", "reason"?, "details"? } }`),
  * its `requestId` the response's `X-Request-Id`; returns the error.
@@ -51,11 +48,11 @@ async function expectError(
   response: Response,
   status: number,
   expected: { code: string; reason?: string },
-): Promise<ErrorBody["error"]> {
+): Promise<ServiceErrorBody["error"]> {
   expect(response.status).toBe(status);
   const requestId = response.headers.get("x-request-id");
   expect(requestId).toMatch(/^req_\w+$/);
-  const body = (await response.json()) as ErrorBody;
+  const body = (await response.json()) as ServiceErrorBody;
   expect(Object.keys(body)).toEqual(["error"]);
   expect(body.error).toMatchObject({ ...expected, requestId });
   expect(typeof body.error.message).toBe("string");

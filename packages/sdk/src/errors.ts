@@ -6,6 +6,22 @@
 import type { Transaction } from "./types.ts";
 
 /**
+ * The body of every error the service answers, `/v1` and `/mcp` alike: `requestId` is the request's id, the same
+ * as its `X-Request-Id` header.
+ * @example
+ * const body: ServiceErrorBody = { error: { code: "NotFound", message: "Wallet not found", requestId: "req_1" } };
+ */
+export interface ServiceErrorBody {
+  error: {
+    code: string;
+    message: string;
+    requestId: string;
+    reason?: string;
+    details?: Record<string, unknown>;
+  };
+}
+
+/**
  * The fields every {@link SvcError} is built from.
  * @example
  * const init: SvcErrorInit = { code: "ValidationError", status: 0, message: "bad input", reason: "invalid_input" };
@@ -286,8 +302,7 @@ const BY_CODE: Record<string, new (init: SvcErrorInit) => SvcError> = {
 };
 
 /**
- * Builds the {@link SvcError} subclass for a service error answer (`{ error: { code, message, requestId,
- * reason?, details? } }`). A body that is not of that shape gives a plain {@link SvcError} with code
+ * Builds the {@link SvcError} subclass for a service error answer ({@link ServiceErrorBody}). A body that is not of that shape gives a plain {@link SvcError} with code
  * `HttpError` (or {@link SvcInternalError} for a 5xx).
  * @example
  * const response = await fetch(`${baseUrl}/wallets/wal_x`, { headers });

@@ -37,6 +37,7 @@ export type {
 export { DEFAULT_BASE_URL, type EventStream, SvcWallet, type SvcWalletOptions } from "./client.ts";
 export {
   errorFromResponse,
+  type ServiceErrorBody,
   SvcAuthzError,
   SvcConnectionError,
   SvcError,
