@@ -1,22 +1,35 @@
 /**
  * How far back the search for an unsettled Solana x402 payment reads the payer's token account history. A
  * payment pending on chain is searched for on every confirmer pass, so reading transactions older than the
- * payment costs one `getTransaction` each, every pass, for nothing.
+ * payment costs one `getTransaction` each, every pass, for nothing; reading too few would miss a settled
+ * payment and end it expired, its amount released while the payee was paid. The search starts 32 slots
+ * before the payment's blockhash.
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { fundSolana } from "@svc/devnet";
+import {
+  createKeyPairSignerFromPrivateKeyBytes,
+  createSolanaRpc,
+  getBase64EncodedWireTransaction,
+  getBase64Encoder,
+  getTransactionDecoder,
+  partiallySignTransaction,
+} from "@solana/kit";
+import { fundSolana, startDevnet } from "@svc/devnet";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import type { ChainConfig } from "../src/chains/types.ts";
 import { getPaymentSettlement, getRecentBlockhash } from "../src/x402/chain-reads.ts";
 import { parsePaymentChallenge, selectRequirement } from "../src/x402/challenge.ts";
 import { encodeHeaderJson } from "../src/x402/encoding.ts";
-import { signPayment } from "../src/x402/payment.ts";
+import { type SignedPayment, signPayment } from "../src/x402/payment.ts";
 import { solanaKey, testnetProfileOnLocalChains } from "./support/chains.ts";
+import { eventually } from "./support/eventually.ts";
 import { type RpcProxy, startRpcProxy } from "./support/rpc-proxy.ts";
 import { createTestServer, seedAccount, sharedDevnet } from "./support/test-server.ts";
 
 const NETWORK = "solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1";
+/** More slots than the search's margin before the payment's blockhash. */
+const PAST_THE_MARGIN = 40;
 let devnet: Awaited<ReturnType<typeof sharedDevnet>>;
 let proxy: RpcProxy;
 let chain: ChainConfig;
@@ -24,20 +37,28 @@ let chain: ChainConfig;
 beforeAll(async () => {
   devnet = await sharedDevnet();
   proxy = await startRpcProxy(devnet.solana.rpcUrl, () => "forward");
-  chain = {
+  chain = solanaDevnet(proxy.url, devnet.solana.usdcMint);
+});
+afterAll(() => proxy?.close());
+
+/** The devnet's Solana runtime as a chain of the testnet profile, reached at `rpcUrl`. */
+function solanaDevnet(rpcUrl: string, usdcMint: string): ChainConfig {
+  return {
     name: "solana-devnet",
     kind: "solana",
     network: NETWORK,
     testnet: true,
-    rpcUrl: proxy.url,
+    rpcUrl,
     nativeToken: { symbol: "SOL", address: null, decimals: 9 },
-    tokens: [{ symbol: "USDC", address: devnet.solana.usdcMint, decimals: 6 }],
+    tokens: [{ symbol: "USDC", address: usdcMint, decimals: 6 }],
   };
-});
-afterAll(() => proxy?.close());
+}
 
-/** An x402 v2 challenge for 0.01 USDC on the devnet's Solana runtime, the fee paid by a made-up facilitator. */
-async function solanaChallenge(): Promise<string> {
+/** An x402 v2 challenge for 0.01 USDC of `usdcMint` to `payTo`, its fee paid by `feePayer`. */
+async function solanaChallenge(
+  usdcMint: string,
+  parties: { payTo?: string; feePayer?: string } = {},
+): Promise<string> {
   return encodeHeaderJson({
     x402Version: 2,
     resource: { url: "http://127.0.0.1/quiet" },
@@ -46,31 +67,41 @@ async function solanaChallenge(): Promise<string> {
         scheme: "exact",
         network: NETWORK,
         amount: "10000",
-        asset: devnet.solana.usdcMint,
-        payTo: (await solanaKey()).address,
+        asset: usdcMint,
+        payTo: parties.payTo ?? (await solanaKey()).address,
         maxTimeoutSeconds: 60,
-        extra: { feePayer: (await solanaKey()).address },
+        extra: { feePayer: parties.feePayer ?? (await solanaKey()).address },
       },
     ],
   });
 }
 
+/** The payment of `challenge` by `payer`, signed with a blockhash read now from `on`. */
+async function signedPayment(on: ChainConfig, payer: Uint8Array, challenge: string): Promise<SignedPayment> {
+  const parsed = parsePaymentChallenge({
+    headers: new Headers({ "payment-required": challenge }),
+    body: "{}",
+  });
+  return signPayment({
+    challenge: parsed,
+    selected: selectRequirement(parsed, { chains: [on] }),
+    privateKey: payer,
+    now: new Date(),
+    recentBlockhash: await getRecentBlockhash(on),
+  });
+}
+
 describe("the search for a Solana x402 payment no receipt settled", () => {
-  it("reads no transaction of the payer's token account older than the payment's blockhash", async () => {
+  it("reads no transaction of the payer's token account from before the payment's blockhash", async () => {
     const payer = await solanaKey();
     // The payer's token account gets its first transaction: the one that creates and funds it.
     await fundSolana(devnet, payer.address, { usdc: 1_000_000n });
-    const challenge = parsePaymentChallenge({
-      headers: new Headers({ "payment-required": await solanaChallenge() }),
-      body: "{}",
-    });
-    const signed = await signPayment({
-      challenge,
-      selected: selectRequirement(challenge, { chains: [chain] }),
-      privateKey: payer.privateKey,
-      now: new Date(),
-      recentBlockhash: await getRecentBlockhash(chain),
-    });
+    devnet.advanceSolanaSlots(PAST_THE_MARGIN);
+    const signed = await signedPayment(
+      chain,
+      payer.privateKey,
+      await solanaChallenge(devnet.solana.usdcMint),
+    );
 
     // Signed and never sent: not on chain, and still able to land.
     const reads = proxy.count("getTransaction");
@@ -79,8 +110,54 @@ describe("the search for a Solana x402 payment no receipt settled", () => {
     expect(proxy.count("getTransaction") - reads).toBe(0);
   });
 
+  it("finds a payment that landed in the very slot its blockhash was read at", async () => {
+    // A local chain that stays in its first slot, which counts as confirmed while it is still made.
+    const frozen = await startDevnet({ solanaSlotMs: 3_600_000 });
+    onTestFinished(() => frozen.stop());
+    const on = solanaDevnet(frozen.solana.rpcUrl, frozen.solana.usdcMint);
+    const [payer, payTo, feePayerSeed] = [await solanaKey(), await solanaKey(), await solanaKey()];
+    // Not waited for: confirming them takes a slot that never comes. They land at once all the same.
+    void fundSolana(frozen, payer.address, { usdc: 1_000_000n }).catch(() => {});
+    void fundSolana(frozen, payTo.address, { usdc: 1n }).catch(() => {});
+    void fundSolana(frozen, feePayerSeed.address, { sol: 10n ** 9n }).catch(() => {});
+    const rpc = createSolanaRpc(frozen.solana.rpcUrl);
+    await eventually(async () => {
+      const { value } = await rpc.getBalance(feePayerSeed.address, { commitment: "processed" }).send();
+      return value > 0n;
+    });
+    await eventually(async () => {
+      const { value } = await rpc
+        .getTokenAccountsByOwner(payTo.address, { mint: frozen.solana.usdcMint }, { encoding: "base64" })
+        .send();
+      return value.length > 0;
+    });
+    const signed = await signedPayment(
+      on,
+      payer.privateKey,
+      await solanaChallenge(frozen.solana.usdcMint, { payTo: payTo.address, feePayer: feePayerSeed.address }),
+    );
+    expect(signed.onChain).toMatchObject({ blockhashSlot: 1n });
+
+    // The facilitator's part: it signs as the fee payer and submits.
+    const wire = JSON.parse(Buffer.from(signed.header.value, "base64").toString("utf8")).payload.transaction;
+    const transaction = getTransactionDecoder().decode(getBase64Encoder().encode(wire));
+    const feePayer = await createKeyPairSignerFromPrivateKeyBytes(feePayerSeed.privateKey);
+    const submitted = await partiallySignTransaction([feePayer.keyPair], transaction);
+    const txHash = await rpc
+      .sendTransaction(getBase64EncodedWireTransaction(submitted), {
+        encoding: "base64",
+        skipPreflight: true,
+      })
+      .send();
+
+    // Found in slot 1, the blockhash's own; and still once the chain has moved past its last valid height.
+    expect(await getPaymentSettlement(on, signed.onChain)).toEqual({ state: "settled", txHash });
+    frozen.advanceSolanaSlots(200);
+    expect(await getPaymentSettlement(on, signed.onChain)).toEqual({ state: "settled", txHash });
+  });
+
   it("made by the confirmer for a recorded payment, reads none either", async () => {
-    const challenge = await solanaChallenge();
+    const challenge = await solanaChallenge(devnet.solana.usdcMint);
     // Takes the payment and answers without a receipt, settling nothing: the payment stays pending.
     const quiet: Server = createServer((req, res) => {
       if (typeof req.headers["payment-signature"] !== "string") {
@@ -96,6 +173,8 @@ describe("the search for a Solana x402 payment no receipt settled", () => {
         SVC_RPC_SOLANA_DEVNET: proxy.url,
         SVC_OUTBOUND_ALLOW: "127.0.0.0/8",
         SVC_CONFIRMER_INTERVAL_MS: "3600000",
+        // Nor does the watcher of incoming transfers read the wallet's transactions meanwhile.
+        SVC_WATCH_INTERVAL_MS: "3600000",
       },
     });
     onTestFinished(async () => {
@@ -107,6 +186,7 @@ describe("the search for a Solana x402 payment no receipt settled", () => {
     // Two transactions in the wallet's token account history before the payment.
     await fundSolana(devnet, wallet.body.solana.address, { usdc: 500_000n });
     await fundSolana(devnet, wallet.body.solana.address, { usdc: 500_000n });
+    devnet.advanceSolanaSlots(PAST_THE_MARGIN);
     const url = `http://127.0.0.1:${(quiet.address() as AddressInfo).port}/quiet`;
     const paid = await server.api.post("/v1/x402/fetch", { walletId: wallet.body.id, url }, apiKey);
     expect(paid.status, paid.text).toBe(200);

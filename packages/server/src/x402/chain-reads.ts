@@ -175,11 +175,20 @@ async function solanaSettlement(
 }
 
 /**
- * A slot the payment cannot be in, nor any slot before it. A transaction that names a blockhash lands only in a
- * block that descends from that blockhash's block, so in a later slot.
+ * How many slots before the blockhash's are searched too. The payment cannot be in a block that was confirmed
+ * before it was signed, nor in the blockhash's own; the margin covers an answer whose slot is ahead of that
+ * (a `processed` view, whose bank still takes transactions; a provider pairing a cached blockhash with a newer
+ * slot; a local chain whose first slot counts as confirmed while it is made).
  */
+const BLOCKHASH_SLOT_MARGIN = 32n;
+
+/** A slot the payment cannot be in, nor any slot before it. */
 function newestSlotBefore(payment: Extract<PaymentOnChain, { kind: "solana" }>): bigint {
-  if (payment.blockhashSlot !== undefined) return payment.blockhashSlot;
+  if (payment.blockhashSlot !== undefined) {
+    return payment.blockhashSlot > BLOCKHASH_SLOT_MARGIN
+      ? payment.blockhashSlot - BLOCKHASH_SLOT_MARGIN
+      : -1n;
+  }
   return payment.lastValidBlockHeight > BLOCKHASH_WINDOW
     ? payment.lastValidBlockHeight - BLOCKHASH_WINDOW - 1n
     : -1n;
