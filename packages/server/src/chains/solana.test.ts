@@ -4,8 +4,9 @@ import { type Devnet, fundSolana, startDevnet } from "@svc/devnet";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { devnetClients, signedTransfer, solanaKey } from "../../test/support/chains.ts";
 import { eventually } from "../../test/support/eventually.ts";
+import { startRpcProxy } from "../../test/support/rpc-proxy.ts";
 import { BlockhashNotFoundError, TransactionRejectedError } from "./errors.ts";
-import { TOKEN_2022_PROGRAM_ADDRESS, tokenProgramAccount } from "./solana.ts";
+import { SolanaChain, TOKEN_2022_PROGRAM_ADDRESS, tokenProgramAccount } from "./solana.ts";
 import type { ChainClient, SignedTransfer, TokenInfo, TransferStatus } from "./types.ts";
 
 let devnet: Devnet;
@@ -127,6 +128,35 @@ describe("SolanaChain on the local cluster", () => {
       reason: "blockhash expired before the transaction landed",
     });
     await expect(solana.broadcast(signed)).rejects.toBeInstanceOf(BlockhashNotFoundError);
+  });
+
+  it("does not take a status answer from a node behind for dropped: a load balancer's other node, which has not seen the transfer (it was re-signed and paid twice)", async () => {
+    const sender = await fundedSender();
+    const signed = await signedTransfer(solana, {
+      privateKey: sender.privateKey,
+      to: (await solanaKey()).address,
+      token: usdc,
+      amount: 1n,
+    });
+    await solana.broadcast(signed);
+    expect((await settled(signed, sender.address)).state).toBe("confirmed");
+    devnet.advanceSolanaSlots(200);
+    // A FAKE of what the machine cannot reach: the statuses answered by a node still at slot 1, where the
+    // transfer had not landed; every other call reaches the devnet.
+    const behind = await startRpcProxy(devnet.solana.rpcUrl, (method) =>
+      method === "getSignatureStatuses"
+        ? {
+            status: 200,
+            body: JSON.stringify({ jsonrpc: "2.0", id: 1, result: { context: { slot: 1 }, value: [null] } }),
+          }
+        : "forward",
+    );
+    try {
+      const balanced = new SolanaChain({ ...solana.config, rpcUrl: behind.url });
+      expect(await balanced.getTransferStatus(signed, sender.address)).toEqual({ state: "pending" });
+    } finally {
+      await behind.close();
+    }
   });
 
   it("reports failed for a transfer that fails in execution", async () => {

@@ -287,13 +287,14 @@ export class SolanaChain implements ChainClient {
   ): Promise<TransferStatus> {
     // The height is read before the status: if the status is then missing while the chain had already
     // passed the transaction's last valid height, it can never land.
-    const height =
+    const tip =
       signed.lastValidBlockHeight === undefined
         ? undefined
         : // Finalized: a block that can no longer be rolled back is past the last valid height, so nothing
           // signed with that blockhash can still land, and re-signing cannot pay twice.
-          await this.#rpc.getBlockHeight({ commitment: "finalized" }).send();
+          await this.#rpc.getEpochInfo({ commitment: "finalized" }).send();
     const {
+      context,
       value: [status],
     } = await this.#rpc
       .getSignatureStatuses([signed.txHash as Signature], { searchTransactionHistory: true })
@@ -312,9 +313,12 @@ export class SolanaChain implements ChainClient {
       return { state: "pending" };
     }
     if (
-      height !== undefined &&
+      tip !== undefined &&
       signed.lastValidBlockHeight !== undefined &&
-      height > signed.lastValidBlockHeight
+      tip.blockHeight > signed.lastValidBlockHeight &&
+      // Missing only by a node that had seen the chain up to that height: behind a load balancer, the status
+      // may come from a node behind the one that told the height, which has not seen the transaction yet.
+      context.slot >= tip.absoluteSlot
     ) {
       return { state: "dropped", reason: "blockhash expired before the transaction landed" };
     }
