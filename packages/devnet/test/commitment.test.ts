@@ -117,6 +117,22 @@ describe("Solana commitment levels", () => {
     expect(finalized.value.lastValidBlockHeight).toBe(processed - 32n + 150n);
   });
 
+  it("answers a history read asking a minContextSlot it has not reached with -32016, as a node behind does", async () => {
+    const confirmed = await rpc.getSlot({ commitment: "confirmed" }).send();
+    const ask = (minContextSlot: bigint) =>
+      rawRpc(devnet.solana.rpcUrl, {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "getSignaturesForAddress",
+        params: [treasury.address, { commitment: "confirmed", minContextSlot: Number(minContextSlot) }],
+      });
+    expect((await ask(confirmed)).result).toBeInstanceOf(Array);
+    expect((await ask(confirmed + 1n)).error).toMatchObject({
+      code: -32016,
+      data: { contextSlot: Number(confirmed) },
+    });
+  });
+
   it("keeps a blockhash usable through its lastValidBlockHeight and not one block later", async () => {
     const { value } = await rpc.getLatestBlockhash({ commitment: "processed" }).send();
     const valid = async () =>

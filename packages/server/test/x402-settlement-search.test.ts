@@ -3,7 +3,8 @@
  * payment pending on chain is searched for on every confirmer pass, so reading transactions older than the
  * payment costs one `getTransaction` each, every pass, for nothing; reading too few would miss a settled
  * payment and end it expired, its amount released while the payee was paid. The search starts 32 slots
- * before the payment's blockhash.
+ * before the payment's blockhash, and ends a payment expired only on what a node that had seen the chain's
+ * height told it (behind a load balancer, another node may be behind).
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -91,6 +92,65 @@ async function signedPayment(on: ChainConfig, payer: Uint8Array, challenge: stri
   });
 }
 
+/** The facilitator's part: signs the payment's transaction as its fee payer and submits it. */
+async function submitAsFacilitator(rpcUrl: string, signed: SignedPayment, feePayerSeed: Uint8Array) {
+  const wire = JSON.parse(Buffer.from(signed.header.value, "base64").toString("utf8")).payload.transaction;
+  const transaction = getTransactionDecoder().decode(getBase64Encoder().encode(wire));
+  const feePayer = await createKeyPairSignerFromPrivateKeyBytes(feePayerSeed);
+  const submitted = await partiallySignTransaction([feePayer.keyPair], transaction);
+  return createSolanaRpc(rpcUrl)
+    .sendTransaction(getBase64EncodedWireTransaction(submitted), { encoding: "base64", skipPreflight: true })
+    .send();
+}
+
+/**
+ * A payment settled on the shared devnet, and the chain moved past its last valid height: only a search that
+ * finds it can tell it from an expired one.
+ */
+async function settledLongAgo() {
+  const [payer, payTo, feePayer] = [await solanaKey(), await solanaKey(), await solanaKey()];
+  await Promise.all([
+    fundSolana(devnet, payer.address, { usdc: 1_000_000n }),
+    fundSolana(devnet, payTo.address, { usdc: 1n }),
+    fundSolana(devnet, feePayer.address, { sol: 10n ** 9n }),
+  ]);
+  const on = solanaDevnet(devnet.solana.rpcUrl, devnet.solana.usdcMint);
+  const signed = await signedPayment(
+    on,
+    payer.privateKey,
+    await solanaChallenge(devnet.solana.usdcMint, { payTo: payTo.address, feePayer: feePayer.address }),
+  );
+  const txHash = await submitAsFacilitator(devnet.solana.rpcUrl, signed, feePayer.privateKey);
+  await eventually(async () => (await getPaymentSettlement(on, signed.onChain)).state === "settled");
+  devnet.advanceSolanaSlots(200);
+  return { on, signed, txHash };
+}
+
+/**
+ * A FAKE of what the machine cannot reach: behind one URL, a node still at slot 1 answers `method` as such a
+ * node does: `answer` for a read that asks no `minContextSlot` past its own, -32016 for one that does.
+ */
+async function nodeBehind(method: string, answer: unknown) {
+  const behind = await startRpcProxy(devnet.solana.rpcUrl, (called, _nth, body) => {
+    if (called !== method) return "forward";
+    const request = JSON.parse(body) as { id: number; params?: [unknown, { minContextSlot?: number }?] };
+    const minContextSlot = request.params?.[1]?.minContextSlot;
+    const reply =
+      minContextSlot !== undefined && minContextSlot > 1
+        ? {
+            error: {
+              code: -32016,
+              message: "Minimum context slot has not been reached",
+              data: { contextSlot: 1 },
+            },
+          }
+        : { result: answer };
+    return { status: 200, body: JSON.stringify({ jsonrpc: "2.0", id: request.id, ...reply }) };
+  });
+  onTestFinished(() => behind.close());
+  return solanaDevnet(behind.url, devnet.solana.usdcMint);
+}
+
 describe("the search for a Solana x402 payment no receipt settled", () => {
   it("reads no transaction of the payer's token account from before the payment's blockhash", async () => {
     const payer = await solanaKey();
@@ -138,21 +198,26 @@ describe("the search for a Solana x402 payment no receipt settled", () => {
     );
     expect(signed.onChain).toMatchObject({ blockhashSlot: 1n });
 
-    // The facilitator's part: it signs as the fee payer and submits.
-    const wire = JSON.parse(Buffer.from(signed.header.value, "base64").toString("utf8")).payload.transaction;
-    const transaction = getTransactionDecoder().decode(getBase64Encoder().encode(wire));
-    const feePayer = await createKeyPairSignerFromPrivateKeyBytes(feePayerSeed.privateKey);
-    const submitted = await partiallySignTransaction([feePayer.keyPair], transaction);
-    const txHash = await rpc
-      .sendTransaction(getBase64EncodedWireTransaction(submitted), {
-        encoding: "base64",
-        skipPreflight: true,
-      })
-      .send();
+    const txHash = await submitAsFacilitator(frozen.solana.rpcUrl, signed, feePayerSeed.privateKey);
 
     // Found in slot 1, the blockhash's own; and still once the chain has moved past its last valid height.
     expect(await getPaymentSettlement(on, signed.onChain)).toEqual({ state: "settled", txHash });
     frozen.advanceSolanaSlots(200);
+    expect(await getPaymentSettlement(on, signed.onChain)).toEqual({ state: "settled", txHash });
+  });
+
+  it("does not end a settled payment expired on a history told by a node behind: it asks one that has seen the height it read", async () => {
+    const { on, signed, txHash } = await settledLongAgo();
+    // The node behind lists nothing for the payer's token account (it was expired: its amount released).
+    const balanced = await nodeBehind("getSignaturesForAddress", []);
+    await expect(getPaymentSettlement(balanced, signed.onChain)).rejects.toMatchObject({ status: 502 });
+    expect(await getPaymentSettlement(on, signed.onChain)).toEqual({ state: "settled", txHash });
+  });
+
+  it("does not end a settled payment expired when a node cannot return a transaction the history lists", async () => {
+    const { on, signed, txHash } = await settledLongAgo();
+    const balanced = await nodeBehind("getTransaction", null);
+    expect(await getPaymentSettlement(balanced, signed.onChain)).toEqual({ state: "pending" });
     expect(await getPaymentSettlement(on, signed.onChain)).toEqual({ state: "settled", txHash });
   });
 

@@ -428,6 +428,7 @@ export const METHODS: Record<string, Method> = {
     const address = addressParam(params, 0);
     const cfg = config(params, 1);
     const c = commitment(cfg, false);
+    checkMinContextSlot(ctx, cfg, c);
     const limit = cfg.limit === undefined ? 1000 : Number(cfg.limit);
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw invalidParams("Invalid limit; max 1000");
     let list = ctx.ledger.transactionsFor(address, c);

@@ -144,17 +144,18 @@ async function solanaSettlement(
 ): Promise<PaymentSettlement> {
   const rpc = solanaReadRpc(chain);
   // The height is read before searching: a transaction missing at a height past its last valid one can
-  // never land afterwards.
-  const height = await read(chain, () => rpc.getBlockHeight({ commitment: "confirmed" }).send());
+  // never land afterwards. Its slot is the least the history must have seen (`minContextSlot`): behind a load
+  // balancer, a node behind the one that told the height would not list a payment that landed meanwhile.
+  const tip = await read(chain, () => rpc.getEpochInfo({ commitment: "confirmed" }).send());
   const candidates: string[] = [];
   if (claimedTx !== undefined && /^[1-9A-HJ-NP-Za-km-z]{64,88}$/.test(claimedTx)) candidates.push(claimedTx);
-  for (const signature of await signaturesAfter(
-    chain,
-    payment.sourceTokenAccount,
-    newestSlotBefore(payment),
-  )) {
-    if (signature !== claimedTx) candidates.push(signature);
-  }
+  const listed = await signaturesAfter(chain, payment.sourceTokenAccount, {
+    newestSlotBefore: newestSlotBefore(payment),
+    seenBySlot: tip.absoluteSlot,
+  });
+  for (const signature of listed) if (signature !== claimedTx) candidates.push(signature);
+  // A listed transaction that a node could not return (one behind the one that listed it) may be the payment.
+  let unread = false;
   for (const signature of candidates) {
     const transaction = await read(chain, () =>
       rpc
@@ -165,13 +166,16 @@ async function solanaSettlement(
         })
         .send(),
     );
+    if (transaction === null && listed.includes(signature)) unread = true;
     if (!transaction?.transaction.signatures.includes(payment.payerSignature as Signature)) continue;
     if (transaction.meta?.err) {
       return { state: "failed", txHash: signature, reason: JSON.stringify(transaction.meta.err, bigints) };
     }
     return { state: "settled", txHash: signature };
   }
-  return height > payment.lastValidBlockHeight ? { state: "expired" } : { state: "pending" };
+  return tip.blockHeight > payment.lastValidBlockHeight && !unread
+    ? { state: "expired" }
+    : { state: "pending" };
 }
 
 /**
@@ -194,8 +198,15 @@ function newestSlotBefore(payment: Extract<PaymentOnChain, { kind: "solana" }>):
     : -1n;
 }
 
-/** The signatures of an account's history, newest first, down to the first in `slot` or before it. */
-async function signaturesAfter(chain: ChainConfig, account: Address, slot: bigint): Promise<string[]> {
+/**
+ * The signatures of an account's history, newest first, down to the first in `newestSlotBefore` or before it,
+ * as seen by a node that has reached `seenBySlot` at least.
+ */
+async function signaturesAfter(
+  chain: ChainConfig,
+  account: Address,
+  slots: { newestSlotBefore: bigint; seenBySlot: bigint },
+): Promise<string[]> {
   const rpc = solanaReadRpc(chain);
   const found: string[] = [];
   let before: Signature | undefined;
@@ -205,12 +216,13 @@ async function signaturesAfter(chain: ChainConfig, account: Address, slot: bigin
         .getSignaturesForAddress(account, {
           limit: SOLANA_HISTORY_PAGE,
           commitment: "confirmed",
+          minContextSlot: slots.seenBySlot,
           ...(before === undefined ? {} : { before }),
         })
         .send(),
     );
     for (const entry of page) {
-      if (entry.slot <= slot) return found;
+      if (entry.slot <= slots.newestSlotBefore) return found;
       found.push(entry.signature);
     }
     const last = page.at(-1);

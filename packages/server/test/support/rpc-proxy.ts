@@ -26,14 +26,15 @@ async function readBody(request: IncomingMessage): Promise<string> {
 
 /**
  * A real HTTP proxy on 127.0.0.1 in front of `upstream` (a devnet endpoint) that decides per request, by
- * its JSON-RPC method (a batch's methods joined by commas) and how many of that method it has seen (1 for the first), whether to forward it,
+ * its JSON-RPC method (a batch's methods joined by commas), how many of that method it has seen (1 for the
+ * first) and its raw body, whether to forward it,
  * to drop the connection without an answer (what a client meets when a server closes the keep-alive socket
  * it reuses), or to answer an HTTP status as a gateway would.
  * @example const proxy = await startRpcProxy(devnet.evm.rpcUrl, (method, nth) => method === "eth_getBalance" && nth <= 2 ? "drop" : "forward");
  */
 export async function startRpcProxy(
   upstream: string,
-  decide: (method: string, nth: number) => ProxyAction,
+  decide: (method: string, nth: number, body: string) => ProxyAction,
 ): Promise<RpcProxy> {
   const methods: string[] = [];
   const count = (method: string) => methods.filter((m) => m === method).length;
@@ -47,7 +48,7 @@ export async function startRpcProxy(
         method = calls.map((call) => call.method).join(",");
     } catch {}
     methods.push(method);
-    const action = decide(method, count(method));
+    const action = decide(method, count(method), body);
     if (action === "drop") {
       request.socket.destroy();
       return;
