@@ -104,10 +104,10 @@ async function submitAsFacilitator(rpcUrl: string, signed: SignedPayment, feePay
 }
 
 /**
- * A payment settled on the shared devnet, and the chain moved past its last valid height: only a search that
- * finds it can tell it from an expired one.
+ * A payment settled on the shared devnet near the end of its blockhash's life, and the chain moved past its
+ * last valid height since: only a search that finds it can tell it from an expired one.
  */
-async function settledLongAgo() {
+async function settledLate() {
   const [payer, payTo, feePayer] = [await solanaKey(), await solanaKey(), await solanaKey()];
   await Promise.all([
     fundSolana(devnet, payer.address, { usdc: 1_000_000n }),
@@ -120,9 +120,11 @@ async function settledLongAgo() {
     payer.privateKey,
     await solanaChallenge(devnet.solana.usdcMint, { payTo: payTo.address, feePayer: feePayer.address }),
   );
+  // Submitted late in its blockhash's life (150 slots), and found past it while still recent.
+  devnet.advanceSolanaSlots(90);
   const txHash = await submitAsFacilitator(devnet.solana.rpcUrl, signed, feePayer.privateKey);
   await eventually(async () => (await getPaymentSettlement(on, signed.onChain)).state === "settled");
-  devnet.advanceSolanaSlots(200);
+  devnet.advanceSolanaSlots(70);
   return { on, signed, txHash };
 }
 
@@ -207,7 +209,7 @@ describe("the search for a Solana x402 payment no receipt settled", () => {
   });
 
   it("does not end a settled payment expired on a history told by a node behind: it asks one that has seen the height it read", async () => {
-    const { on, signed, txHash } = await settledLongAgo();
+    const { on, signed, txHash } = await settledLate();
     // The node behind lists nothing for the payer's token account (it was expired: its amount released).
     const balanced = await nodeBehind("getSignaturesForAddress", []);
     await expect(getPaymentSettlement(balanced, signed.onChain)).rejects.toMatchObject({ status: 502 });
@@ -215,10 +217,26 @@ describe("the search for a Solana x402 payment no receipt settled", () => {
   });
 
   it("does not end a settled payment expired when a node cannot return a transaction the history lists", async () => {
-    const { on, signed, txHash } = await settledLongAgo();
+    const { on, signed, txHash } = await settledLate();
     const balanced = await nodeBehind("getTransaction", null);
     expect(await getPaymentSettlement(balanced, signed.onChain)).toEqual({ state: "pending" });
     expect(await getPaymentSettlement(on, signed.onChain)).toEqual({ state: "settled", txHash });
+  });
+
+  it("ends a payment expired all the same when a transaction a node never returns is older than any node behind could be", async () => {
+    const payer = await solanaKey();
+    await fundSolana(devnet, payer.address, { usdc: 1_000_000n });
+    const signed = await signedPayment(
+      chain,
+      payer.privateKey,
+      await solanaChallenge(devnet.solana.usdcMint),
+    );
+    // A transaction of the payer's token account after the blockhash, which the node never returns.
+    await fundSolana(devnet, payer.address, { usdc: 1n });
+    devnet.advanceSolanaSlots(200);
+    const pruned = await nodeBehind("getTransaction", null);
+    // It was pending for good, the payment's amount held in the daily limit.
+    expect(await getPaymentSettlement(pruned, signed.onChain)).toEqual({ state: "expired" });
   });
 
   it("made by the confirmer for a recorded payment, reads none either", async () => {

@@ -159,6 +159,39 @@ describe("SolanaChain on the local cluster", () => {
     }
   });
 
+  it("takes a status answered without a slot (some history tiers say 0) for dropped once the chain is 150 blocks further", async () => {
+    const sender = await fundedSender();
+    const signed = await signedTransfer(solana, {
+      privateKey: sender.privateKey,
+      to: (await solanaKey()).address,
+      token: usdc,
+      amount: 1n,
+    });
+    // A FAKE of a provider's history tier, which answers every status at slot 0.
+    const tier = await startRpcProxy(devnet.solana.rpcUrl, (method) =>
+      method === "getSignatureStatuses"
+        ? {
+            status: 200,
+            body: JSON.stringify({ jsonrpc: "2.0", id: 1, result: { context: { slot: 0 }, value: [null] } }),
+          }
+        : "forward",
+    );
+    try {
+      const balanced = new SolanaChain({ ...solana.config, rpcUrl: tier.url });
+      // Never sent: past its last valid height it is dropped, but only a node that has seen that far says so.
+      devnet.advanceSolanaSlots(200);
+      expect(await balanced.getTransferStatus(signed, sender.address)).toEqual({ state: "pending" });
+      // It stayed pending for good, its amount held in the daily limit.
+      devnet.advanceSolanaSlots(200);
+      expect(await balanced.getTransferStatus(signed, sender.address)).toEqual({
+        state: "dropped",
+        reason: "blockhash expired before the transaction landed",
+      });
+    } finally {
+      await tier.close();
+    }
+  });
+
   it("reports failed for a transfer that fails in execution", async () => {
     const sender = await fundedSender();
     const signed = await signedTransfer(solana, {

@@ -71,6 +71,12 @@ const SIGNATURES_PAGE = 1000;
 const SCAN_CONCURRENCY = 8;
 /** How long one RPC call may take before it fails with {@link ChainTimeoutError}. */
 const DEFAULT_TIMEOUT_MS = 15_000;
+/**
+ * How many blocks a node behind a load balancer may lag the one that told the height. A status answered by a
+ * node that says it is further behind (or says no slot: some history tiers answer slot 0) counts once the
+ * chain is that far past the transfer's last valid height: a node so far behind is not served.
+ */
+const NODE_LAG_BLOCKS = 150n;
 /** Calls that hand the node a transaction (or ask it to make one); every `get…` method is a read. */
 const SEND_METHODS: ReadonlySet<string> = new Set(["sendTransaction", "requestAirdrop"]);
 
@@ -316,9 +322,9 @@ export class SolanaChain implements ChainClient {
       tip !== undefined &&
       signed.lastValidBlockHeight !== undefined &&
       tip.blockHeight > signed.lastValidBlockHeight &&
-      // Missing only by a node that had seen the chain up to that height: behind a load balancer, the status
-      // may come from a node behind the one that told the height, which has not seen the transaction yet.
-      context.slot >= tip.absoluteSlot
+      // Missing by a node that had seen the chain up to that height: behind a load balancer, the status may
+      // come from a node behind the one that told the height, which has not seen the transaction yet.
+      (context.slot >= tip.absoluteSlot || tip.blockHeight > signed.lastValidBlockHeight + NODE_LAG_BLOCKS)
     ) {
       return { state: "dropped", reason: "blockhash expired before the transaction landed" };
     }

@@ -153,8 +153,12 @@ async function solanaSettlement(
     newestSlotBefore: newestSlotBefore(payment),
     seenBySlot: tip.absoluteSlot,
   });
-  for (const signature of listed) if (signature !== claimedTx) candidates.push(signature);
-  // A listed transaction that a node could not return (one behind the one that listed it) may be the payment.
+  for (const { signature } of listed) if (signature !== claimedTx) candidates.push(signature);
+  // A recent listed transaction that a node could not return (one behind the one that listed it) may be the
+  // payment.
+  const recentlyListed = new Set(
+    listed.filter(({ slot }) => slot + NODE_LAG_SLOTS >= tip.absoluteSlot).map(({ signature }) => signature),
+  );
   let unread = false;
   for (const signature of candidates) {
     const transaction = await read(chain, () =>
@@ -166,7 +170,7 @@ async function solanaSettlement(
         })
         .send(),
     );
-    if (transaction === null && listed.includes(signature)) unread = true;
+    if (transaction === null && recentlyListed.has(signature)) unread = true;
     if (!transaction?.transaction.signatures.includes(payment.payerSignature as Signature)) continue;
     if (transaction.meta?.err) {
       return { state: "failed", txHash: signature, reason: JSON.stringify(transaction.meta.err, bigints) };
@@ -179,12 +183,18 @@ async function solanaSettlement(
 }
 
 /**
- * How many slots before the blockhash's are searched too. The payment cannot be in a block that was confirmed
- * before it was signed, nor in the blockhash's own; the margin covers an answer whose slot is ahead of that
- * (a `processed` view, whose bank still takes transactions; a provider pairing a cached blockhash with a newer
- * slot; a local chain whose first slot counts as confirmed while it is made).
+ * How many slots before the one the blockhash was read at are searched too. The payment cannot be in a block
+ * already confirmed when the blockhash was read: it did not exist yet. The margin covers an answer whose slot
+ * is still being made (a `processed` view, whose bank still takes transactions; a local chain whose first
+ * slot counts as confirmed while it is made).
  */
 const BLOCKHASH_SLOT_MARGIN = 32n;
+/**
+ * How far behind the slot the height was read at a node behind a load balancer may be. A listed transaction
+ * it cannot return is one it has not seen yet only within that distance; further back it is missing for
+ * another reason (history pruned), and cannot keep an expired payment pending.
+ */
+const NODE_LAG_SLOTS = 150n;
 
 /** A slot the payment cannot be in, nor any slot before it. */
 function newestSlotBefore(payment: Extract<PaymentOnChain, { kind: "solana" }>): bigint {
@@ -206,9 +216,9 @@ async function signaturesAfter(
   chain: ChainConfig,
   account: Address,
   slots: { newestSlotBefore: bigint; seenBySlot: bigint },
-): Promise<string[]> {
+): Promise<{ signature: string; slot: bigint }[]> {
   const rpc = solanaReadRpc(chain);
-  const found: string[] = [];
+  const found: { signature: string; slot: bigint }[] = [];
   let before: Signature | undefined;
   for (;;) {
     const page = await read(chain, () =>
@@ -223,7 +233,7 @@ async function signaturesAfter(
     );
     for (const entry of page) {
       if (entry.slot <= slots.newestSlotBefore) return found;
-      found.push(entry.signature);
+      found.push({ signature: entry.signature, slot: entry.slot });
     }
     const last = page.at(-1);
     if (page.length < SOLANA_HISTORY_PAGE || last === undefined) return found;

@@ -62,8 +62,8 @@ export type PaymentOnChain =
       /** The block height after which the transaction can never land. */
       lastValidBlockHeight: bigint;
       /**
-       * The slot of the blockhash's block: the transaction can land only in a block that descends from it.
-       * Absent from payments recorded before it was kept.
+       * The slot the blockhash was read at (its answer's context slot): a slot already confirmed before the
+       * transaction existed, so it cannot hold it. Absent from payments recorded before it was kept.
        */
       blockhashSlot?: bigint;
     };
@@ -81,7 +81,7 @@ export interface SignedPayment {
 export interface RecentBlockhash {
   blockhash: string;
   lastValidBlockHeight: bigint;
-  /** The slot of the block whose hash it is (the answer's context slot). */
+  /** The slot it was read at (the answer's context slot). */
   slot: bigint;
 }
 
