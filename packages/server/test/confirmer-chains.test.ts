@@ -1,14 +1,22 @@
 import { fundEvm, fundSolana } from "@svc/devnet";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { evmKey, solanaKey } from "./support/chains.ts";
 import { eventually } from "./support/eventually.ts";
 import { RpcGate } from "./support/rpc-gate.ts";
-import { createTestServer, seedAccount, sharedDevnet, type TestServer } from "./support/test-server.ts";
+import { startRpcProxy } from "./support/rpc-proxy.ts";
+import {
+  createTestServer,
+  evmThroughGate,
+  seedAccount,
+  sharedDevnet,
+  type TestServer,
+} from "./support/test-server.ts";
 
 /**
- * The confirmer settles each chain in a loop of its own: a pass over a chain whose node stalls (one read can
- * wait its time limit, 15 s, and more with retries) holds up no other chain's confirmations. The service
- * reaches the Solana runtime through an RpcGate; the EVM node directly.
+ * The confirmer against chain nodes that stall or lag. It settles each chain in a loop of its own: a pass over
+ * a chain whose node stalls (one read can wait its time limit, 15 s, and more with retries) holds up no other
+ * chain's confirmations; there the service reaches the Solana runtime through an RpcGate, the EVM node
+ * directly. And it does not fail a send on the word of a node behind another.
  */
 
 let server: TestServer;
@@ -74,5 +82,63 @@ describe("a chain whose node stalls the confirmer's reads", () => {
     await eventually(async () => (await status(onSolana.body.id)) === "confirmed", {
       describe: "the Solana send to be confirmed",
     });
+  });
+});
+
+describe("an EVM node behind a load balancer's other node", () => {
+  /**
+   * A service whose EVM node is reached through a balancer, and a send of 1 USDC it made, mined. A FAKE of
+   * what the machine cannot reach: while `behind.now`, receipts are answered by a node that has not seen the
+   * send's block (null), and every other call by one that has (the devnet).
+   */
+  async function minedSendBehindBalancer() {
+    const devnet = await sharedDevnet();
+    const behind = { now: false };
+    const balancer = await startRpcProxy(devnet.evm.rpcUrl, (method, _nth, body) => {
+      if (!behind.now || method !== "eth_getTransactionReceipt") return "forward";
+      const { id } = JSON.parse(body) as { id: number };
+      return { status: 200, body: JSON.stringify({ jsonrpc: "2.0", id, result: null }) };
+    });
+    const lagging = await createTestServer({
+      env: { ...(await evmThroughGate(balancer)), SVC_CONFIRMER_INTERVAL_MS: "3600000" },
+    });
+    onTestFinished(async () => {
+      await lagging.close();
+      await balancer.close();
+    });
+    const { apiKey } = await seedAccount(lagging.api);
+    const wallet = (await lagging.api.post("/v1/wallets", { name: "payer", chains: ["base"] }, apiKey)).body;
+    await fundEvm(devnet, wallet.evm.address, { eth: 10n ** 17n, usdc: 5_000_000n });
+    const sent = await lagging.api.post(
+      `/v1/wallets/${wallet.id}/send`,
+      { to: evmKey().address, amount: "1", chain: "base" },
+      apiKey,
+    );
+    expect(sent.status, sent.text).toBe(201);
+    const status = async () =>
+      (await lagging.api.get(`/v1/transactions/${sent.body.id}`, apiKey)).body.status;
+    return { lagging, behind, status };
+  }
+
+  it("that has not seen a mined send yet does not get it failed: confirmed once the node has caught up", async () => {
+    const { lagging, behind, status } = await minedSendBehindBalancer();
+    // Mined (the nonce moved past it), yet no receipt where the confirmer asks: it was failed, its amount
+    // given back to the daily limit while the money had moved.
+    behind.now = true;
+    await lagging.service.confirmer.runOnce();
+    expect(await status()).toBe("pending");
+    behind.now = false;
+    await lagging.service.confirmer.runOnce();
+    expect(await status()).toBe("confirmed");
+  });
+
+  it("a send still missing where its nonce is used once older than a node could lag (a minute) is failed", async () => {
+    const { lagging, behind, status } = await minedSendBehindBalancer();
+    behind.now = true;
+    await lagging.service.confirmer.runOnce();
+    expect(await status()).toBe("pending");
+    lagging.clock.advance(61_000);
+    await lagging.service.confirmer.runOnce();
+    expect(await status()).toBe("failed");
   });
 });

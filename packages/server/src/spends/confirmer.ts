@@ -21,6 +21,8 @@ const REBROADCAST_AFTER_MS = 3_000;
  * cheapest read answers: a pass bounded in time, on a node that serves some calls and not others.
  */
 const UNAVAILABLE_ROWS_PER_PASS = 3;
+/** How far behind another a node behind a load balancer may be, in time. */
+const NODE_LAG_MS = 60_000;
 /** A chain's pass reads at most this many pending spends, oldest first. */
 const PENDING_ROWS_PER_PASS = 500;
 /** Confirmations found in one pass are written together, in batches of at most this many… */
@@ -294,9 +296,12 @@ export class Confirmer {
       case "dropped":
         if (client.config.kind === "solana") {
           await this.#rebuild(client, row);
-        } else {
-          await failSpend(db, row.id, status.reason);
+          return;
         }
+        // EVM answers carry no slot to tell a node behind by: a transfer missing where its nonce is used is
+        // failed only once it is older than such a node could lag (it may be the one that used the nonce).
+        if ((this.deps.now?.() ?? new Date()).getTime() - row.createdAt.getTime() < NODE_LAG_MS) return;
+        await failSpend(db, row.id, status.reason);
         return;
     }
   }
