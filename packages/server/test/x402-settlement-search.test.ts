@@ -4,7 +4,8 @@
  * payment costs one `getTransaction` each, every pass, for nothing; reading too few would miss a settled
  * payment and end it expired, its amount released while the payee was paid. The search starts 32 slots
  * before the payment's blockhash, and ends a payment expired only on what a node that had seen the chain's
- * height told it (behind a load balancer, another node may be behind).
+ * height told it (behind a load balancer, another node may be behind). On EVM, the same holds of the
+ * authorization's state, read at the block whose date decides.
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -16,14 +17,15 @@ import {
   getTransactionDecoder,
   partiallySignTransaction,
 } from "@solana/kit";
-import { fundSolana, startDevnet } from "@svc/devnet";
+import { fundEvm, fundSolana, startDevnet } from "@svc/devnet";
+import { startLocalFacilitator } from "@svc/x402-local";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import type { ChainConfig } from "../src/chains/types.ts";
 import { getPaymentSettlement, getRecentBlockhash } from "../src/x402/chain-reads.ts";
 import { parsePaymentChallenge, selectRequirement } from "../src/x402/challenge.ts";
 import { encodeHeaderJson } from "../src/x402/encoding.ts";
 import { type SignedPayment, signPayment } from "../src/x402/payment.ts";
-import { solanaKey, testnetProfileOnLocalChains } from "./support/chains.ts";
+import { evmKey, solanaKey, testnetProfileOnLocalChains } from "./support/chains.ts";
 import { eventually } from "./support/eventually.ts";
 import { type RpcProxy, startRpcProxy } from "./support/rpc-proxy.ts";
 import { createTestServer, seedAccount, sharedDevnet } from "./support/test-server.ts";
@@ -280,5 +282,86 @@ describe("the search for a Solana x402 payment no receipt settled", () => {
     expect(proxy.count("getTransaction") - reads).toBe(0);
     const recorded = await server.api.get(`/v1/transactions/${paid.body.transactionId}`, apiKey);
     expect(recorded.body.status).toBe("pending");
+  });
+});
+
+describe("the settlement read of an EVM x402 payment no receipt settled", () => {
+  it("does not end a settled payment expired on the word of a node behind: the authorization is read at the block whose date decides", async () => {
+    const facilitator = await startLocalFacilitator(devnet);
+    onTestFinished(() => facilitator.stop());
+    const network = `eip155:${devnet.evm.chainId}`;
+    const base: ChainConfig = {
+      name: "base",
+      kind: "evm",
+      network,
+      testnet: true,
+      rpcUrl: devnet.evm.rpcUrl,
+      nativeToken: { symbol: "ETH", address: null, decimals: 18 },
+      tokens: [{ symbol: "USDC", address: devnet.evm.usdc, decimals: 6 }],
+    };
+    const payer = evmKey();
+    await fundEvm(devnet, payer.address, { usdc: 1_000_000n });
+    const requirement = {
+      scheme: "exact",
+      network,
+      amount: "10000",
+      asset: devnet.evm.usdc,
+      payTo: evmKey().address,
+      maxTimeoutSeconds: 60,
+      extra: devnet.evm.usdcEip712,
+    };
+    const challenge = parsePaymentChallenge({
+      headers: new Headers({
+        "payment-required": encodeHeaderJson({ x402Version: 2, accepts: [requirement] }),
+      }),
+      body: "{}",
+    });
+    const signed = await signPayment({
+      challenge,
+      selected: selectRequirement(challenge, { chains: [base] }),
+      privateKey: payer.privateKey,
+      now: new Date(),
+    });
+    const settle = await fetch(`${facilitator.url}/settle`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        x402Version: 2,
+        paymentPayload: JSON.parse(Buffer.from(signed.header.value, "base64").toString("utf8")),
+        paymentRequirements: requirement,
+      }),
+    });
+    expect(await settle.json()).toMatchObject({ success: true });
+    // An hour later: the chain's newest block is dated past the authorization's validBefore.
+    for (const [method, params] of [
+      ["evm_increaseTime", [3600]],
+      ["evm_mine", []],
+    ] as const) {
+      await fetch(devnet.evm.rpcUrl, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+      });
+    }
+
+    // A FAKE of what the machine cannot reach: contract reads answered by a node still before the payment's
+    // block, which says the authorization unused at its own latest block, and has no newer one to read at.
+    const behind = await startRpcProxy(devnet.evm.rpcUrl, (method, _nth, body) => {
+      if (method !== "eth_call") return "forward";
+      const { id, params } = JSON.parse(body) as { id: number; params: [unknown, unknown] };
+      const reply =
+        params[1] === "latest"
+          ? { result: `0x${"0".repeat(64)}` }
+          : { error: { code: -32000, message: "header not found" } };
+      return { status: 200, body: JSON.stringify({ jsonrpc: "2.0", id, ...reply }) };
+    });
+    onTestFinished(() => behind.close());
+    // It was ended expired, its amount given back to the daily limit while the payee had been paid.
+    await expect(getPaymentSettlement({ ...base, rpcUrl: behind.url }, signed.onChain)).rejects.toMatchObject(
+      {
+        status: 502,
+      },
+    );
+    expect(await getPaymentSettlement(base, signed.onChain)).toMatchObject({ state: "settled" });
   });
 });

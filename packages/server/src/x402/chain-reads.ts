@@ -108,8 +108,9 @@ async function evmSettlement(
     if (receipt?.status === "success" && usedHere)
       return { state: "settled", txHash: receipt.transactionHash };
   }
-  // The block is read before the state: if the authorization is unused after a block dated at or past
-  // validBefore, no later block can use it.
+  // The block is read before the state, and the state read at that block: if the authorization is unused
+  // at a block dated at or past validBefore, no later block can use it. (Behind a load balancer the state may
+  // come from another node: one that has not that block yet fails the read rather than answer unused.)
   const head = await read(chain, () => client.getBlock({ blockTag: "latest" }));
   const used = await read(chain, () =>
     client.readContract({
@@ -117,6 +118,7 @@ async function evmSettlement(
       abi: EIP3009_ABI,
       functionName: "authorizationState",
       args: [payment.authorizer, payment.nonce],
+      blockNumber: head.number,
     }),
   );
   // transferWithAuthorization requires block.timestamp < validBefore, and later blocks are dated later.
