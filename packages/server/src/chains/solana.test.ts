@@ -1,7 +1,7 @@
 import { createSolanaRpc } from "@solana/kit";
 import { TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
 import { type Devnet, fundSolana, startDevnet } from "@svc/devnet";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { devnetClients, signedTransfer, solanaKey } from "../../test/support/chains.ts";
 import { eventually } from "../../test/support/eventually.ts";
 import { startRpcProxy } from "../../test/support/rpc-proxy.ts";
@@ -130,66 +130,57 @@ describe("SolanaChain on the local cluster", () => {
     await expect(solana.broadcast(signed)).rejects.toBeInstanceOf(BlockhashNotFoundError);
   });
 
-  it("does not take a status answer from a node behind for dropped: a load balancer's other node, which has not seen the transfer (it was re-signed and paid twice)", async () => {
+  /**
+   * A FAKE of what the machine cannot reach: the devnet behind a load balancer whose node answering statuses
+   * is at `slot` and has not seen the transfer; every other call reaches the devnet.
+   */
+  async function statusesAnsweredAt(slot: number): Promise<SolanaChain> {
+    const balancer = await startRpcProxy(devnet.solana.rpcUrl, (method) =>
+      method === "getSignatureStatuses"
+        ? {
+            status: 200,
+            body: JSON.stringify({ jsonrpc: "2.0", id: 1, result: { context: { slot }, value: [null] } }),
+          }
+        : "forward",
+    );
+    onTestFinished(() => balancer.close());
+    return new SolanaChain({ ...solana.config, rpcUrl: balancer.url });
+  }
+
+  /** A USDC transfer of a funded sender, signed and not sent. */
+  async function unsentTransfer() {
     const sender = await fundedSender();
+    const to = (await solanaKey()).address;
     const signed = await signedTransfer(solana, {
       privateKey: sender.privateKey,
-      to: (await solanaKey()).address,
+      to,
       token: usdc,
       amount: 1n,
     });
+    return { sender, signed };
+  }
+
+  it("does not take a status answer from a node behind for dropped: a load balancer's other node, which has not seen the transfer (it was re-signed and paid twice)", async () => {
+    const { sender, signed } = await unsentTransfer();
     await solana.broadcast(signed);
     expect((await settled(signed, sender.address)).state).toBe("confirmed");
     devnet.advanceSolanaSlots(200);
-    // A FAKE of what the machine cannot reach: the statuses answered by a node still at slot 1, where the
-    // transfer had not landed; every other call reaches the devnet.
-    const behind = await startRpcProxy(devnet.solana.rpcUrl, (method) =>
-      method === "getSignatureStatuses"
-        ? {
-            status: 200,
-            body: JSON.stringify({ jsonrpc: "2.0", id: 1, result: { context: { slot: 1 }, value: [null] } }),
-          }
-        : "forward",
-    );
-    try {
-      const balanced = new SolanaChain({ ...solana.config, rpcUrl: behind.url });
-      expect(await balanced.getTransferStatus(signed, sender.address)).toEqual({ state: "pending" });
-    } finally {
-      await behind.close();
-    }
+    const balanced = await statusesAnsweredAt(1);
+    expect(await balanced.getTransferStatus(signed, sender.address)).toEqual({ state: "pending" });
   });
 
   it("takes a status answered without a slot (some history tiers say 0) for dropped once the chain is 150 blocks further", async () => {
-    const sender = await fundedSender();
-    const signed = await signedTransfer(solana, {
-      privateKey: sender.privateKey,
-      to: (await solanaKey()).address,
-      token: usdc,
-      amount: 1n,
+    const { sender, signed } = await unsentTransfer();
+    const balanced = await statusesAnsweredAt(0);
+    // Never sent: past its last valid height it is dropped, but only a node that has seen that far says so.
+    devnet.advanceSolanaSlots(200);
+    expect(await balanced.getTransferStatus(signed, sender.address)).toEqual({ state: "pending" });
+    // It stayed pending for good, its amount held in the daily limit.
+    devnet.advanceSolanaSlots(200);
+    expect(await balanced.getTransferStatus(signed, sender.address)).toEqual({
+      state: "dropped",
+      reason: "blockhash expired before the transaction landed",
     });
-    // A FAKE of a provider's history tier, which answers every status at slot 0.
-    const tier = await startRpcProxy(devnet.solana.rpcUrl, (method) =>
-      method === "getSignatureStatuses"
-        ? {
-            status: 200,
-            body: JSON.stringify({ jsonrpc: "2.0", id: 1, result: { context: { slot: 0 }, value: [null] } }),
-          }
-        : "forward",
-    );
-    try {
-      const balanced = new SolanaChain({ ...solana.config, rpcUrl: tier.url });
-      // Never sent: past its last valid height it is dropped, but only a node that has seen that far says so.
-      devnet.advanceSolanaSlots(200);
-      expect(await balanced.getTransferStatus(signed, sender.address)).toEqual({ state: "pending" });
-      // It stayed pending for good, its amount held in the daily limit.
-      devnet.advanceSolanaSlots(200);
-      expect(await balanced.getTransferStatus(signed, sender.address)).toEqual({
-        state: "dropped",
-        reason: "blockhash expired before the transaction landed",
-      });
-    } finally {
-      await tier.close();
-    }
   });
 
   it("reports failed for a transfer that fails in execution", async () => {
