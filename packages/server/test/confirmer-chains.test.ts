@@ -122,6 +122,8 @@ describe("an EVM node behind a load balancer's other node", () => {
 
   it("that has not seen a mined send yet does not get it failed: confirmed once the node has caught up", async () => {
     const { lagging, behind, status } = await minedSendBehindBalancer();
+    // However long ago it was made (a held spend approved hours later, a send mined only after a while).
+    lagging.clock.advance(120_000);
     // Mined (the nonce moved past it), yet no receipt where the confirmer asks: it was failed, its amount
     // given back to the daily limit while the money had moved.
     behind.now = true;
@@ -132,7 +134,7 @@ describe("an EVM node behind a load balancer's other node", () => {
     expect(await status()).toBe("confirmed");
   });
 
-  it("a send still missing where its nonce is used once older than a node could lag (a minute) is failed", async () => {
+  it("a send still missing where its nonce is used a minute after it was first found so (longer than a node lags) is failed", async () => {
     const { lagging, behind, status } = await minedSendBehindBalancer();
     behind.now = true;
     await lagging.service.confirmer.runOnce();

@@ -21,7 +21,7 @@ const REBROADCAST_AFTER_MS = 3_000;
  * cheapest read answers: a pass bounded in time, on a node that serves some calls and not others.
  */
 const UNAVAILABLE_ROWS_PER_PASS = 3;
-/** How far behind another a node behind a load balancer may be, in time. */
+/** How long a node behind a load balancer may lag another, in time. */
 const NODE_LAG_MS = 60_000;
 /** A chain's pass reads at most this many pending spends, oldest first. */
 const PENDING_ROWS_PER_PASS = 500;
@@ -58,6 +58,11 @@ export class Confirmer {
   /** Wakes the loops that wait for their next pass. */
   readonly #waiting = new Set<() => void>();
   #stopped = false;
+  /**
+   * EVM spends found missing where their nonce is used, by id: when that was first seen, on which chain. Kept
+   * in memory: a restart only makes them wait again.
+   */
+  readonly #missingSince = new Map<string, { chain: string; since: number }>();
 
   constructor(
     readonly deps: ConfirmerDeps,
@@ -123,6 +128,11 @@ export class Confirmer {
         .orderBy(asc(transactions.createdAt))
         .limit(PENDING_ROWS_PER_PASS);
       await this.#settleRows(client, rows);
+      // Spends settled meanwhile (here or by another instance) are no longer watched as missing.
+      const pending = new Set(rows.map((row) => row.id));
+      for (const [id, missing] of this.#missingSince) {
+        if (missing.chain === chain && !pending.has(id)) this.#missingSince.delete(id);
+      }
       if (client.config.kind === "evm") await this.#fillNonceGaps(client);
     } catch (error) {
       this.deps.log.warn({ err: error, chain }, "confirmer pass over a chain stopped early; will retry");
@@ -274,6 +284,7 @@ export class Confirmer {
   ): Promise<Settlement | undefined> {
     const { db } = this.deps;
     const status = known ?? (await client.getTransferStatus(signedOf(row), row.fromAddress));
+    if (status.state !== "dropped") this.#missingSince.delete(row.id);
     switch (status.state) {
       case "confirmed":
         return { transactionId: row.id, confirmedAt: status.blockTime ?? new Date() };
@@ -299,11 +310,22 @@ export class Confirmer {
           return;
         }
         // EVM answers carry no slot to tell a node behind by: a transfer missing where its nonce is used is
-        // failed only once it is older than such a node could lag (it may be the one that used the nonce).
-        if ((this.deps.now?.() ?? new Date()).getTime() - row.createdAt.getTime() < NODE_LAG_MS) return;
+        // failed only once it has been missing for longer than such a node could lag (it may be the one that
+        // used the nonce, mined a moment ago).
+        if (!this.#missingLongEnough(client.config.name, row.id)) return;
         await failSpend(db, row.id, status.reason);
         return;
     }
+  }
+
+  /** Notes that an EVM spend was found missing now; whether it has been since {@link NODE_LAG_MS} at least. */
+  #missingLongEnough(chain: string, transactionId: string): boolean {
+    const now = (this.deps.now?.() ?? new Date()).getTime();
+    const since = this.#missingSince.get(transactionId)?.since ?? now;
+    this.#missingSince.set(transactionId, { chain, since });
+    if (now - since < NODE_LAG_MS) return false;
+    this.#missingSince.delete(transactionId);
+    return true;
   }
 
   /** Re-signs a Solana spend whose blockhash expired unlanded; only the instance that wins the swap sends it. */
