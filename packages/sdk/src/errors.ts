@@ -302,8 +302,9 @@ const BY_CODE: Record<string, new (init: SvcErrorInit) => SvcError> = {
 };
 
 /**
- * Builds the {@link SvcError} subclass for a service error answer ({@link ServiceErrorBody}). A body that is not of that shape gives a plain {@link SvcError} with code
- * `HttpError` (or {@link SvcInternalError} for a 5xx).
+ * Builds the {@link SvcError} subclass for a service error answer ({@link ServiceErrorBody}). A body that is
+ * not of that shape gives a plain {@link SvcError} with code `HttpError` (or {@link SvcInternalError} for a
+ * 5xx).
  * @example
  * const response = await fetch(`${baseUrl}/wallets/wal_x`, { headers });
  * if (!response.ok) throw errorFromResponse(response.status, await response.json(), response.headers);

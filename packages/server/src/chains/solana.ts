@@ -72,11 +72,12 @@ const SCAN_CONCURRENCY = 8;
 /** How long one RPC call may take before it fails with {@link ChainTimeoutError}. */
 const DEFAULT_TIMEOUT_MS = 15_000;
 /**
- * How many blocks a node behind a load balancer may lag the one that told the height. A status answered by a
- * node that says it is further behind (or says no slot: some history tiers answer slot 0) counts once the
- * chain is that far past the transfer's last valid height: a node so far behind is not served.
+ * How many slots (or blocks, which are no shorter) a node behind a load balancer may lag the one that told
+ * the chain's height, about a minute on mainnet: a node further behind is not served. What such a node
+ * cannot tell (a status below the height's slot, a listed transaction it cannot return) counts once the chain
+ * is that far past it.
  */
-const NODE_LAG_BLOCKS = 150n;
+export const SOLANA_NODE_LAG = 150n;
 /** Calls that hand the node a transaction (or ask it to make one); every `get…` method is a read. */
 const SEND_METHODS: ReadonlySet<string> = new Set(["sendTransaction", "requestAirdrop"]);
 
@@ -324,7 +325,7 @@ export class SolanaChain implements ChainClient {
       tip.blockHeight > signed.lastValidBlockHeight &&
       // Missing by a node that had seen the chain up to that height: behind a load balancer, the status may
       // come from a node behind the one that told the height, which has not seen the transaction yet.
-      (context.slot >= tip.absoluteSlot || tip.blockHeight > signed.lastValidBlockHeight + NODE_LAG_BLOCKS)
+      (context.slot >= tip.absoluteSlot || tip.blockHeight > signed.lastValidBlockHeight + SOLANA_NODE_LAG)
     ) {
       return { state: "dropped", reason: "blockhash expired before the transaction landed" };
     }

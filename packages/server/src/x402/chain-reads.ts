@@ -7,7 +7,7 @@ import type { Address, Signature } from "@solana/kit";
 import { type Hash, parseAbi, parseEventLogs } from "viem";
 import { chainCall, findChainError, scrubRpcUrl } from "../chains/errors.ts";
 import { evmReadClient } from "../chains/evm.ts";
-import { solanaReadRpc } from "../chains/solana.ts";
+import { SOLANA_NODE_LAG, solanaReadRpc } from "../chains/solana.ts";
 import type { ChainConfig } from "../chains/types.ts";
 import type { PaymentOnChain, RecentBlockhash } from "./payment.ts";
 
@@ -157,9 +157,9 @@ async function solanaSettlement(
   });
   for (const { signature } of listed) if (signature !== claimedTx) candidates.push(signature);
   // A recent listed transaction that a node could not return (one behind the one that listed it) may be the
-  // payment.
+  // payment; further back it is missing for another reason (history pruned), and keeps nothing pending.
   const recentlyListed = new Set(
-    listed.filter(({ slot }) => slot + NODE_LAG_SLOTS >= tip.absoluteSlot).map(({ signature }) => signature),
+    listed.filter(({ slot }) => slot + SOLANA_NODE_LAG >= tip.absoluteSlot).map(({ signature }) => signature),
   );
   let unread = false;
   for (const signature of candidates) {
@@ -191,12 +191,6 @@ async function solanaSettlement(
  * slot counts as confirmed while it is made).
  */
 const BLOCKHASH_SLOT_MARGIN = 32n;
-/**
- * How far behind the slot the height was read at a node behind a load balancer may be. A listed transaction
- * it cannot return is one it has not seen yet only within that distance; further back it is missing for
- * another reason (history pruned), and cannot keep an expired payment pending.
- */
-const NODE_LAG_SLOTS = 150n;
 
 /** A slot the payment cannot be in, nor any slot before it. */
 function newestSlotBefore(payment: Extract<PaymentOnChain, { kind: "solana" }>): bigint {

@@ -449,12 +449,12 @@ const BACKEND_RESOLVE_MS = 60_000;
 /** The guard with nothing exempt: what it refuses is not public. */
 const PUBLIC_ONLY = new DestinationGuard();
 
-/** The port a URL's connection goes to: the explicit one, or its scheme's default. */
 /** A URL's hostname as the resolver and the guard take it: an IPv6 literal without its brackets. */
 function bareHost(hostname: string): string {
   return hostname.replace(/^\[|\]$/g, "");
 }
 
+/** The port a URL's connection goes to: the explicit one, or its scheme's default. */
 function portOf(protocol: string, port: string): number {
   if (port !== "") return Number(port);
   return protocol === "https:" || protocol === "wss:" ? 443 : 80;
