@@ -125,6 +125,48 @@ describe("GET /v1/wallets/:id/transactions", () => {
     const response = await server.api.get("/v1/wallets/wal_unknown0000000000000000/transactions", apiKey);
     expect(response.status).toBe(404);
   });
+
+  it("counts the total in the same snapshot as the page while transfers are being recorded", async () => {
+    const wallet = await server.api.post("/v1/wallets", { name: "busy", chains: ["base"] }, apiKey);
+    expect(wallet.status).toBe(201);
+    let recording = true;
+    const recorder = (async () => {
+      try {
+        for (let i = 0; i < 100; i++) {
+          await recordTransaction(server.service.store.db, {
+            walletId: wallet.body.id,
+            type: "receive",
+            chain: "base",
+            token: "USDC",
+            amountAtomic: 1n,
+            decimals: 6,
+            fromAddress: "sender",
+            toAddress: "recipient",
+            txHash: `0x${(i + 1000).toString(16).padStart(64, "0")}`,
+            status: "confirmed",
+            confirmedAt: new Date(),
+          });
+        }
+      } finally {
+        recording = false;
+      }
+    })();
+    // Every row fits in one page of 100, so a page that disagrees with its total counted another moment.
+    const mismatches: string[] = [];
+    let reads = 0;
+    while (recording || reads === 0) {
+      const page = await server.api.get(`/v1/wallets/${wallet.body.id}/transactions?limit=100`, apiKey);
+      expect(page.status).toBe(200);
+      reads++;
+      if (page.body.total !== page.body.data.length)
+        mismatches.push(`${page.body.data.length}/${page.body.total}`);
+    }
+    await recorder;
+    expect(mismatches).toEqual([]);
+    const last = await server.api.get(`/v1/wallets/${wallet.body.id}/transactions?limit=100`, apiKey);
+    expect(last.body).toMatchObject({ total: 100 });
+    expect(last.body.data).toHaveLength(100);
+  });
 });
 
 describe("recordTransaction", () => {

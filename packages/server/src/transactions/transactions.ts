@@ -307,7 +307,11 @@ export interface TransactionFilter {
   type?: TransactionType | undefined;
 }
 
-/** One page of a wallet's history, newest first, and the exact number of matching rows. */
+/**
+ * One page of a wallet's history, newest first, and the exact number of matching rows. One statement reads
+ * both, so the total is counted in the page's own snapshot: two statements on two connections could count a
+ * transfer recorded between them on one side only.
+ */
 export async function listTransactions(
   db: Db,
   walletId: string,
@@ -324,20 +328,27 @@ export async function listTransactions(
     rowConditions.push(eq(transactions.type, filter.type));
     countConditions.push(eq(historyCounts.type, filter.type));
   }
-  const [rows, counts] = await Promise.all([
-    db
-      .select()
-      .from(transactions)
-      .where(and(...rowConditions))
-      .orderBy(desc(transactions.createdAt), desc(transactions.id))
-      .limit(page.limit)
-      .offset(page.offset),
-    db
-      .select({ total: sql<string>`coalesce(sum(${historyCounts.count}), 0)` })
-      .from(historyCounts)
-      .where(and(...countConditions)),
-  ]);
-  return { rows, total: Number(counts[0]?.total ?? 0) };
+  const counted = db
+    .select({ total: sql<string>`coalesce(sum(${historyCounts.count}), 0)`.as("total") })
+    .from(historyCounts)
+    .where(and(...countConditions))
+    .as("counted");
+  const pageRows = db
+    .select()
+    .from(transactions)
+    .where(and(...rowConditions))
+    .orderBy(desc(transactions.createdAt), desc(transactions.id))
+    .limit(page.limit)
+    .offset(page.offset)
+    .as("page");
+  // The count is one row; the page joins it laterally, so an empty page still answers the total.
+  const result = await db
+    .select({ total: counted.total, row: pageRows._.selectedFields })
+    .from(counted)
+    .leftJoinLateral(pageRows, sql`true`)
+    .orderBy(desc(pageRows.createdAt), desc(pageRows.id));
+  const rows = result.flatMap((r) => (r.row === null ? [] : [r.row]));
+  return { rows, total: Number(result[0]?.total ?? 0) };
 }
 
 /** A transaction by id, if it belongs to one of the account's wallets; NotFound otherwise. */
