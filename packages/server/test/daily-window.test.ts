@@ -1,5 +1,6 @@
 import { fundEvm } from "@svc/devnet";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { formatUsd, parseUnitsStrict, USD_DECIMALS } from "../src/internal/money.ts";
 import { windowSpending } from "../src/policy/spend-window.ts";
 import { admitSpend, failSpend } from "../src/spends/admission.ts";
 import { findToken } from "../src/spends/transfer.ts";
@@ -135,6 +136,65 @@ describe("the rolling 24 h window", () => {
     } finally {
       server.clock.reset();
     }
+  });
+
+  it("GET /v1/wallets/:id/spending answers a total that is the sum of its hours while spends are admitted", async () => {
+    const devnet = await sharedDevnet();
+    const { apiKey } = await seedAccount(server.api);
+    const created = (
+      await server.api.post(
+        "/v1/wallets",
+        { name: "busy window", chains: ["base"], policy: { dailyLimit: "1000000" } },
+        apiKey,
+      )
+    ).body;
+    await fundEvm(devnet, created.evm.address, { eth: 10n ** 18n, usdc: 100_000_000n });
+    const { base } = await devnetClients(devnet);
+    const usdc = findToken(base, "USDC");
+    const privateKey = await openStoredKey(server.service, created.id, "evm");
+    const to = "0x000000000000000000000000000000000000dEaD";
+    const plan = await base.planTransfer({ from: created.evm.address, to, token: usdc, amount: 1n });
+    let admitting = true;
+    const admitter = (async () => {
+      try {
+        for (let nonce = 0; nonce < 60; nonce++) {
+          await admitSpend(
+            server.service.store.db,
+            {
+              walletId: created.id,
+              type: "send",
+              chain: "base",
+              token: usdc,
+              amount: 1_000_000n,
+              from: created.evm.address,
+              to,
+              usdMicros: 1_000_000n,
+            },
+            { now: new Date(), sign: () => base.signTransfer(plan, privateKey, nonce) },
+          );
+        }
+      } finally {
+        admitting = false;
+      }
+    })();
+    const disagreements: string[] = [];
+    let reads = 0;
+    while (admitting || reads === 0) {
+      const view = await server.api.get(`/v1/wallets/${created.id}/spending`, apiKey);
+      expect(view.status).toBe(200);
+      reads++;
+      const micros = (usd: string) => parseUnitsStrict(usd, USD_DECIMALS) ?? -1n;
+      const hoursSum = view.body.hours.reduce(
+        (sum: bigint, hour: { usd: string }) => sum + micros(hour.usd),
+        0n,
+      );
+      if (hoursSum !== micros(view.body.used))
+        disagreements.push(`${view.body.used} vs ${formatUsd(hoursSum)}`);
+    }
+    await admitter;
+    privateKey.fill(0);
+    expect(disagreements).toEqual([]);
+    expect((await server.api.get(`/v1/wallets/${created.id}/spending`, apiKey)).body.used).toBe("60.00");
   });
 
   it("GET /v1/wallets/:id/spending shows the limit's own figures, by hour, to every credential of the wallet", async () => {

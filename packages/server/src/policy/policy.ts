@@ -86,7 +86,7 @@ export async function getPolicy(db: Db, walletId: string): Promise<PolicyView> {
 }
 
 /** The stored policy row, for the spend checks. */
-export async function getPolicyRow(db: Db, walletId: string): Promise<PolicyRow> {
+export async function getPolicyRow(db: Db | Tx, walletId: string): Promise<PolicyRow> {
   const [row] = await db.select().from(walletPolicies).where(eq(walletPolicies.walletId, walletId));
   if (!row) throw new Error(`wallet ${walletId} has no policy row`);
   return row;

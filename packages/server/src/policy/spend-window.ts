@@ -4,10 +4,10 @@
  */
 import { and, asc, eq, gt, gte, inArray, lt, sql } from "drizzle-orm";
 import { spendHours, transactions } from "../internal/db/schema.ts";
-import { type Db, namedStatement, type Tx } from "../internal/db/store.ts";
+import { type Db, namedStatement, readSnapshot, type Tx } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 import { formatUsd } from "../internal/money.ts";
-import type { PolicyRow } from "./policy.ts";
+import { getPolicyRow, type PolicyRow } from "./policy.ts";
 import type { SpendFacts } from "./rules.ts";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -108,6 +108,24 @@ export async function windowSpending(
     (hours[index] as { usdMicros: bigint }).usdMicros += row.usdMicros;
   }
   return { windowStart, used, resetsAt, hours };
+}
+
+/**
+ * A wallet's daily limit and its window as {@link windowSpending} sees it, read on one snapshot: the limit,
+ * the total and the hours it sums agree even while spends are being admitted.
+ */
+export function dailyLimitStanding(
+  db: Db,
+  walletId: string,
+  now: Date,
+): Promise<{ dailyLimitMicros: bigint | null; spending: WindowSpending }> {
+  return readSnapshot(db, async (tx) => {
+    const [policy, spending] = await Promise.all([
+      getPolicyRow(tx, walletId),
+      windowSpending(tx, walletId, now),
+    ]);
+    return { dailyLimitMicros: policy.dailyLimitMicros, spending };
+  });
 }
 
 /** Adds (or, negative, gives back) a spend's USD to its hour bucket. */

@@ -152,6 +152,15 @@ export async function withDomainErrors<T>(
   }
 }
 
+/**
+ * Runs reads that must agree (a figure and the parts it sums) on one snapshot of the database, read-only: on
+ * PostgreSQL each statement outside a transaction, or on another pooled connection, may see other commits.
+ * @example const [policy, spending] = await readSnapshot(db, (tx) => Promise.all([getPolicyRow(tx, id), windowSpending(tx, id)]));
+ */
+export function readSnapshot<T>(db: Db, read: (tx: Tx) => Promise<T>): Promise<T> {
+  return db.transaction(read, { isolationLevel: "repeatable read", accessMode: "read only" });
+}
+
 /** Rows of a raw SQL query, whichever driver is underneath (both answer `{ rows }`). */
 export async function selectRows<T>(db: Db | Tx, query: SQL): Promise<T[]> {
   const result: unknown = await db.execute(query);

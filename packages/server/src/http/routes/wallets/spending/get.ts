@@ -1,7 +1,6 @@
 import { z } from "zod";
 import { formatUsd } from "../../../../internal/money.ts";
-import { getPolicyRow } from "../../../../policy/policy.ts";
-import { windowSpending } from "../../../../policy/spend-window.ts";
+import { dailyLimitStanding } from "../../../../policy/spend-window.ts";
 import { findWalletForAccount } from "../../../../wallets/wallets.ts";
 import { onWallet } from "../../../guards.ts";
 import { errorResponses, jsonResponse, timestamp, walletPathParams } from "../../../schemas.ts";
@@ -56,11 +55,7 @@ export function registerGetSpending(app: App, services: Services): void {
     handler: async (request) => {
       const db = services.store.db;
       const wallet = await findWalletForAccount(db, principalOf(request).accountId, request.params.id);
-      const [policy, spending] = await Promise.all([
-        getPolicyRow(db, wallet.id),
-        windowSpending(db, wallet.id, services.now()),
-      ]);
-      const limit = policy.dailyLimitMicros;
+      const { dailyLimitMicros: limit, spending } = await dailyLimitStanding(db, wallet.id, services.now());
       return {
         walletId: wallet.id,
         dailyLimit: limit === null ? null : formatUsd(limit),
