@@ -1,7 +1,7 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { type Devnet, fundEvm, startDevnet } from "@svc/devnet";
-import { createPublicClient, http } from "viem";
+import { createPublicClient, type Hex, hexToBigInt, http, numberToHex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { devnetClients, evmKey, signedTransfer } from "../../test/support/chains.ts";
 import { eventually } from "../../test/support/eventually.ts";
@@ -272,8 +272,8 @@ describe("EvmChain on the local chain", () => {
   });
 
   it("reads a range again rather than pass over a transfer whose receipt the node does not serve yet", async () => {
-    // A node behind a load balancer: its blocks are current, its receipts lag (null).
-    const lagging = await laggingReceipts(devnet.evm.rpcUrl);
+    const lagging = await nodeBehind(devnet.evm.rpcUrl);
+    lagging.serveReceipts = false;
     const watching = new EvmChain({ ...base.config, rpcUrl: lagging.url });
     try {
       const { sender, recipient, cursor, signed } = await sentToWatched(watching, 7n);
@@ -285,6 +285,42 @@ describe("EvmChain on the local chain", () => {
       const scan = await watching.scanIncoming(async () => [recipient], cursor);
       expect(scan.transfers.map((t) => [t.txHash, t.amount])).toEqual([[signed.txHash, 7n]]);
     } finally {
+      await lagging.close();
+    }
+  });
+
+  it("reads a range again rather than pass over a token transfer in blocks whose logs the node does not serve yet", async () => {
+    const lagging = await nodeBehind(devnet.evm.rpcUrl);
+    const proxy = await startRpcProxy(lagging.url, () => "forward");
+    const watching = new EvmChain({ ...base.config, rpcUrl: proxy.url });
+    try {
+      const sender = await fundedSender();
+      const recipient = evmKey().address;
+      const cursor = (await watching.scanIncoming(async () => [recipient], null)).cursor;
+      // The node behind has the logs of every block up to the cursor's, and none after it.
+      lagging.logsHead = BigInt(cursor.split(":")[0] ?? "");
+      const signed = await signedTransfer(base, {
+        privateKey: sender.privateKey,
+        to: recipient,
+        token: usdc,
+        amount: 9n,
+      });
+      await base.broadcast(signed);
+      await settled(signed, sender.address);
+      await expect(watching.scanIncoming(async () => [recipient], cursor)).rejects.toBeInstanceOf(
+        ChainRequestError,
+      );
+
+      lagging.logsHead = undefined;
+      const asked = proxy.methods.length;
+      const scan = await watching.scanIncoming(async () => [recipient], cursor);
+      expect(scan.transfers.map((t) => [t.txHash, t.token.symbol, t.amount])).toEqual([
+        [signed.txHash, "USDC", 9n],
+      ]);
+      // A node that has the blocks answers the range in one read, and no block is asked about by its hash.
+      expect(proxy.methods.slice(asked).filter((m) => m.includes("eth_getLogs"))).toEqual(["eth_getLogs"]);
+    } finally {
+      await proxy.close();
       await lagging.close();
     }
   });
@@ -448,32 +484,56 @@ describe("EvmChain on the local chain", () => {
   });
 });
 
-/** A JSON-RPC endpoint in front of `upstream` that answers every receipt null until told to serve them. */
-async function laggingReceipts(upstream: string) {
-  const state = { serveReceipts: false };
+/**
+ * A FAKE node behind a load balancer's other node, in front of the devnet: its blocks are current, but while
+ * `serveReceipts` is false it answers every receipt null, and while `logsHead` is set its logs stop at that
+ * block as a node whose head it is answers them: a range past it cut short without a word, a block past it
+ * asked for by hash refused ("unknown block").
+ */
+async function nodeBehind(upstream: string) {
+  const state: { serveReceipts: boolean; logsHead: bigint | undefined } = {
+    serveReceipts: true,
+    logsHead: undefined,
+  };
+  type Call = { jsonrpc: "2.0"; id: number; method: string; params?: unknown[] };
+  const forward = async (call: Call) =>
+    (
+      await fetch(upstream, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(call),
+      })
+    ).json() as Promise<{ result?: unknown }>;
+  const answer = async (call: Call) => {
+    if (call.method === "eth_getTransactionReceipt" && !state.serveReceipts)
+      return { jsonrpc: "2.0", id: call.id, result: null };
+    const head = state.logsHead;
+    if (call.method === "eth_getLogs" && head !== undefined) {
+      const filter = call.params?.[0] as { fromBlock?: Hex; toBlock?: Hex; blockHash?: Hex };
+      if (filter.blockHash !== undefined) {
+        const block = await forward({
+          ...call,
+          method: "eth_getBlockByHash",
+          params: [filter.blockHash, false],
+        });
+        if (hexToBigInt((block.result as { number: Hex }).number) > head)
+          return { jsonrpc: "2.0", id: call.id, error: { code: -32000, message: "unknown block" } };
+      } else if (filter.toBlock !== undefined && hexToBigInt(filter.toBlock) > head) {
+        if (filter.fromBlock !== undefined && hexToBigInt(filter.fromBlock) > head)
+          return { jsonrpc: "2.0", id: call.id, result: [] };
+        return forward({ ...call, params: [{ ...filter, toBlock: numberToHex(head) }] });
+      }
+    }
+    return forward(call);
+  };
   const server = createServer(async (request, response) => {
     const chunks: Buffer[] = [];
     for await (const chunk of request) chunks.push(chunk as Buffer);
-    const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as
-      | { id: number; method: string }
-      | { id: number; method: string }[];
-    const calls = Array.isArray(body) ? body : [body];
-    const answer = await Promise.all(
-      calls.map(async (call) =>
-        call.method === "eth_getTransactionReceipt" && !state.serveReceipts
-          ? { jsonrpc: "2.0", id: call.id, result: null }
-          : (
-              await fetch(upstream, {
-                method: "POST",
-                headers: { "content-type": "application/json" },
-                body: JSON.stringify(call),
-              })
-            ).json(),
-      ),
-    );
+    const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as Call | Call[];
+    const answers = await Promise.all((Array.isArray(body) ? body : [body]).map(answer));
     response
       .writeHead(200, { "content-type": "application/json" })
-      .end(JSON.stringify(Array.isArray(body) ? answer : answer[0]));
+      .end(JSON.stringify(Array.isArray(body) ? answers : answers[0]));
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;

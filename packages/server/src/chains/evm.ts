@@ -6,6 +6,7 @@ import {
   defineChain,
   encodeFunctionData,
   erc20Abi,
+  formatLog,
   formatTransactionReceipt,
   getAbiItem,
   getAddress,
@@ -13,19 +14,25 @@ import {
   type Hex,
   HttpRequestError,
   hexToBigInt,
+  hexToBytes,
   hexToNumber,
   isAddress,
   keccak256,
+  type Log,
   NonceTooLowError,
   numberToHex,
   type PublicClient,
+  pad,
+  parseEventLogs,
   parseTransaction,
   RpcError,
+  type RpcLog,
   RpcRequestError,
   recoverTransactionAddress,
   TimeoutError,
   type TransactionReceipt,
   type Transport,
+  toEventSelector,
   TransactionNotFoundError as ViemTransactionNotFoundError,
 } from "viem";
 import { getNodeError } from "viem/utils";
@@ -58,6 +65,7 @@ import type {
 } from "./types.ts";
 
 const TRANSFER_EVENT = getAbiItem({ abi: erc20Abi, name: "Transfer" });
+const TRANSFER_TOPIC = toEventSelector(TRANSFER_EVENT);
 /** Gas of a plain value transfer to an account without code. */
 const NATIVE_TRANSFER_GAS = 21_000n;
 /** Used when a token transfer cannot be estimated (the sender does not hold the amount yet). */
@@ -459,7 +467,7 @@ export class EvmChain implements ChainClient {
         const transfer = this.#nativeTransfer(tx, watched, times.get(tx.blockNumber) ?? new Date());
         if (transfer) transfers.push(transfer);
       });
-      transfers.push(...(await this.#tokenTransfers(watched, from, to, times)));
+      transfers.push(...(await this.#tokenTransfersIn(blocks, watched, times)));
     }
     const end = blocks[blocks.length - 1];
     return { transfers, cursor: `${to}:${end?.hash ?? ""}`, more: to < safeHead };
@@ -481,6 +489,7 @@ export class EvmChain implements ChainClient {
         number: hexToBigInt(block.number),
         hash: block.hash,
         timestamp: hexToBigInt(block.timestamp),
+        logsBloom: block.logsBloom,
         transactions: block.transactions,
       };
     });
@@ -509,13 +518,8 @@ export class EvmChain implements ChainClient {
     const transfers: IncomingTransfer[] = [];
     const native = this.#nativeTransfer(tx, watched, time);
     if (native) transfers.push(native);
-    const logs = await this.#tokenTransfers(
-      watched,
-      receipt.blockNumber,
-      receipt.blockNumber,
-      new Map([[receipt.blockNumber, time]]),
-    );
-    transfers.push(...logs.filter((t) => t.txHash.toLowerCase() === txHash.toLowerCase()));
+    // The receipt holds the transaction's own logs: nothing else to ask.
+    transfers.push(...this.#transfersInLogs(receipt.logs, watched, () => time));
     return transfers;
   }
 
@@ -541,28 +545,85 @@ export class EvmChain implements ChainClient {
     };
   }
 
-  async #tokenTransfers(
+  /**
+   * The token transfers to watched addresses in scanned blocks. One `eth_getLogs` reads the range; but a
+   * node behind a load balancer's other node answers a range past its own head with the logs it has, without
+   * a word. So a block whose logs bloom says it may hold such a transfer, and of which the answer holds no
+   * transfer of a token, is asked about again by its hash, which a node without the block refuses: the scan
+   * then fails and reads the range again, rather than pass over the transfer.
+   */
+  async #tokenTransfersIn(
+    blocks: ScannedBlock[],
     watched: Map<string, string>,
-    fromBlock: bigint,
-    toBlock: bigint,
     times: Map<bigint, Date>,
   ): Promise<IncomingTransfer[]> {
-    const tokens = this.config.tokens.filter((t) => t.address !== null);
-    if (tokens.length === 0) return [];
-    const byAddress = new Map(tokens.map((t) => [(t.address ?? "").toLowerCase(), t]));
-    const logs = await this.#client.getLogs({
-      address: tokens.map((t) => getAddress(t.address ?? "")),
+    const tokens = this.config.tokens.flatMap((t) => (t.address === null ? [] : [getAddress(t.address)]));
+    const first = blocks[0];
+    const last = blocks[blocks.length - 1];
+    if (tokens.length === 0 || !first || !last) return [];
+    const byNumber = new Map(blocks.map((b) => [b.number, b]));
+    const logs: Log[] = await this.#client.getLogs({
+      address: tokens,
       event: TRANSFER_EVENT,
-      fromBlock,
-      toBlock,
+      fromBlock: first.number,
+      toBlock: last.number,
     });
-    const transfers: IncomingTransfer[] = [];
+    const answered = new Set<bigint>();
     for (const log of logs) {
+      // Logs of another block than the one read at that height: the chain moved under the scan.
+      if (log.blockNumber === null || byNumber.get(log.blockNumber)?.hash !== log.blockHash)
+        throw new ChainRequestError({ chain: this.config.name, method: "eth_getLogs" });
+      answered.add(log.blockNumber);
+    }
+    const transferBits = bloomBits(TRANSFER_TOPIC);
+    const tokenBits = tokens.map(bloomBits);
+    let unanswered = blocks.filter((block) => {
+      if (answered.has(block.number)) return false;
+      const bloom = hexToBytes(block.logsBloom);
+      return inBloom(bloom, transferBits) && tokenBits.some((bits) => inBloom(bloom, bits));
+    });
+    if (unanswered.length > 0) {
+      const recipientBits = [...watched.keys()].map((address) => bloomBits(pad(address as Hex)));
+      unanswered = unanswered.filter((block) => {
+        const bloom = hexToBytes(block.logsBloom);
+        return recipientBits.some((bits) => inBloom(bloom, bits));
+      });
+    }
+    if (unanswered.length > 0) {
+      const filters = unanswered.map((block) => ({
+        blockHash: block.hash,
+        address: tokens,
+        topics: [TRANSFER_TOPIC],
+      }));
+      const outcomes = await this.#readAll(
+        filters.map((filter) => ({ method: "eth_getLogs", params: [filter] })),
+        BLOCKS_PER_BATCH,
+      );
+      for (const outcome of outcomes)
+        logs.push(...(resultOf(outcome) as RpcLog[]).map((log) => formatLog(log)));
+    }
+    return this.#transfersInLogs(logs, watched, (log) => times.get(log.blockNumber ?? 0n) ?? new Date());
+  }
+
+  /**
+   * Token transfers to watched addresses among logs. The scan and the single-transaction lookup both parse
+   * through here, so they always produce the same key (the log's index).
+   */
+  #transfersInLogs(
+    logs: Log[],
+    watched: Map<string, string>,
+    timeOf: (log: Log) => Date,
+  ): IncomingTransfer[] {
+    const byAddress = new Map(
+      this.config.tokens.flatMap((t) => (t.address === null ? [] : [[t.address.toLowerCase(), t] as const])),
+    );
+    const transfers: IncomingTransfer[] = [];
+    for (const log of parseEventLogs({ abi: [TRANSFER_EVENT], logs, strict: true })) {
       const { from, to, value } = log.args;
       const token = byAddress.get(log.address.toLowerCase());
-      if (!token || !from || !to || value === undefined || value === 0n) continue;
       const watchedTo = watched.get(to.toLowerCase());
-      if (!watchedTo || log.transactionHash === null || log.logIndex === null) continue;
+      if (!token || !watchedTo || value === 0n || log.transactionHash === null || log.logIndex === null)
+        continue;
       transfers.push({
         txHash: log.transactionHash,
         index: log.logIndex,
@@ -570,7 +631,7 @@ export class EvmChain implements ChainClient {
         to: watchedTo,
         token,
         amount: value,
-        blockTime: times.get(log.blockNumber ?? 0n) ?? new Date(),
+        blockTime: timeOf(log),
       });
     }
     return transfers;
@@ -602,6 +663,7 @@ interface RawBlock {
   number: Hex;
   hash: Hash;
   timestamp: Hex;
+  logsBloom: Hex;
   transactions: { hash: Hash; from: Address; to: Address | null; value?: Hex }[];
 }
 
@@ -610,7 +672,22 @@ interface ScannedBlock {
   number: bigint;
   hash: Hash;
   timestamp: bigint;
+  logsBloom: Hex;
   transactions: RawBlock["transactions"];
+}
+
+/**
+ * The three bits of a block's 2048-bit logs bloom that `item` (a log's address or one of its topics) sets:
+ * three pairs of bytes of its keccak-256, each taken modulo 2048 (the yellow paper's M3:2048).
+ */
+function bloomBits(item: Hex): number[] {
+  const hash = hexToBytes(keccak256(item));
+  return [0, 2, 4].map((i) => (((hash[i] ?? 0) << 8) | (hash[i + 1] ?? 0)) & 2047);
+}
+
+/** Whether a logs bloom has every one of `bits` set: false means no log of the block holds the item. */
+function inBloom(bloom: Uint8Array, bits: number[]): boolean {
+  return bits.every((bit) => ((bloom[255 - (bit >> 3)] ?? 0) & (1 << (bit & 7))) !== 0);
 }
 
 /** One read of a batch: its result, or the chain error the node's refusal stands for. */
