@@ -5,8 +5,8 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vites
 import { devnetClients, signedTransfer, solanaKey } from "../../test/support/chains.ts";
 import { eventually } from "../../test/support/eventually.ts";
 import { startRpcProxy } from "../../test/support/rpc-proxy.ts";
-import { BlockhashNotFoundError, TransactionRejectedError } from "./errors.ts";
-import { SolanaChain, TOKEN_2022_PROGRAM_ADDRESS, tokenProgramAccount } from "./solana.ts";
+import { BlockhashNotFoundError, ChainRequestError, TransactionRejectedError } from "./errors.ts";
+import { SOLANA_NODE_LAG, SolanaChain, TOKEN_2022_PROGRAM_ADDRESS, tokenProgramAccount } from "./solana.ts";
 import type { ChainClient, SignedTransfer, TokenInfo, TransferStatus } from "./types.ts";
 
 let devnet: Devnet;
@@ -233,6 +233,62 @@ describe("SolanaChain on the local cluster", () => {
     ]);
     devnet.advanceSolanaSlots(1);
     expect((await solana.scanIncoming(async () => [watched], scan.cursor)).transfers).toEqual([]);
+  });
+
+  /**
+   * A FAKE of what the machine cannot reach: the devnet behind a load balancer whose node answering
+   * `method` is at slot 1: it lists no history (it has seen none of it) and refuses a `minContextSlot` past
+   * its slot, as a node does; it has no transaction to return. Every other call reaches the devnet.
+   */
+  async function answeredBehind(method: "getSignaturesForAddress" | "getTransaction"): Promise<SolanaChain> {
+    const balancer = await startRpcProxy(devnet.solana.rpcUrl, (called, _nth, body) => {
+      if (called !== method) return "forward";
+      const { id, params } = JSON.parse(body) as {
+        id: number;
+        params: [string, { minContextSlot?: number }?];
+      };
+      const answer =
+        (params[1]?.minContextSlot ?? 0) > 1
+          ? {
+              error: {
+                code: -32016,
+                message: "Minimum context slot has not been reached",
+                data: { contextSlot: 1 },
+              },
+            }
+          : { result: method === "getTransaction" ? null : [] };
+      return { status: 200, body: JSON.stringify({ jsonrpc: "2.0", id, ...answer }) };
+    });
+    onTestFinished(() => balancer.close());
+    return new SolanaChain({ ...solana.config, rpcUrl: balancer.url });
+  }
+
+  it("does not pass over transfers a node behind has not listed: it asks for history from a node at the slot it scans to", async () => {
+    const watched = (await solanaKey()).address;
+    const balanced = await answeredBehind("getSignaturesForAddress");
+    const start = await balanced.scanIncoming(async () => [watched], null);
+    const funded = await fundSolana(devnet, watched, { usdc: 7n });
+    devnet.advanceSolanaSlots(2);
+    await expect(balanced.scanIncoming(async () => [watched], start.cursor)).rejects.toBeInstanceOf(
+      ChainRequestError,
+    );
+    // Read again from the same cursor where the history is current, the transfer is found.
+    const scan = await solana.scanIncoming(async () => [watched], start.cursor);
+    expect(scan.transfers.map((t) => [t.txHash, t.amount])).toEqual([[funded.usdcTx, 7n]]);
+  });
+
+  it("does not pass over a listed transfer a node behind does not return yet, and passes over one that never came once no node could lag so far", async () => {
+    const watched = (await solanaKey()).address;
+    const balanced = await answeredBehind("getTransaction");
+    const start = await balanced.scanIncoming(async () => [watched], null);
+    await fundSolana(devnet, watched, { usdc: 8n });
+    devnet.advanceSolanaSlots(2);
+    await expect(balanced.scanIncoming(async () => [watched], start.cursor)).rejects.toBeInstanceOf(
+      ChainRequestError,
+    );
+    // Listed, landed long ago by every node's count, and still returned by none: not a transfer to record.
+    devnet.advanceSolanaSlots(Number(SOLANA_NODE_LAG) + 10);
+    expect((await balanced.scanIncoming(async () => [watched], start.cursor)).transfers).toEqual([]);
   });
 
   it("rescans a cluster restarted behind the cursor from its first slot", async () => {

@@ -347,35 +347,52 @@ export class SolanaChain implements ChainClient {
     if (head === after) return { transfers: [], cursor };
 
     const watch = await this.#watchMap(await addresses());
-    const signatures = new Set<Signature>();
+    // Each signature with the slot it landed in.
+    const signatures = new Map<Signature, bigint>();
     await mapLimited([...watch.keys()], SCAN_CONCURRENCY, async (account) => {
-      for (const signature of await this.#signaturesBetween(account, after, head)) signatures.add(signature);
+      for (const { signature, slot } of await this.#signaturesBetween(account, after, head))
+        signatures.set(signature, slot);
     });
     const transfers: IncomingTransfer[] = [];
-    await mapLimited([...signatures], SCAN_CONCURRENCY, async (signature) => {
-      transfers.push(...(await this.#transfersIn(signature, watch)));
+    await mapLimited([...signatures], SCAN_CONCURRENCY, async ([signature, slot]) => {
+      const found = await this.#transfersIn(signature, watch);
+      // Listed, but not returned: a node behind a load balancer's other node has not seen it yet, and the
+      // scan fails to read the range again; only once no node could lag so far is it taken as never landed.
+      if (found === undefined && slot + SOLANA_NODE_LAG >= head)
+        throw new ChainRequestError({ chain: this.config.name, method: "getTransaction" });
+      transfers.push(...(found ?? []));
     });
     return { transfers, cursor: head.toString() };
   }
 
   async getIncomingTransfers(txHash: string, addresses: readonly string[]): Promise<IncomingTransfer[]> {
-    return this.#transfersIn(txHash as Signature, await this.#watchMap(addresses));
+    return (await this.#transfersIn(txHash as Signature, await this.#watchMap(addresses))) ?? [];
   }
 
-  /** Landed, successful signatures touching `account` in slots (after, upTo], newest first. */
-  async #signaturesBetween(account: Address, after: bigint, upTo: bigint): Promise<Signature[]> {
-    const found: Signature[] = [];
+  /**
+   * Landed, successful signatures touching `account` in slots (after, upTo], newest first, each with its
+   * slot. The history must have seen `upTo` (`minContextSlot`): behind a load balancer, a node behind the
+   * one that told the head refuses, rather than list less than the range holds.
+   */
+  async #signaturesBetween(
+    account: Address,
+    after: bigint,
+    upTo: bigint,
+  ): Promise<{ signature: Signature; slot: bigint }[]> {
+    const found: { signature: Signature; slot: bigint }[] = [];
     let before: Signature | undefined;
     for (;;) {
       const page = await this.#rpc
         .getSignaturesForAddress(account, {
           commitment: "confirmed",
           limit: SIGNATURES_PAGE,
+          minContextSlot: upTo,
           ...(before ? { before } : {}),
         })
         .send();
       for (const entry of page) {
-        if (entry.slot > after && entry.slot <= upTo && entry.err === null) found.push(entry.signature);
+        if (entry.slot > after && entry.slot <= upTo && entry.err === null)
+          found.push({ signature: entry.signature, slot: entry.slot });
       }
       const last = page[page.length - 1];
       if (!last || page.length < SIGNATURES_PAGE || last.slot <= after) return found;
@@ -400,11 +417,14 @@ export class SolanaChain implements ChainClient {
     return map;
   }
 
-  /** The transfers one transaction made into the watched accounts, from its parsed instructions. */
+  /**
+   * The transfers one transaction made into the watched accounts, from its parsed instructions; undefined
+   * when the node returns no such transaction.
+   */
   async #transfersIn(
     signature: Signature,
     watch: Map<Address, { owner: string; token: TokenInfo }>,
-  ): Promise<IncomingTransfer[]> {
+  ): Promise<IncomingTransfer[] | undefined> {
     const answer: unknown = await this.#rpc
       .getTransaction(signature, {
         commitment: "confirmed",
@@ -413,7 +433,8 @@ export class SolanaChain implements ChainClient {
       })
       .send();
     const tx = parsedTransaction(answer);
-    if (!tx || tx.meta?.err) return [];
+    if (!tx) return undefined;
+    if (tx.meta?.err) return [];
     const blockTime =
       tx.blockTime === null || tx.blockTime === undefined
         ? new Date()
