@@ -1,11 +1,21 @@
 import { fundEvm } from "@svc/devnet";
-import { eq } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { requestFingerprint } from "../src/idempotency/idempotency.ts";
+import {
+  attachTransaction,
+  type ClaimOutcome,
+  claimIdempotencyKey,
+  finishIdempotencyClaim,
+  type IdempotencyClaim,
+  requestFingerprint,
+} from "../src/idempotency/idempotency.ts";
 import { idempotencyKeys } from "../src/internal/db/schema.ts";
+import { selectRows, type Tx } from "../src/internal/db/store.ts";
+import { eventually } from "./support/eventually.ts";
 import {
   createTestServer,
   expectErrorShape,
+  STORE_KIND,
   seedAccount,
   sharedDevnet,
   type TestServer,
@@ -144,6 +154,54 @@ describe("a claim left behind by a process that died", () => {
     expect(duplicate.status).toBe(409);
     expect(expectErrorShape(duplicate).reason).toBe("idempotency_key_in_use");
     expect(await sendsOf(wallet.id)).toBe(0);
+  });
+});
+
+describe.runIf(STORE_KIND === "postgres")("a stale claim taken over as its first request finishes", () => {
+  /**
+   * Runs `finish` (the first request's last write to its claim) between a retry's read of the stale claim
+   * and its take-over: the claim's row is locked until the take-over waits on it, and `finish` commits
+   * under that lock. What the retry makes of it is returned.
+   */
+  async function takeOverDuring(key: string, finish: (tx: Tx, claim: IdempotencyClaim) => Promise<void>) {
+    const db = server.service.store.db;
+    const fingerprint = "f".repeat(64);
+    const claim: IdempotencyClaim = { accountId: owner.userId, key, lockedAt: server.clock.now() };
+    await db.insert(idempotencyKeys).values({ ...claim, requestHash: fingerprint, state: "in_progress" });
+    server.clock.advance(STALE_AFTER_MS + 1000);
+    let retry: Promise<ClaimOutcome> | undefined;
+    await db.transaction(async (tx) => {
+      await tx
+        .select()
+        .from(idempotencyKeys)
+        .where(and(eq(idempotencyKeys.accountId, claim.accountId), eq(idempotencyKeys.key, key)))
+        .for("update");
+      retry = claimIdempotencyKey(db, { accountId: owner.userId, key, fingerprint }, server.clock.now);
+      await eventually(async () => {
+        const waiting = await selectRows<{ query: string }>(
+          db,
+          sql`SELECT query FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query ILIKE 'update "idempotency_keys"%'`,
+        );
+        return waiting.length > 0 ? true : undefined;
+      });
+      await finish(tx, claim);
+    });
+    return (retry as Promise<ClaimOutcome>).catch((error: unknown) => error);
+  }
+
+  it("resumes from the spend the first request recorded meanwhile, never running it afresh", async () => {
+    const outcome = await takeOverDuring(":race-attach", (tx, claim) =>
+      attachTransaction(tx, claim, "tx_recorded"),
+    );
+    expect(outcome).toMatchObject({ kind: "resume", transactionId: "tx_recorded" });
+  });
+
+  it("replays the response the first request stored meanwhile", async () => {
+    const outcome = await takeOverDuring(":race-finish", async (tx, claim) => {
+      await attachTransaction(tx, claim, "tx_finished");
+      await finishIdempotencyClaim(tx, claim, { status: 201, body: { id: "tx_finished" } });
+    });
+    expect(outcome).toMatchObject({ kind: "replay", response: { status: 201, body: { id: "tx_finished" } } });
   });
 });
 

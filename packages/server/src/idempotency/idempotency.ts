@@ -86,15 +86,19 @@ export async function claimIdempotencyKey(
       };
     }
     if (now().getTime() - existing.lockedAt.getTime() > STALE_CLAIM_MS) {
-      // Take over a claim whose owner died, exactly once: compare-and-set on locked_at.
-      const taken = await db
+      // Take over a claim whose owner died, exactly once: compare-and-set on locked_at, and only while it
+      // is in progress. An owner that was slow rather than dead may have recorded its spend since the read
+      // above (or finished): the row as taken over decides, never the read.
+      const [taken] = await db
         .update(idempotencyKeys)
         .set({ lockedAt: claim.lockedAt })
-        .where(owned({ ...claim, lockedAt: existing.lockedAt }))
-        .returning({ key: idempotencyKeys.key });
-      if (taken.length > 0) {
-        return existing.transactionId
-          ? { kind: "resume", claim, transactionId: existing.transactionId }
+        .where(
+          and(owned({ ...claim, lockedAt: existing.lockedAt }), eq(idempotencyKeys.state, "in_progress")),
+        )
+        .returning({ transactionId: idempotencyKeys.transactionId });
+      if (taken) {
+        return taken.transactionId
+          ? { kind: "resume", claim, transactionId: taken.transactionId }
           : { kind: "owned", claim };
       }
     }
