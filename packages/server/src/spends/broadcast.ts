@@ -1,12 +1,12 @@
-import { and, eq, isNull } from "drizzle-orm";
+import { and, eq, inArray, isNull } from "drizzle-orm";
 import { BlockhashNotFoundError, ChainUnavailableError, NonceTakenError } from "../chains/errors.ts";
 import type { ChainClient, SignedTransfer } from "../chains/types.ts";
 import { transactions, wallets } from "../internal/db/schema.ts";
-import type { Db } from "../internal/db/store.ts";
+import type { Db, Tx } from "../internal/db/store.ts";
 import { recordTransaction, type TransactionRow } from "../transactions/transactions.ts";
 import { openSigningKey } from "../wallets/wallets.ts";
 import { failSpend, signedColumns } from "./admission.ts";
-import { releaseNonce } from "./nonces.ts";
+import { lockNonces, releaseNonce } from "./nonces.ts";
 import type { SpendDeps } from "./send.ts";
 import { broadcastTransfer } from "./transfer.ts";
 
@@ -44,6 +44,10 @@ export async function broadcastRecorded(
 /**
  * A later nonce was already handed out, so the rejected one would stall every send after it: spend it on a
  * zero-value transfer to the wallet itself. Its gas is money moved, so it is recorded like any send.
+ *
+ * The filler is signed first (its fees read from the chain), then recorded only under the lock of the
+ * address's nonces and only while no live transaction of the address holds that nonce: two callers that
+ * found the same gap at once (a request's rejected broadcast, another instance's confirmer) fill it once.
  */
 export async function fillNonceGap(
   deps: Pick<SpendDeps, "db" | "keyring" | "chainClient">,
@@ -67,21 +71,47 @@ export async function fillNonceGap(
   } finally {
     privateKey.fill(0);
   }
-  await recordTransaction(deps.db, {
-    walletId: rejected.walletId,
-    type: "send",
-    chain: rejected.chain,
-    token: native.symbol,
-    amountAtomic: 0n,
-    decimals: native.decimals,
-    fromAddress: rejected.fromAddress,
-    toAddress: rejected.fromAddress,
-    status: "pending",
-    usdMicros: 0n,
-    ...signedColumns({}, signed),
+  const recorded = await deps.db.transaction(async (tx) => {
+    await lockNonces(tx, rejected.chain, rejected.fromAddress);
+    if (await nonceHeld(tx, { ...rejected, nonce })) return false;
+    await recordTransaction(tx, {
+      walletId: rejected.walletId,
+      type: "send",
+      chain: rejected.chain,
+      token: native.symbol,
+      amountAtomic: 0n,
+      decimals: native.decimals,
+      fromAddress: rejected.fromAddress,
+      toAddress: rejected.fromAddress,
+      status: "pending",
+      usdMicros: 0n,
+      ...signedColumns({}, signed),
+    });
+    return true;
   });
   // If this broadcast is lost too, the confirmer re-sends the recorded filler.
-  await broadcastTransfer(client, signed).catch(() => {});
+  if (recorded) await broadcastTransfer(client, signed).catch(() => {});
+}
+
+/** Whether a live (pending or confirmed) transaction of the wallet's address on the chain holds `nonce`. */
+async function nonceHeld(
+  tx: Tx,
+  spend: Pick<TransactionRow, "walletId" | "chain" | "fromAddress"> & { nonce: number },
+): Promise<boolean> {
+  const [held] = await tx
+    .select({ id: transactions.id })
+    .from(transactions)
+    .where(
+      and(
+        eq(transactions.walletId, spend.walletId),
+        eq(transactions.chain, spend.chain),
+        eq(transactions.fromAddress, spend.fromAddress),
+        eq(transactions.nonce, spend.nonce),
+        inArray(transactions.status, ["pending", "confirmed"]),
+      ),
+    )
+    .limit(1);
+  return held !== undefined;
 }
 
 /**

@@ -22,6 +22,18 @@ export function allocateNonceSql(source: string, first: number): string {
 }
 
 /**
+ * Locks the nonces of an address on a chain (its `evm_nonces` row) until the transaction ends: what hands
+ * them out, gives one back or fills a gap holds it.
+ */
+export async function lockNonces(tx: Tx, chain: string, address: string): Promise<void> {
+  await tx
+    .select({ next: evmNonces.nextNonce })
+    .from(evmNonces)
+    .where(and(eq(evmNonces.chain, chain), eq(evmNonces.address, address)))
+    .for("update");
+}
+
+/**
  * Gives back a nonce whose transaction never reached the chain, when no later nonce was handed out since.
  * Returns false when a later one was: the caller must then fill the gap on chain.
  */
