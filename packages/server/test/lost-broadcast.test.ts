@@ -72,3 +72,42 @@ describe("a broadcast lost on the way to the node", () => {
     expect(await base.getMinedNonce?.(wallet.body.evm.address)).toBe(1);
   });
 });
+
+describe("a broadcast a gateway answers with an error of its own while the node takes it", () => {
+  it("is answered pending, not recorded failed, and lands with its amount kept in the daily limit", async () => {
+    const wallet = await server.api.post(
+      "/v1/wallets",
+      { name: "gateway timeout", chains: ["base"], policy: { dailyLimit: "100" } },
+      apiKey,
+    );
+    expect(wallet.status, wallet.text).toBe(201);
+    await fundEvm(await sharedDevnet(), wallet.body.evm.address, { eth: 10n ** 17n, usdc: 10n * USDC });
+    const recipient = evmKey().address;
+    let broadcasts = 0;
+    gate.decide = ({ methods, body }) => {
+      if (!methods.includes("eth_sendRawTransaction") || ++broadcasts > 1) return "forward";
+      // A gateway whose upstream did not answer in time: 504, with a JSON-RPC error body of its own.
+      const { id } = JSON.parse(body) as { id: number };
+      const error = { code: -32603, message: "upstream request timed out" };
+      return { gatewayAnswers: { status: 504, body: JSON.stringify({ jsonrpc: "2.0", id, error }) } };
+    };
+    try {
+      const response = await server.api.post(
+        `/v1/wallets/${wallet.body.id}/send`,
+        { to: recipient, amount: "5", chain: "base" },
+        apiKey,
+      );
+      expect(response.status, response.text).toBe(201);
+      expect(response.body.status).toBe("pending");
+      // Only now does the transaction reach the node, after everything the service asked about it.
+      gate.openUp();
+      const settled = await waitForSettled(server.api, apiKey, response.body.id);
+      expect(settled.status).toBe("confirmed");
+      expect(await base.getBalance(recipient, usdc)).toBe(5n * USDC);
+      const spending = await server.api.get(`/v1/wallets/${wallet.body.id}/spending`, apiKey);
+      expect(spending.body.used).toBe("5.00");
+    } finally {
+      gate.openUp();
+    }
+  });
+});

@@ -118,7 +118,10 @@ export class JsonRpcEndpoint {
     const body = this.#body({ method, params });
     const { status, text } = await this.#post(body);
     const answer = parseJson(text);
-    // A JSON-RPC error, whatever its shape and the HTTP status, is the node's answer (as with viem's transport).
+    // A server error is the gateway's, whatever its body: a JSON-RPC error in a 5xx (a gateway whose node
+    // did not answer in time) says nothing of what the node did with the call. Any other JSON-RPC error,
+    // whatever its shape, is the node's answer.
+    if (status >= 500) this.#checkStatus(body, status, text);
     if (isRpcAnswer(answer) && answer.error != null) throw this.#rpcError(body, answer.error, status);
     this.#checkStatus(body, status, text);
     // No usable answer (a gateway's page, say), which a read may ask for again.
@@ -144,6 +147,8 @@ export class JsonRpcEndpoint {
     if (calls.length === 1 || this.#refusesBatches) return this.#oneByOne(calls);
     const bodies = calls.map((call) => this.#body(call));
     const { status, text } = await this.#post(bodies);
+    // A server error is the gateway's, as for one call.
+    if (status >= 500) this.#checkStatus(bodies, status, text);
     const answer = parseJson(text);
     if (!Array.isArray(answer)) {
       if (refusesBatches(status, answer)) {

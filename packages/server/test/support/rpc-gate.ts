@@ -7,8 +7,12 @@ export interface RpcCall {
   body: string;
 }
 
-/** What the gate does with a request: pass it on, hold it until the test lets it go, or cut its connection. */
-export type RpcVerdict = "forward" | "hold" | "drop";
+/**
+ * What the gate does with a request: pass it on, hold it until the test lets it go, cut its connection, or
+ * answer it with `status` and `body` itself, as a gateway whose upstream was slow does, and hold it: let go,
+ * it reaches the node all the same (its answer unread).
+ */
+export type RpcVerdict = "forward" | "hold" | "drop" | { gatewayAnswers: { status: number; body: string } };
 
 /** A request the gate holds; the test forwards it or cuts it. */
 export interface HeldCall extends RpcCall {
@@ -44,7 +48,12 @@ export class RpcGate {
         const verdict = this.decide(call);
         if (verdict === "forward") forward();
         else if (verdict === "drop") drop();
-        else {
+        else if (typeof verdict === "object") {
+          const { status, body: answer } = verdict.gatewayAnswers;
+          response.writeHead(status, { "content-type": "application/json" }).end(answer);
+          const reachNode = () => this.#forward(request, body, undefined);
+          this.held.push({ ...call, release: reachNode, drop: () => {}, abandoned: false });
+        } else {
           const held = { ...call, release: forward, drop, abandoned: false };
           response.on("close", () => {
             if (!response.writableFinished) held.abandoned = true;
@@ -74,7 +83,8 @@ export class RpcGate {
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
   }
 
-  #forward(request: http.IncomingMessage, body: string, response: http.ServerResponse): void {
+  /** Sends the request on to the node, and its answer to `response` (none: the answer is read and dropped). */
+  #forward(request: http.IncomingMessage, body: string, response: http.ServerResponse | undefined): void {
     const upstream = http.request(
       {
         host: this.#target.hostname,
@@ -84,11 +94,15 @@ export class RpcGate {
         headers: { "content-type": request.headers["content-type"] ?? "application/json" },
       },
       (answer) => {
+        if (!response) {
+          answer.resume();
+          return;
+        }
         response.writeHead(answer.statusCode ?? 502, answer.headers);
         answer.pipe(response);
       },
     );
-    upstream.on("error", () => request.socket.destroy());
+    upstream.on("error", () => (response ? request.socket.destroy() : undefined));
     upstream.end(body);
   }
 }
