@@ -2,11 +2,13 @@ import { fundEvm } from "@svc/devnet";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChainClient, TokenInfo } from "../src/chains/types.ts";
 import { devnetClients, evmKey } from "./support/chains.ts";
+import { eventually } from "./support/eventually.ts";
 import { RpcGate } from "./support/rpc-gate.ts";
 import { waitForSettled } from "./support/spends.ts";
 import {
   createTestServer,
   evmThroughGate,
+  expectErrorShape,
   seedAccount,
   sharedDevnet,
   type TestServer,
@@ -106,6 +108,53 @@ describe("a broadcast a gateway answers with an error of its own while the node 
       expect(await base.getBalance(recipient, usdc)).toBe(5n * USDC);
       const spending = await server.api.get(`/v1/wallets/${wallet.body.id}/spending`, apiKey);
       expect(spending.body.used).toBe("5.00");
+    } finally {
+      gate.openUp();
+    }
+  });
+});
+
+describe("a broadcast the node refuses once a later nonce was handed out", () => {
+  it("is answered broadcast_rejected and recorded failed even when its nonce gap cannot be filled at once; the confirmer fills it", async () => {
+    const wallet = await server.api.post("/v1/wallets", { name: "refused", chains: ["base"] }, apiKey);
+    expect(wallet.status, wallet.text).toBe(201);
+    await fundEvm(await sharedDevnet(), wallet.body.evm.address, { eth: 10n ** 17n, usdc: 10n * USDC });
+    const send = (amount: string) =>
+      server.api.post(
+        `/v1/wallets/${wallet.body.id}/send`,
+        { to: evmKey().address, amount, chain: "base" },
+        apiKey,
+      );
+    let broadcasts = 0;
+    gate.decide = ({ methods }) =>
+      methods.includes("eth_sendRawTransaction") && ++broadcasts === 1 ? "hold" : "forward";
+    try {
+      // The first send's broadcast is held; the second is given nonce 1 meanwhile.
+      const first = send("1");
+      const held = await eventually(async () => gate.held[0]);
+      const second = await send("2");
+      expect(second.status, second.text).toBe(201);
+      // Then the node refuses the first for good, and cannot be reached to fill its nonce.
+      gate.decide = () => "drop";
+      const { id } = JSON.parse(held.body) as { id: number };
+      held.answer(
+        JSON.stringify({
+          jsonrpc: "2.0",
+          id,
+          error: { code: -32000, message: "insufficient funds for gas * price + value" },
+        }),
+      );
+      gate.held.splice(0);
+      const refused = await first;
+      expect(refused.status, refused.text).toBe(502);
+      expect(expectErrorShape(refused).reason).toBe("broadcast_rejected");
+      gate.decide = () => "forward";
+      const records = (await server.api.get(`/v1/wallets/${wallet.body.id}/transactions?type=send`, apiKey))
+        .body.data as { id: string; status: string; amount: string }[];
+      expect(records.find((t) => t.amount === "1")?.status).toBe("failed");
+      // The confirmer finds the gap the refused nonce left and fills it: the second send lands.
+      const settled = await waitForSettled(server.api, apiKey, second.body.id);
+      expect(settled.status).toBe("confirmed");
     } finally {
       gate.openUp();
     }

@@ -32,7 +32,9 @@ export async function broadcastRecorded(
         row.nonce !== null &&
         !(await releaseNonce(deps.db, row.chain, row.fromAddress, row.nonce))
       ) {
-        await fillNonceGap(deps, client, { ...row, nonce: row.nonce });
+        // The refusal stays the answer whatever filling meets (a node gone meanwhile): a gap left
+        // unfilled here is found and filled by the confirmer.
+        await fillNonceGap(deps, client, { ...row, nonce: row.nonce }).catch(() => {});
       }
     });
   } catch (error) {

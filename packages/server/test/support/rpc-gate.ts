@@ -18,6 +18,8 @@ export type RpcVerdict = "forward" | "hold" | "drop" | { gatewayAnswers: { statu
 export interface HeldCall extends RpcCall {
   release(): void;
   drop(): void;
+  /** Answers it here, as the node would have: a JSON-RPC `body`, with HTTP 200. */
+  answer(body: string): void;
   /** True once the client gave up waiting (closed the connection before an answer), e.g. its time limit. */
   readonly abandoned: boolean;
 }
@@ -52,9 +54,11 @@ export class RpcGate {
           const { status, body: answer } = verdict.gatewayAnswers;
           response.writeHead(status, { "content-type": "application/json" }).end(answer);
           const reachNode = () => this.#forward(request, body, undefined);
-          this.held.push({ ...call, release: reachNode, drop: () => {}, abandoned: false });
+          this.held.push({ ...call, release: reachNode, drop: () => {}, answer: () => {}, abandoned: false });
         } else {
-          const held = { ...call, release: forward, drop, abandoned: false };
+          const answer = (json: string) =>
+            response.writeHead(200, { "content-type": "application/json" }).end(json);
+          const held = { ...call, release: forward, drop, answer, abandoned: false };
           response.on("close", () => {
             if (!response.writableFinished) held.abandoned = true;
           });
