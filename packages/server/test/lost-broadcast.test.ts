@@ -160,3 +160,55 @@ describe("a broadcast the node refuses once a later nonce was handed out", () =>
     }
   });
 });
+
+describe("a faucet payment whose broadcast goes unanswered", () => {
+  it("keeps its grant counted against the cap, for the payment lands", async () => {
+    const devnet = await sharedDevnet();
+    const faucet = evmKey();
+    await fundEvm(devnet, faucet.address, { eth: 10n ** 19n, usdc: 10_000n * USDC });
+    const withFaucet = await createTestServer({
+      env: {
+        ...(await evmThroughGate(gate)),
+        SVC_FAUCET_EVM_PRIVATE_KEY: `0x${faucet.privateKey.toString("hex")}`,
+      },
+    });
+    try {
+      const owner = await seedAccount(withFaucet.api);
+      const wallet = await withFaucet.api.post(
+        "/v1/wallets",
+        { name: "faucet", chains: ["base"] },
+        owner.apiKey,
+      );
+      expect(wallet.status, wallet.text).toBe(201);
+      const askFull = () =>
+        withFaucet.api.post(
+          `/v1/wallets/${wallet.body.id}/faucet`,
+          { chain: "base", token: "USDC", amount: "1000" },
+          owner.apiKey,
+        );
+      let broadcasts = 0;
+      gate.decide = ({ methods, body }) => {
+        if (!methods.includes("eth_sendRawTransaction") || ++broadcasts > 1) return "forward";
+        const { id } = JSON.parse(body) as { id: number };
+        const error = { code: -32603, message: "upstream request timed out" };
+        return { gatewayAnswers: { status: 504, body: JSON.stringify({ jsonrpc: "2.0", id, error }) } };
+      };
+      const unanswered = askFull();
+      // The payment reaches the node once the service has asked about it and found nothing yet.
+      await eventually(async () => gate.held[0]);
+      gate.openUp();
+      // Not refused: once the payment is confirmed, it is the answer.
+      expect((await unanswered).status).toBe(201);
+      await eventually(async () =>
+        (await base.getBalance(wallet.body.evm.address, usdc)) === 1_000n * USDC ? true : undefined,
+      );
+      const again = await askFull();
+      expect(again.status, again.text).toBe(400);
+      expect(expectErrorShape(again).reason).toBe("faucet_cap_exceeded");
+      expect(await base.getBalance(wallet.body.evm.address, usdc)).toBe(1_000n * USDC);
+    } finally {
+      gate.openUp();
+      await withFaucet.close();
+    }
+  });
+});

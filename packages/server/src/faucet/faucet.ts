@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { createKeyPairSignerFromPrivateKeyBytes } from "@solana/kit";
 import { and, asc, eq, gt, inArray, sql } from "drizzle-orm";
 import type { Logger } from "pino";
-import { ChainError, chainCall, NonceTakenError } from "../chains/errors.ts";
+import { ChainError, ChainUnavailableError, chainCall, NonceTakenError } from "../chains/errors.ts";
 import { evmAddressOf } from "../chains/evm-keys.ts";
 import type { ChainRegistry } from "../chains/registry.ts";
 import type { ChainClient, SignedTransfer, TokenInfo } from "../chains/types.ts";
@@ -236,6 +236,8 @@ export class Faucet {
           await broadcastTransfer(client, signed);
           return signed;
         } catch (error) {
+          // No answer: the payment may be on its way, and the confirmation tells (its grant kept meanwhile).
+          if (error instanceof ChainUnavailableError) return signed;
           if (!(error instanceof NonceTakenError) || attempt >= NONCE_ATTEMPTS) throw error;
           this.#deps.log.info({ chain }, "faucet nonce taken by another sender; re-signing");
         }
