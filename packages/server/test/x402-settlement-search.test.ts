@@ -285,53 +285,80 @@ describe("the search for a Solana x402 payment no receipt settled", () => {
   });
 });
 
+/** An EVM x402 payment signed by a funded payer and settled by the local facilitator, its receipt unread. */
+async function settledEvmPayment() {
+  const facilitator = await startLocalFacilitator(devnet);
+  onTestFinished(() => facilitator.stop());
+  const network = `eip155:${devnet.evm.chainId}`;
+  const base: ChainConfig = {
+    name: "base",
+    kind: "evm",
+    network,
+    testnet: true,
+    rpcUrl: devnet.evm.rpcUrl,
+    nativeToken: { symbol: "ETH", address: null, decimals: 18 },
+    tokens: [{ symbol: "USDC", address: devnet.evm.usdc, decimals: 6 }],
+  };
+  const payer = evmKey();
+  await fundEvm(devnet, payer.address, { usdc: 1_000_000n });
+  const requirement = {
+    scheme: "exact",
+    network,
+    amount: "10000",
+    asset: devnet.evm.usdc,
+    payTo: evmKey().address,
+    maxTimeoutSeconds: 60,
+    extra: devnet.evm.usdcEip712,
+  };
+  const challenge = parsePaymentChallenge({
+    headers: new Headers({
+      "payment-required": encodeHeaderJson({ x402Version: 2, accepts: [requirement] }),
+    }),
+    body: "{}",
+  });
+  const signed = await signPayment({
+    challenge,
+    selected: selectRequirement(challenge, { chains: [base] }),
+    privateKey: payer.privateKey,
+    now: new Date(),
+  });
+  const settle = await fetch(`${facilitator.url}/settle`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({
+      x402Version: 2,
+      paymentPayload: JSON.parse(Buffer.from(signed.header.value, "base64").toString("utf8")),
+      paymentRequirements: requirement,
+    }),
+  });
+  const settled = (await settle.json()) as { success: boolean; transaction: string };
+  expect(settled, JSON.stringify(settled)).toMatchObject({ success: true });
+  return { base, signed, txHash: settled.transaction };
+}
+
 describe("the settlement read of an EVM x402 payment no receipt settled", () => {
+  // First: the test after it moves the chain's clock an hour past the facilitator's.
+  it("settles a payment the chain says used even when the endpoint refuses the search for its transaction", async () => {
+    const { base, signed, txHash } = await settledEvmPayment();
+    // A FAKE of a hosted endpoint's limit: it refuses eth_getLogs over the search's block range.
+    const capped = await startRpcProxy(devnet.evm.rpcUrl, (method, _nth, body) => {
+      if (method !== "eth_getLogs") return "forward";
+      const { id } = JSON.parse(body) as { id: number };
+      const error = { code: -32600, message: "eth_getLogs is limited to a 1000 block range" };
+      return { status: 200, body: JSON.stringify({ jsonrpc: "2.0", id, error }) };
+    });
+    onTestFinished(() => capped.close());
+    // It stayed pending for good, the payee paid and its amount held.
+    expect(await getPaymentSettlement({ ...base, rpcUrl: capped.url }, signed.onChain)).toEqual({
+      state: "settled",
+      txHash: "",
+    });
+    // Where the search is answered, the transaction is named.
+    expect(await getPaymentSettlement(base, signed.onChain)).toEqual({ state: "settled", txHash });
+  });
+
   it("does not end a settled payment expired on the word of a node behind: the authorization is read at the block whose date decides", async () => {
-    const facilitator = await startLocalFacilitator(devnet);
-    onTestFinished(() => facilitator.stop());
-    const network = `eip155:${devnet.evm.chainId}`;
-    const base: ChainConfig = {
-      name: "base",
-      kind: "evm",
-      network,
-      testnet: true,
-      rpcUrl: devnet.evm.rpcUrl,
-      nativeToken: { symbol: "ETH", address: null, decimals: 18 },
-      tokens: [{ symbol: "USDC", address: devnet.evm.usdc, decimals: 6 }],
-    };
-    const payer = evmKey();
-    await fundEvm(devnet, payer.address, { usdc: 1_000_000n });
-    const requirement = {
-      scheme: "exact",
-      network,
-      amount: "10000",
-      asset: devnet.evm.usdc,
-      payTo: evmKey().address,
-      maxTimeoutSeconds: 60,
-      extra: devnet.evm.usdcEip712,
-    };
-    const challenge = parsePaymentChallenge({
-      headers: new Headers({
-        "payment-required": encodeHeaderJson({ x402Version: 2, accepts: [requirement] }),
-      }),
-      body: "{}",
-    });
-    const signed = await signPayment({
-      challenge,
-      selected: selectRequirement(challenge, { chains: [base] }),
-      privateKey: payer.privateKey,
-      now: new Date(),
-    });
-    const settle = await fetch(`${facilitator.url}/settle`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({
-        x402Version: 2,
-        paymentPayload: JSON.parse(Buffer.from(signed.header.value, "base64").toString("utf8")),
-        paymentRequirements: requirement,
-      }),
-    });
-    expect(await settle.json()).toMatchObject({ success: true });
+    const { base, signed } = await settledEvmPayment();
     // An hour later: the chain's newest block is dated past the authorization's validBefore.
     for (const [method, params] of [
       ["evm_increaseTime", [3600]],

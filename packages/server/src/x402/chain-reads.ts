@@ -5,7 +5,7 @@
  */
 import type { Address, Signature } from "@solana/kit";
 import { type Hash, parseAbi, parseEventLogs } from "viem";
-import { chainCall, findChainError, scrubRpcUrl } from "../chains/errors.ts";
+import { ChainRequestError, chainCall, findChainError, scrubRpcUrl } from "../chains/errors.ts";
 import { evmReadClient } from "../chains/evm.ts";
 import { SOLANA_NODE_LAG, solanaReadRpc } from "../chains/solana.ts";
 import type { ChainConfig } from "../chains/types.ts";
@@ -132,10 +132,15 @@ async function evmSettlement(
       // Not `head`: the authorization may have been used in a block mined after it was read.
       toBlock: "latest",
     }),
-  );
+  ).catch((error: unknown) => {
+    // A search the endpoint refuses (hosted endpoints cap eth_getLogs ranges) would be refused at every
+    // pass; an endpoint not answering is asked again at the next.
+    if (findChainError(error) instanceof ChainRequestError) return [];
+    throw error;
+  });
   const log = logs[0];
-  // Used but not found within the window (or used by cancelAuthorization, which the payer never sends):
-  // settled all the same, the transaction unknown.
+  // Used but not found within the window, or not searched (or used by cancelAuthorization, which the payer
+  // never sends): settled all the same, the transaction unknown.
   return { state: "settled", txHash: log?.transactionHash ?? "" };
 }
 
