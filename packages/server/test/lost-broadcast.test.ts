@@ -40,6 +40,20 @@ afterAll(async () => {
   await gate.close();
 });
 
+/**
+ * The gate's verdicts for a gateway whose node was slow to take the first broadcast: it answers 504, with a
+ * JSON-RPC error body of its own, and the broadcast is held (it reaches the node when let go); the rest pass.
+ */
+function firstBroadcastTimedOutAtGateway(): RpcGate["decide"] {
+  let broadcasts = 0;
+  return ({ methods, body }) => {
+    if (!methods.includes("eth_sendRawTransaction") || ++broadcasts > 1) return "forward";
+    const { id } = JSON.parse(body) as { id: number };
+    const error = { code: -32603, message: "upstream request timed out" };
+    return { gatewayAnswers: { status: 504, body: JSON.stringify({ jsonrpc: "2.0", id, error }) } };
+  };
+}
+
 describe("a broadcast lost on the way to the node", () => {
   it("is answered pending, sent again by the confirmer, and lands once", async () => {
     const wallet = await server.api.post("/v1/wallets", { name: "lost broadcast", chains: ["base"] }, apiKey);
@@ -85,14 +99,7 @@ describe("a broadcast a gateway answers with an error of its own while the node 
     expect(wallet.status, wallet.text).toBe(201);
     await fundEvm(await sharedDevnet(), wallet.body.evm.address, { eth: 10n ** 17n, usdc: 10n * USDC });
     const recipient = evmKey().address;
-    let broadcasts = 0;
-    gate.decide = ({ methods, body }) => {
-      if (!methods.includes("eth_sendRawTransaction") || ++broadcasts > 1) return "forward";
-      // A gateway whose upstream did not answer in time: 504, with a JSON-RPC error body of its own.
-      const { id } = JSON.parse(body) as { id: number };
-      const error = { code: -32603, message: "upstream request timed out" };
-      return { gatewayAnswers: { status: 504, body: JSON.stringify({ jsonrpc: "2.0", id, error }) } };
-    };
+    gate.decide = firstBroadcastTimedOutAtGateway();
     try {
       const response = await server.api.post(
         `/v1/wallets/${wallet.body.id}/send`,
@@ -186,13 +193,7 @@ describe("a faucet payment whose broadcast goes unanswered", () => {
           { chain: "base", token: "USDC", amount: "1000" },
           owner.apiKey,
         );
-      let broadcasts = 0;
-      gate.decide = ({ methods, body }) => {
-        if (!methods.includes("eth_sendRawTransaction") || ++broadcasts > 1) return "forward";
-        const { id } = JSON.parse(body) as { id: number };
-        const error = { code: -32603, message: "upstream request timed out" };
-        return { gatewayAnswers: { status: 504, body: JSON.stringify({ jsonrpc: "2.0", id, error }) } };
-      };
+      gate.decide = firstBroadcastTimedOutAtGateway();
       const unanswered = askFull();
       // The payment reaches the node once the service has asked about it and found nothing yet.
       await eventually(async () => gate.held[0]);
