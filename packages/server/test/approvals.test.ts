@@ -207,6 +207,37 @@ describe("a spend above approvalAbove", () => {
     expect(listed.body.data.map((t: any) => t.id)).toContain(held.body.id);
   });
 
+  it("approved, counts in the daily limit from its approval, when it was sent, not from when it was asked", async () => {
+    const wallet = await fundedWallet({ approvalAbove: "5", dailyLimit: "10" });
+    try {
+      const held = await send(wallet.id, "9");
+      expect(held.status, held.text).toBe(202);
+      const askedAt = Date.parse(held.body.timestamp);
+      // Approved nine minutes later: the $9 leaves the wallet then.
+      server.clock.jumpTo(new Date(askedAt + 9 * 60_000));
+      const approved = await server.api.post(
+        `/v1/approvals/${held.body.id}/approve`,
+        undefined,
+        owner.apiKey,
+      );
+      expect(approved.status, approved.text).toBe(200);
+      // Dated when it was sent (the service's clock runs on from where it was moved).
+      const sentAt = Date.parse(approved.body.timestamp);
+      expect(sentAt - askedAt).toBeGreaterThanOrEqual(9 * 60_000);
+      expect(sentAt - askedAt).toBeLessThan(10 * 60_000);
+      expect((await waitForSettled(server.api, owner.apiKey, held.body.id)).status).toBe("confirmed");
+      // A day after it was asked for, less than a day after it was sent: still counted, $5 more does not fit.
+      server.clock.jumpTo(new Date(askedAt + 24 * 60 * 60_000 + 1_000));
+      const spending = await server.api.get(`/v1/wallets/${wallet.id}/spending`, owner.apiKey);
+      expect(spending.body.used).toBe("9.00");
+      const more = await send(wallet.id, "5");
+      expect(more.status, more.text).toBe(403);
+      expect(expectErrorShape(more).reason).toBe("daily_limit");
+    } finally {
+      server.clock.reset();
+    }
+  });
+
   it("is checked against the policy again when approved: a refusal leaves it waiting", async () => {
     const wallet = await fundedWallet({ approvalAbove: "5" });
     const held = await send(wallet.id, "7");

@@ -13,7 +13,12 @@ import type { Db, Tx } from "../internal/db/store.ts";
 import { AppError, errors } from "../internal/errors.ts";
 import { checkStaticRules, type SpendFacts } from "../policy/rules.ts";
 import { checkDailyLimit, reservedInWindow } from "../policy/spend-window.ts";
-import { lockSpendingPolicy, releaseReservation, signedColumns } from "../spends/admission.ts";
+import {
+  lockSpendingPolicy,
+  moveReservation,
+  releaseReservation,
+  signedColumns,
+} from "../spends/admission.ts";
 import { broadcastRecorded } from "../spends/broadcast.ts";
 import type { SpendDeps } from "../spends/send.ts";
 import { checkRecipient, findToken, planFundedTransfer } from "../spends/transfer.ts";
@@ -107,11 +112,13 @@ export async function approveSpend(
       checkStaticRules(policy, spend);
       await checkDailyLimit(tx, policy, spend, now, reservedInWindow(current, now));
       const signed = await client.signTransfer(plan, privateKey, nonce);
+      // Sent now, so dated now: the daily limit counts it from its approval, not from when it was asked.
+      await moveReservation(tx, current, now);
       const row = await decide(
         tx,
         held.id,
         "approved",
-        { status: "pending", ...signedColumns(spend, signed) },
+        { status: "pending", createdAt: now, ...signedColumns(spend, signed) },
         now,
       );
       if (idempotency) await attachTransaction(tx, idempotency, row.id);

@@ -207,3 +207,13 @@ export async function releaseReservation(tx: Tx, spend: TransactionRow): Promise
   if (spend.usdMicros && spend.usdMicros > 0n && (spend.type === "send" || spend.type === "x402"))
     await addToHour(tx, spend.walletId, spend.createdAt, -spend.usdMicros);
 }
+
+/**
+ * Moves a spend's reservation in the rolling window to `at`: a held spend approved is sent then, and counts
+ * from then. The caller dates the spend `at` in the same transaction (the window reads rows by their date).
+ */
+export async function moveReservation(tx: Tx, spend: TransactionRow, at: Date): Promise<void> {
+  if (!spend.usdMicros || spend.usdMicros <= 0n) return;
+  await addToHour(tx, spend.walletId, spend.createdAt, -spend.usdMicros);
+  await addToHour(tx, spend.walletId, at, spend.usdMicros);
+}
