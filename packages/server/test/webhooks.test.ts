@@ -36,6 +36,10 @@ interface Received {
 class Receiver {
   readonly requests: Received[] = [];
   answer: (request: { headers: IncomingHttpHeaders; body: string }) => number = () => 200;
+  /** How long it takes to answer each request. */
+  delayMs = 0;
+  /** Requests received so far, those not answered yet included. */
+  arrived = 0;
   readonly #server: Server;
   url = "";
 
@@ -45,10 +49,13 @@ class Receiver {
       request.on("data", (chunk: Buffer) => chunks.push(chunk));
       request.on("end", () => {
         const body = Buffer.concat(chunks).toString("utf8");
-        const answered = this.answer({ headers: request.headers, body });
-        this.requests.push({ headers: request.headers, body, answered });
-        response.writeHead(answered, { "content-type": "text/plain" });
-        response.end(answered < 300 ? "ok" : `nope ${answered}`);
+        this.arrived++;
+        setTimeout(() => {
+          const answered = this.answer({ headers: request.headers, body });
+          this.requests.push({ headers: request.headers, body, answered });
+          response.writeHead(answered, { "content-type": "text/plain" });
+          response.end(answered < 300 ? "ok" : `nope ${answered}`);
+        }, this.delayMs);
       });
     });
   }
@@ -458,6 +465,41 @@ describe("webhook deliveries", () => {
     expect(log[0]?.eventId).not.toBe(given?.eventId);
     expect(server.logs.text()).toContain("webhook delivery given up");
     server.clock.reset();
+  });
+});
+
+describe("webhook delivery slots", () => {
+  it("are shared: one account's slow endpoints with long queues do not hold another account's deliveries until they are done", async () => {
+    // An account with as many endpoints as an instance works at once, each answering slowly, each with a
+    // queue of redeliveries.
+    const slow = await receiver();
+    slow.delayMs = 500;
+    const busy = await seedAccount(server.api);
+    const endpoints = [];
+    for (let i = 0; i < 16; i++)
+      endpoints.push(await createEndpoint(server.api, busy.apiKey, { url: slow.url }));
+    const [event] = await accountEvents(server.api, busy.apiKey);
+    const QUEUED = 8;
+    for (let round = 0; round < QUEUED; round++)
+      for (const endpoint of endpoints) {
+        const queued = await server.api.post(
+          `/v1/webhook-endpoints/${endpoint.id}/redeliver`,
+          { eventId: event?.id },
+          busy.apiKey,
+        );
+        expect(queued.status, queued.text).toBe(202);
+      }
+    await eventually(() => slow.requests.length >= 16, { describe: "every slow endpoint being worked" });
+
+    // Another account's event, to a receiver that answers at once.
+    const quick = await receiver();
+    const other = await seedAccount(server.api);
+    await createEndpoint(server.api, other.apiKey, { url: quick.url, events: ["api_key.created"] });
+    const key = await server.api.post("/v1/api-keys", { name: "k", role: "read" }, other.apiKey);
+    expect(key.status, key.text).toBe(201);
+    await eventually(() => quick.acknowledged().length === 1, { describe: "the other account's delivery" });
+    // It went out while the busy account still had deliveries queued, not after all of them had been sent.
+    expect(slow.arrived).toBeLessThan(16 * QUEUED);
   });
 });
 

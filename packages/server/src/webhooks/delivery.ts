@@ -48,6 +48,13 @@ const LEASE_MS = 60 * SECOND;
 /** Endpoints one instance works at once. */
 const MAX_CONCURRENT_ENDPOINTS = 16;
 
+/**
+ * How long an endpoint keeps its slot while every slot is taken: then it lets go and joins the back of the
+ * line, so that slow receivers with long queues (one account's, say) cannot hold every other endpoint back
+ * until they are done.
+ */
+const WORK_SLICE_MS = 1_000;
+
 /** Events read at once for an endpoint; they are still sent one at a time. */
 const EVENTS_PER_READ = 50;
 
@@ -170,6 +177,9 @@ export class WebhookDeliverer {
    * nothing more to send now.
    */
   async #work(endpointId: string): Promise<void> {
+    const started = Date.now();
+    const sliceUsed = () =>
+      this.#working.size >= MAX_CONCURRENT_ENDPOINTS && Date.now() - started >= WORK_SLICE_MS;
     for (;;) {
       const [endpoint] = await this.deps.db
         .select()
@@ -177,6 +187,7 @@ export class WebhookDeliverer {
         .where(and(eq(webhookEndpoints.id, endpointId), eq(webhookEndpoints.leaseOwner, this.owner)));
       if (!endpoint) return; // another instance holds it now
       if (this.#stopped || endpoint.deletedAt !== null) return this.#release(endpointId);
+      if (sliceUsed()) return this.#release(endpointId, { backOfLine: true });
 
       const [redelivery] = await this.deps.db
         .select()
@@ -224,6 +235,7 @@ export class WebhookDeliverer {
         state = await this.#deliverNext(state, event);
         if (!state) return; // due later (the lease is let go), or another instance holds it now
         if (this.#stopped || state.deletedAt !== null) return this.#release(endpointId);
+        if (sliceUsed()) return this.#release(endpointId, { backOfLine: true });
       }
       // Then redeliveries asked for meanwhile, and the next events.
     }
@@ -387,10 +399,24 @@ export class WebhookDeliverer {
     } as WebhookEndpointRow;
   }
 
-  async #release(endpointId: string): Promise<void> {
+  /**
+   * Lets go of an endpoint's lease. `backOfLine`: it still has work due, and is leased again after the
+   * endpoints that have waited longer (leases are taken by `next_attempt_at`, none first; one due later keeps
+   * its time).
+   */
+  async #release(endpointId: string, options: { backOfLine?: boolean } = {}): Promise<void> {
+    const now = this.deps.now();
     await this.deps.db
       .update(webhookEndpoints)
-      .set({ leaseOwner: null, leasedUntil: null })
+      .set({
+        leaseOwner: null,
+        leasedUntil: null,
+        ...(options.backOfLine
+          ? {
+              nextAttemptAt: sql`CASE WHEN ${webhookEndpoints.nextAttemptAt} > ${now} THEN ${webhookEndpoints.nextAttemptAt} ELSE ${now}::timestamptz END`,
+            }
+          : {}),
+      })
       .where(and(eq(webhookEndpoints.id, endpointId), eq(webhookEndpoints.leaseOwner, this.owner)));
   }
 }
