@@ -10,7 +10,7 @@ import { lostAt, sameAddress } from "../chains/addresses.ts";
 import type { ChainConfig, TokenInfo } from "../chains/types.ts";
 import { errors } from "../internal/errors.ts";
 import { formatUnits, parseUnitsStrict } from "../internal/money.ts";
-import { decodeHeaderJson, isJsonObject } from "./encoding.ts";
+import { decodeHeaderJson, isJsonObject, MAX_JSON_DEPTH, nestsDeeperThan } from "./encoding.ts";
 import { toCaip2 } from "./networks.ts";
 
 /** The v2 challenge header. */
@@ -86,6 +86,7 @@ export function parsePaymentChallenge(response: ChallengeResponse): PaymentChall
   const header = response.headers.get(PAYMENT_REQUIRED_HEADER);
   if (header !== null) {
     const document = decodeHeaderJson(header);
+    refuseTooDeep(document);
     if (!isJsonObject(document)) {
       throw errors.invalidPaymentChallenge(
         "The 402's PAYMENT-REQUIRED header is not base64 of a JSON object",
@@ -108,12 +109,21 @@ export function parsePaymentChallenge(response: ChallengeResponse): PaymentChall
       "The 402 carries no x402 challenge: no PAYMENT-REQUIRED header and the body is not JSON",
     );
   }
+  refuseTooDeep(document);
   if (!isJsonObject(document) || (document.x402Version !== 1 && document.x402Version !== 2)) {
     throw errors.invalidPaymentChallenge(
       "The 402 carries no x402 challenge: no PAYMENT-REQUIRED header and the body has no x402Version 1 or 2",
     );
   }
   return readChallenge(document.x402Version, document);
+}
+
+/** A challenge nested past any real one is refused before anything re-encodes a part of it. */
+function refuseTooDeep(document: unknown): void {
+  if (nestsDeeperThan(document, MAX_JSON_DEPTH))
+    throw errors.invalidPaymentChallenge(
+      `The 402's x402 challenge nests deeper than ${MAX_JSON_DEPTH} levels`,
+    );
 }
 
 function readChallenge(version: 1 | 2, document: Record<string, unknown>): PaymentChallenge {
@@ -224,6 +234,10 @@ export function selectRequirement(
     }
     if (constraints.chain !== undefined && chain.name !== constraints.chain) {
       refuse(`network ${requirement.network} is ${chain.name}, not ${constraints.chain}`);
+      continue;
+    }
+    if (chain.kind === "evm" && !isEvmAddress(requirement.asset, { strict: false })) {
+      refuse(`asset ${requirement.asset.slice(0, ECHOED_CHARS)} is not an EVM address`);
       continue;
     }
     const token = chain.tokens.find(

@@ -30,3 +30,26 @@ export function decodeHeaderJson(value: string): unknown {
 export function isJsonObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
+
+/**
+ * How deep a JSON document from a server (an x402 challenge, a paid resource's answer) may nest to be read as
+ * JSON: far beyond any real one, and well within what re-encoding it can bear (`JSON.stringify` and the
+ * reply's serializer recurse, and overflow the stack some thousands of levels down).
+ */
+export const MAX_JSON_DEPTH = 64;
+
+/**
+ * Whether parsed JSON nests arrays and objects more than `max` levels deep (walked without recursion).
+ * @example nestsDeeperThan([[[]]], 2) // true
+ */
+export function nestsDeeperThan(value: unknown, max: number): boolean {
+  const stack: { item: unknown; depth: number }[] = [{ item: value, depth: 1 }];
+  for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
+    const { item, depth } = next;
+    if (typeof item !== "object" || item === null) continue;
+    if (depth > max) return true;
+    for (const child of Array.isArray(item) ? item : Object.values(item))
+      stack.push({ item: child, depth: depth + 1 });
+  }
+  return false;
+}

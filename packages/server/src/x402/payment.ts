@@ -266,6 +266,14 @@ async function signExactSolana(
     }),
     { programAddress: MEMO_PROGRAM, accounts: [], data: memo },
   ];
+  if (instructions.some((instruction) => instruction.programAddress === feePayer)) {
+    // A program cannot sign for the fees: no transaction can be built, let alone settled.
+    throw errors.noPayableRequirement(
+      "no_payable_requirement",
+      "The challenge names a program the payment invokes as its fee payer",
+      { feePayer },
+    );
+  }
   const message = pipe(
     createTransactionMessage({ version: 0 }),
     (m) => setTransactionMessageFeePayer(feePayer, m),

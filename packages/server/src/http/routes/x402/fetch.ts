@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { errors } from "../../../internal/errors.ts";
 import { toTransactionView } from "../../../transactions/transactions.ts";
+import { MAX_JSON_DEPTH, nestsDeeperThan } from "../../../x402/encoding.ts";
 import type { OutboundResponse } from "../../../x402/outbound-fetch.ts";
 import { fetchAndPay } from "../../../x402/pay.ts";
 import type { PaymentReceipt } from "../../../x402/receipt.ts";
@@ -208,14 +209,15 @@ function headersOf(response: OutboundResponse): Record<string, string> {
   return out;
 }
 
-/** JSON parsed, text as text, anything else base64. */
+/** JSON parsed (unless it nests past any real answer: then as text), text as text, anything else base64. */
 function bodyOf(response: OutboundResponse): { body: unknown; bodyEncoding?: "base64" } {
   const type = (response.headers.get("content-type") ?? "").toLowerCase();
   const text = () => response.body.toString("utf8");
   if (response.body.length === 0) return { body: "" };
   if (/^application\/([\w.-]+\+)?json\b/.test(type)) {
     try {
-      return { body: JSON.parse(text()) };
+      const parsed: unknown = JSON.parse(text());
+      return { body: nestsDeeperThan(parsed, MAX_JSON_DEPTH) ? text() : parsed };
     } catch {
       return { body: text() };
     }
