@@ -176,4 +176,40 @@ describe("a hostile x402 resource server", () => {
     }
     expect(await historyOf(wallet.id)).toEqual([]);
   });
+
+  it("holding its 402 while the owner revokes the agent's key: nothing is signed for the revoked key, 401 key_revoked", async () => {
+    const wallet = await fundedWallet();
+    const agent = await server.api.post(
+      "/v1/api-keys",
+      { name: "agent", role: "agent", walletIds: [wallet.id] },
+      owner.apiKey,
+    );
+    expect(agent.status, agent.text).toBe(201);
+    const requirement = await evmRequirement();
+    let asked!: () => void;
+    const firstAsked = new Promise<void>((resolve) => (asked = resolve));
+    let answer402!: () => void;
+    const mayAnswer = new Promise<void>((resolve) => (answer402 = resolve));
+    let paid = false;
+    const url = await resource(async (request, response) => {
+      if (typeof request.headers["payment-signature"] === "string") {
+        paid = true;
+        response.writeHead(200, { "content-type": "application/json" }).end("{}");
+        return;
+      }
+      asked();
+      await mayAnswer;
+      challengeOf(requirement)(request, response);
+    });
+    const fetching = server.api.post("/v1/x402/fetch", { walletId: wallet.id, url }, agent.body.key);
+    await firstAsked;
+    const revoked = await server.api.delete(`/v1/api-keys/${agent.body.id}`, owner.apiKey);
+    expect(revoked.status, revoked.text).toBe(204);
+    answer402();
+    const answer = await fetching;
+    expect(answer.status, answer.text).toBe(401);
+    expect(expectErrorShape(answer).reason).toBe("key_revoked");
+    expect(paid).toBe(false);
+    expect(await historyOf(wallet.id)).toEqual([]);
+  });
 });

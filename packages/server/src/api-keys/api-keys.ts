@@ -2,7 +2,7 @@ import { and, desc, eq, inArray, isNull } from "drizzle-orm";
 import { recordEvent } from "../events/events.ts";
 import { generateApiKey, hashApiKey, newId } from "../internal/crypto.ts";
 import { apiKeys, wallets } from "../internal/db/schema.ts";
-import { type Db, namedStatement } from "../internal/db/store.ts";
+import { type Db, namedStatement, type Tx } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 
 /** What a key may do (api.md, "Credentials and roles"). */
@@ -133,6 +133,23 @@ export async function revokeApiKey(db: Db, accountId: string, keyId: string): Pr
   if (revoked) return;
   const [existing] = await db.select({ id: apiKeys.id }).from(apiKeys).where(ofAccount);
   if (!existing) throw errors.apiKeyNotFound(keyId);
+}
+
+/**
+ * Holds an API key live until the transaction ends, for a spend it asked for: a key revoked (or expired)
+ * since its request was authenticated refuses the spend, 401 as its next request would be; a revocation
+ * that comes after waits for the spend's transaction, so what the key spent was decided before the
+ * revocation answered.
+ */
+export async function holdLiveApiKey(tx: Tx, keyId: string, at: Date): Promise<void> {
+  const [row] = await tx
+    .select({ revokedAt: apiKeys.revokedAt, expiresAt: apiKeys.expiresAt })
+    .from(apiKeys)
+    .where(eq(apiKeys.id, keyId))
+    .for("share");
+  if (!row) throw errors.invalidCredentials();
+  if (row.revokedAt) throw errors.keyRevoked();
+  if (row.expiresAt && row.expiresAt.getTime() <= at.getTime()) throw errors.keyExpired();
 }
 
 /** An authenticated key: whose it is, and what it may do. */

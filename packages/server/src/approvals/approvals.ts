@@ -5,6 +5,7 @@
  * or letting it expire, ends it `rejected` and gives its reservation back.
  */
 import { and, asc, desc, eq, inArray, lte } from "drizzle-orm";
+import { holdLiveApiKey } from "../api-keys/api-keys.ts";
 import type { AuthzdClient } from "../authzd/client.ts";
 import { type EventType, recordEvent } from "../events/events.ts";
 import { attachTransaction, type IdempotencyClaim } from "../idempotency/idempotency.ts";
@@ -20,7 +21,7 @@ import {
   signedColumns,
 } from "../spends/admission.ts";
 import { broadcastRecorded } from "../spends/broadcast.ts";
-import type { SpendDeps } from "../spends/send.ts";
+import type { SpendAsker, SpendDeps } from "../spends/send.ts";
 import { checkRecipient, findToken, planFundedTransfer } from "../spends/transfer.ts";
 import {
   findTransactionForAccount,
@@ -65,7 +66,7 @@ export async function approveSpend(
   deps: SpendDeps,
   accountId: string,
   transactionId: string,
-  idempotency?: IdempotencyClaim,
+  asker: SpendAsker = {},
 ): Promise<TransactionRow> {
   const held = await findApproval(deps.db, accountId, transactionId);
   if (held.status !== "pending_approval") throw errors.alreadyDecided(held.id, held.approvalStatus ?? "");
@@ -107,6 +108,7 @@ export async function approveSpend(
       );
       const current = await lockHeld(tx, held.id);
       const now = deps.now?.() ?? new Date();
+      if (asker.apiKeyId !== undefined) await holdLiveApiKey(tx, asker.apiKeyId, now);
       // Its deadline went by while it was planned: nothing of this transaction stays (the nonce included).
       if (isPastDeadline(current, now)) throw new DeadlinePassed(now);
       checkStaticRules(policy, spend);
@@ -121,7 +123,7 @@ export async function approveSpend(
         { status: "pending", createdAt: now, ...signedColumns(spend, signed) },
         now,
       );
-      if (idempotency) await attachTransaction(tx, idempotency, row.id);
+      if (asker.idempotency) await attachTransaction(tx, asker.idempotency, row.id);
       return row;
     });
   } catch (error) {

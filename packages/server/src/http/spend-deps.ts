@@ -1,5 +1,6 @@
-import type { SpendDeps } from "../spends/send.ts";
-import type { Services } from "./types.ts";
+import type { FastifyRequest } from "fastify";
+import type { SpendAsker, SpendDeps } from "../spends/send.ts";
+import { principalOf, type Services } from "./types.ts";
 
 /** What the spend pipeline needs, taken from the service's parts: one place for every spending route. */
 export function spendDeps(services: Services): SpendDeps {
@@ -10,5 +11,14 @@ export function spendDeps(services: Services): SpendDeps {
     authzd: services.authzd,
     now: services.now,
     approvalTtlMs: services.config.approvalTtlSeconds * 1000,
+  };
+}
+
+/** Who asks, for the spend pipeline: the request's Idempotency-Key claim and the API key it came with. */
+export function spendAsker(request: FastifyRequest): SpendAsker {
+  const { credential } = principalOf(request);
+  return {
+    idempotency: request.idempotencyClaim ?? undefined,
+    apiKeyId: credential.kind === "api_key" ? credential.keyId : undefined,
   };
 }

@@ -1,4 +1,5 @@
 import { and, eq } from "drizzle-orm";
+import { holdLiveApiKey } from "../api-keys/api-keys.ts";
 import type { SignedTransfer } from "../chains/types.ts";
 import { recordEvent } from "../events/events.ts";
 import { attachTransaction, type IdempotencyClaim } from "../idempotency/idempotency.ts";
@@ -55,6 +56,8 @@ export async function admitSpend(
     evmNonce?: { chainPendingNonce: number };
     sign: (nonce: number | undefined) => Promise<SignedSpend>;
     idempotency?: IdempotencyClaim | undefined;
+    /** The API key that asks (none for an owner's access token): it must still be live when admitted. */
+    apiKeyId?: string | undefined;
     now?: Date;
     /** How long a spend above `approvalAbove` waits for a decision; default {@link DEFAULT_APPROVAL_TTL_MS}. */
     approvalTtlMs?: number;
@@ -77,8 +80,9 @@ async function admitLocked(
       spend.walletId,
       options.evmNonce && { chain: spend.chain, address: spend.from, ...options.evmNonce },
     );
-    checkStaticRules(policy, spend);
     const now = options.now ?? new Date();
+    if (options.apiKeyId !== undefined) await holdLiveApiKey(tx, options.apiKeyId, now);
+    checkStaticRules(policy, spend);
     await checkDailyLimit(tx, policy, spend, now);
     // Above approvalAbove: recorded and reserved, but neither given a nonce nor signed until an admin approves.
     const held = needsApproval(policy, spend);

@@ -31,6 +31,14 @@ export interface SpendDeps {
   approvalTtlMs?: number;
 }
 
+/** Who asks for a spend, as its request carries it. */
+export interface SpendAsker {
+  /** The claim of the request's Idempotency-Key. */
+  idempotency?: IdempotencyClaim | undefined;
+  /** The API key the request came with (none for an owner's access token): still live when the spend is admitted. */
+  apiKeyId?: string | undefined;
+}
+
 export interface SendRequest {
   to: string;
   /** Decimal string in token units. */
@@ -52,7 +60,7 @@ export async function send(
   accountId: string,
   walletId: string,
   request: SendRequest,
-  idempotency?: IdempotencyClaim,
+  asker: SpendAsker = {},
 ): Promise<TransactionRow> {
   const { wallet, policy, sealedKeys } = await findSpendingWallet(deps.db, accountId, walletId);
   if (!wallet.chains.includes(request.chain)) throw errors.chainNotInWallet(request.chain, wallet.chains);
@@ -97,7 +105,7 @@ export async function send(
     try {
       row = await admitSpend(deps.db, spend, {
         ...(plan.evm ? { evmNonce: { chainPendingNonce: plan.evm.pendingNonce } } : {}),
-        idempotency,
+        ...asker,
         ...(deps.now ? { now: deps.now() } : {}),
         ...(deps.approvalTtlMs !== undefined ? { approvalTtlMs: deps.approvalTtlMs } : {}),
         sign: (nonce) => client.signTransfer(plan, privateKey, nonce),

@@ -13,7 +13,6 @@ import type { Address } from "@solana/kit";
 import { and, eq } from "drizzle-orm";
 import { chainCall } from "../chains/errors.ts";
 import type { ChainClient, ChainConfig } from "../chains/types.ts";
-import type { IdempotencyClaim } from "../idempotency/idempotency.ts";
 import { transactions } from "../internal/db/schema.ts";
 import type { Db } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
@@ -24,7 +23,7 @@ import { checkDailyLimit } from "../policy/spend-window.ts";
 import { vouchedHostname } from "../policy/whitelist.ts";
 import { admitSpend, failSpend } from "../spends/admission.ts";
 import { consumeSpendAuthorization, releaseRefusedSpendAuthorization } from "../spends/authorization.ts";
-import type { SpendDeps } from "../spends/send.ts";
+import type { SpendAsker, SpendDeps } from "../spends/send.ts";
 import { confirmTransactions, type TransactionRow } from "../transactions/transactions.ts";
 import { findSpendingWallet, openSigningKey } from "../wallets/wallets.ts";
 import { getPaymentSettlement, getRecentBlockhash, type PaymentSettlement } from "./chain-reads.ts";
@@ -82,7 +81,7 @@ export async function fetchAndPay(
   deps: PaidFetchDeps,
   accountId: string,
   request: PaidFetchRequest,
-  idempotency?: IdempotencyClaim,
+  asker: SpendAsker = {},
 ): Promise<PaidFetchResponse> {
   const { wallet, policy, sealedKeys } = await findSpendingWallet(deps.db, accountId, request.walletId);
   if (request.chain !== undefined && !wallet.chains.includes(request.chain)) {
@@ -168,7 +167,7 @@ export async function fetchAndPay(
         })(),
       ]);
       recorded = await admitSpend(deps.db, spend, {
-        idempotency,
+        ...asker,
         ...(deps.now ? { now: deps.now() } : {}),
         sign: async () => ({ x402Payment: storedPayment(payment) }),
       });

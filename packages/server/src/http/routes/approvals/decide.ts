@@ -2,7 +2,7 @@ import { z } from "zod";
 import { approveSpend, rejectSpend } from "../../../approvals/approvals.ts";
 import { toTransactionView } from "../../../transactions/transactions.ts";
 import { errorResponses, idParam, transactionResponse } from "../../schemas.ts";
-import { spendDeps } from "../../spend-deps.ts";
+import { spendAsker, spendDeps } from "../../spend-deps.ts";
 import { type App, principalOf, type Services } from "../../types.ts";
 
 /**
@@ -48,11 +48,15 @@ export function registerDecideApproval(app: App, services: Services): void {
       },
       handler: async (request) => {
         const { accountId } = principalOf(request);
-        const claim = request.idempotencyClaim ?? undefined;
         const row =
           decision === "approve"
-            ? await approveSpend(spendDeps(services), accountId, request.params.id, claim)
-            : await rejectSpend(spendDeps(services), accountId, request.params.id, claim);
+            ? await approveSpend(spendDeps(services), accountId, request.params.id, spendAsker(request))
+            : await rejectSpend(
+                spendDeps(services),
+                accountId,
+                request.params.id,
+                request.idempotencyClaim ?? undefined,
+              );
         return toTransactionView(row);
       },
     });

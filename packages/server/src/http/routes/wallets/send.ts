@@ -3,7 +3,7 @@ import { send } from "../../../spends/send.ts";
 import { type TransactionRow, toTransactionView } from "../../../transactions/transactions.ts";
 import { onWallet } from "../../guards.ts";
 import { errorResponses, tokenAmount, transactionResponse, walletPathParams } from "../../schemas.ts";
-import { spendDeps } from "../../spend-deps.ts";
+import { spendAsker, spendDeps } from "../../spend-deps.ts";
 import { type App, principalOf, type Services } from "../../types.ts";
 
 /** POST /v1/wallets/:id/send: send USDC or the chain's native coin. */
@@ -63,7 +63,7 @@ export function registerSend(app: App, services: Services): void {
         principalOf(request).accountId,
         request.params.id,
         { ...rest, spendDecisionId: spendAuthorization?.decisionId },
-        request.idempotencyClaim ?? undefined,
+        spendAsker(request),
       );
       return reply.status(sendStatus(row)).send(toTransactionView(row));
     },

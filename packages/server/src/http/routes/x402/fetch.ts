@@ -7,7 +7,7 @@ import { fetchAndPay } from "../../../x402/pay.ts";
 import type { PaymentReceipt } from "../../../x402/receipt.ts";
 import { mayActOnWallet } from "../../access.ts";
 import { errorResponses, idParam, jsonResponse, transactionView } from "../../schemas.ts";
-import { spendDeps } from "../../spend-deps.ts";
+import { spendAsker, spendDeps } from "../../spend-deps.ts";
 import { type App, principalOf, type Services } from "../../types.ts";
 
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$/;
@@ -180,7 +180,7 @@ export function registerX402Fetch(app: App, services: Services): void {
           body: outgoingBody,
           spendDecisionId: spendAuthorization?.decisionId,
         },
-        request.idempotencyClaim ?? undefined,
+        spendAsker(request),
       );
       const transaction = paid.transaction ? toTransactionView(paid.transaction) : undefined;
       return {
