@@ -67,14 +67,22 @@ export function readOperatorToken(paths: HomePaths): string {
   return token;
 }
 
+/** How long a process waits for another one's takeover of a killed daemon's pid file before giving up. */
+const TAKEOVER_WAIT_MS = 5_000;
+
 /**
- * Takes the home for this process: two daemons appending to one chain would fork it. A pid file left
- * by a killed daemon is taken over when that process no longer exists.
+ * Takes the home for this process: two daemons appending to one chain would fork it. The pid file is
+ * created only if absent, and whole (never seen empty), so one process at a time holds it. A pid file left by a killed daemon is
+ * removed only inside a takeover (a directory made with `mkdir`, which one process at a time can make), after
+ * reading it again there: two processes that found it stale at once cannot both remove it, nor one remove
+ * the other's fresh file. A takeover interrupted by a crash (its directory left behind, a few system calls
+ * wide) is reported rather than guessed at.
  */
 export function acquireHomeLock(paths: HomePaths): () => void {
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      fs.writeFileSync(paths.pidFile, `${process.pid}\n`, { flag: "wx", mode: 0o600 });
+  const takeover = `${paths.pidFile}.takeover`;
+  const deadline = Date.now() + TAKEOVER_WAIT_MS;
+  for (;;) {
+    if (createWhole(paths.pidFile, `${process.pid}\n`)) {
       return () => {
         try {
           if (fs.readFileSync(paths.pidFile, "utf8").trim() === String(process.pid))
@@ -83,16 +91,66 @@ export function acquireHomeLock(paths: HomePaths): () => void {
           // Already gone: nothing to release.
         }
       };
+    }
+    const owner = pidFileOwner(paths);
+    if (typeof owner === "number") throw new Error(`another authzd (pid ${owner}) is using ${paths.home}`);
+    if (owner === "absent") continue;
+    try {
+      fs.mkdirSync(takeover, { mode: 0o700 });
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      // Another process is taking it over: wait for it, then see who holds the home.
+      if (Date.now() > deadline) {
+        throw new Error(
+          `${takeover} stays: a takeover of ${paths.home} was interrupted; remove it if no authzd runs there`,
+        );
+      }
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
+      continue;
     }
-    const owner = Number.parseInt(fs.readFileSync(paths.pidFile, "utf8"), 10);
-    if (Number.isInteger(owner) && owner !== process.pid && processExists(owner)) {
-      throw new Error(`another authzd (pid ${owner}) is using ${paths.home}`);
+    try {
+      // Read again inside the takeover: only a file that is there and names no living process is removed
+      // (one found absent may be created meanwhile, by a process that then holds the home).
+      if (pidFileOwner(paths) === "stale") fs.rmSync(paths.pidFile);
+    } finally {
+      fs.rmdirSync(takeover);
     }
-    fs.unlinkSync(paths.pidFile);
   }
-  throw new Error(`could not take ${paths.pidFile}`);
+}
+
+/**
+ * Creates `file` holding `text` if no such file exists, atomically and whole: written to a file of this
+ * process's own, then linked into place (a link fails if the name is taken). False when it existed.
+ */
+function createWhole(file: string, text: string): boolean {
+  const own = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(own, text, { mode: 0o600 });
+  try {
+    fs.linkSync(own, file);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
+    throw error;
+  } finally {
+    fs.rmSync(own, { force: true });
+  }
+}
+
+/**
+ * Who holds the home by its pid file: the living process it names, "stale" when it names no process that
+ * exists (a killed daemon's), or "absent". This process's own pid counts as stale: a pid file left in a
+ * container whose daemon had the same pid.
+ */
+function pidFileOwner(paths: HomePaths): number | "stale" | "absent" {
+  let text: string;
+  try {
+    text = fs.readFileSync(paths.pidFile, "utf8");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return "absent";
+    throw error;
+  }
+  const owner = Number.parseInt(text, 10);
+  return Number.isInteger(owner) && owner !== process.pid && processExists(owner) ? owner : "stale";
 }
 
 function processExists(pid: number): boolean {
