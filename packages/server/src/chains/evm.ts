@@ -577,18 +577,15 @@ export class EvmChain implements ChainClient {
     }
     const transferBits = bloomBits(TRANSFER_TOPIC);
     const tokenBits = tokens.map(bloomBits);
-    let unanswered = blocks.filter((block) => {
+    // The watched addresses' bits are worked out only once a block may hold a token transfer unanswered.
+    let recipientBits: number[][] | undefined;
+    const unanswered = blocks.filter((block) => {
       if (answered.has(block.number)) return false;
       const bloom = hexToBytes(block.logsBloom);
-      return inBloom(bloom, transferBits) && tokenBits.some((bits) => inBloom(bloom, bits));
+      if (!inBloom(bloom, transferBits) || !tokenBits.some((bits) => inBloom(bloom, bits))) return false;
+      recipientBits ??= [...watched.keys()].map((address) => bloomBits(pad(address as Hex)));
+      return recipientBits.some((bits) => inBloom(bloom, bits));
     });
-    if (unanswered.length > 0) {
-      const recipientBits = [...watched.keys()].map((address) => bloomBits(pad(address as Hex)));
-      unanswered = unanswered.filter((block) => {
-        const bloom = hexToBytes(block.logsBloom);
-        return recipientBits.some((bits) => inBloom(bloom, bits));
-      });
-    }
     if (unanswered.length > 0) {
       const filters = unanswered.map((block) => ({
         blockHash: block.hash,
