@@ -361,7 +361,6 @@ export class SvcWallet {
       transport,
       network: new NetworkDirectory(transport),
       gate,
-      fetch: fetchFn,
     };
     if (gate !== undefined) Object.defineProperty(this, "authz", { value: gate, enumerable: true });
 

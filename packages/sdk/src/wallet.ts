@@ -32,7 +32,6 @@ import {
   parseX402Challenge,
   rejectionReason,
   responseFromPaidFetch,
-  withPayment,
 } from "./x402.ts";
 
 /** What wallet objects share with their `SvcWallet`. */
@@ -40,8 +39,6 @@ export interface ClientContext {
   transport: Transport;
   network: NetworkDirectory;
   gate: SpendGate | undefined;
-  /** The client's `fetch`, for requests that go elsewhere than the service (the gate's x402 probe). */
-  fetch: FetchLike;
 }
 
 const FETCH_KEYS = new Set(["method", "headers", "body", "chain", "maxAmount", "idempotencyKey", "signal"]);
@@ -414,21 +411,19 @@ export class Wallet implements WalletRecord {
       );
     }
 
-    // Rule 4.8.2: probe; only a 402 is authorized and paid.
-    const probeHeaders = { ...headers };
-    let probeBody: string | undefined;
-    if (typeof body === "string") probeBody = body;
-    else if (body !== undefined) {
-      probeBody = JSON.stringify(body);
-      if (probeHeaders["content-type"] === undefined) probeHeaders["content-type"] = "application/json";
-    }
-    const probe = await this.#ctx.fetch(target, {
-      method: method ?? "GET",
-      headers: probeHeaders,
-      ...(probeBody === undefined ? {} : { body: probeBody }),
-      ...(signal === undefined ? {} : { signal }),
-    });
-    if (probe.status !== 402) return withPayment(probe, undefined, undefined, undefined);
+    // Rule 4.8.2: probe; only a 402 is authorized and paid. The service asks the resource for the probe,
+    // unpaid, as it asks for every request it pays: held to the same destinations (never a private
+    // address or the service's own backends), redirects, sizes and time limits.
+    const probe = responseFromPaidFetch(
+      await this.#ctx.transport.request<PaidFetchResult>({
+        method: "POST",
+        path: "/x402/fetch",
+        body: { ...request, probe: true },
+        idempotent: false,
+        signal,
+      }),
+    );
+    if (probe.status !== 402) return probe;
 
     const challenge = parseX402Challenge(probe.headers, await probe.text());
     const served = await this.#ctx.network.list();

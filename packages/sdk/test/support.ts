@@ -105,7 +105,10 @@ export async function fundedWallet(
   return wallet;
 }
 
-/** A `fetch` that counts the requests it passes on, by "METHOD path". */
+/**
+ * A `fetch` that counts the requests it passes on, by "METHOD path"; a paid fetch that only probes (asks the
+ * resource, pays nothing) as "POST /v1/x402/fetch (probe)".
+ */
 export function countingFetch(): {
   fetch: (input: string, init: RequestInit) => Promise<Response>;
   calls: string[];
@@ -114,7 +117,8 @@ export function countingFetch(): {
   return {
     calls,
     fetch: (input, init) => {
-      calls.push(`${init.method ?? "GET"} ${new URL(input).pathname}`);
+      const probe = typeof init.body === "string" && init.body.includes('"probe":true') ? " (probe)" : "";
+      calls.push(`${init.method ?? "GET"} ${new URL(input).pathname}${probe}`);
       return fetch(input, init);
     },
   };

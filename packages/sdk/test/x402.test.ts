@@ -24,6 +24,7 @@ import {
   SvcPaymentRejectedError,
   SvcPolicyViolationError,
   SvcSpendDeniedError,
+  SvcValidationError,
   SvcWallet,
   type SvcWalletOptions,
   type Wallet,
@@ -296,6 +297,7 @@ describe("wallet.fetch with the gate (spec 4.8.2)", () => {
       destination: payee.evm?.address,
       per_call_cap: "1000",
     });
+    expect(calls).toContain("POST /v1/x402/fetch (probe)");
     expect(calls).not.toContain("POST /v1/x402/fetch");
     expect((await wallet.transactions({ type: "x402" })).total).toBe(0);
     expect(facilitator.settlements.length).toBe(settlementsBefore);
@@ -397,6 +399,7 @@ describe("wallet.fetch with the gate (spec 4.8.2)", () => {
     expect(error).toBeInstanceOf(SvcPolicyViolationError);
     expect(error.reason).toBe("recipient_not_allowed");
     expect(calls.filter((call) => call.startsWith("POST "))).toEqual([
+      "POST /v1/x402/fetch (probe)",
       "POST /spend/authorize",
       "POST /v1/x402/fetch",
       "POST /spend/cancel",
@@ -419,9 +422,31 @@ describe("wallet.fetch with the gate (spec 4.8.2)", () => {
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({ free: true });
     expect(response.receipt).toBeUndefined();
-    expect(calls).toEqual(["GET /free"]);
+    expect(calls).toEqual(["POST /v1/x402/fetch (probe)"]);
     expect(decided().length).toBe(decisionsBefore);
     expect((await wallet.transactions({ type: "x402" })).total).toBe(0);
+  });
+
+  it("the probe reaches only what a paid request may: the service's own chain node is refused, nothing authorized", async () => {
+    const wallet = await fundedWallet();
+    const { calls, fetch } = countingFetch();
+    const svc = client({ authz: authz(), fetch });
+    const gated = await svc.wallet.get(wallet.id);
+    const decisionsBefore = decided().length;
+    calls.length = 0;
+
+    // Reached, the node would let its caller send from any address it names.
+    const error = await gated
+      .fetch(devnet.evm.rpcUrl, {
+        method: "POST",
+        body: { jsonrpc: "2.0", id: 1, method: "anvil_impersonateAccount", params: [wallet.evm?.address] },
+      })
+      .catch((e) => e);
+
+    expect(error).toBeInstanceOf(SvcValidationError);
+    expect(error.reason).toBe("destination_not_allowed");
+    expect(calls).toEqual(["POST /v1/x402/fetch (probe)"]);
+    expect(decided().length).toBe(decisionsBefore);
   });
 });
 

@@ -295,6 +295,31 @@ describe("paying through POST /v1/x402/fetch", () => {
     expect(await history(wallet.id)).toEqual([]);
   });
 
+  it("a probe answers the resource's 402 unpaid, challenge and all, and records and moves nothing", async () => {
+    const wallet = await fundedWallet();
+    const before = await usdcBalance(chains.evm, wallet.evm.address);
+    const url = `${v2.url}/weather/evm`;
+    const response = await paidFetch({ walletId: wallet.id, url, probe: true });
+    expect(response.status, response.text).toBe(200);
+    expect(response.body.status).toBe(402);
+    expect(response.body.headers["payment-required"]).toEqual(expect.any(String));
+    expect(response.body.transactionId).toBeUndefined();
+    expect(response.body.amountCharged).toBeUndefined();
+    expect(await history(wallet.id)).toEqual([]);
+    expect(await usdcBalance(chains.evm, wallet.evm.address)).toBe(before);
+
+    const withDecision = await paidFetch({
+      walletId: wallet.id,
+      url,
+      probe: true,
+      spendAuthorization: { decisionId: "dec_x" },
+    });
+    expect(withDecision.status).toBe(400);
+    expect(expectErrorShape(withDecision).details?.issues).toEqual([
+      expect.objectContaining({ path: "spendAuthorization" }),
+    ]);
+  });
+
   it("passes the resource's status, and text and binary bodies, through", async () => {
     const wallet = await fundedWallet(undefined, 0n);
     const plain = createServer((req, res) => {
@@ -942,21 +967,25 @@ describe("who may fetch, and what", () => {
       // The service itself: a request to it would come from this machine, with headers the caller chose.
       `${server.url}/v1/wallets`,
     ]) {
-      const response = await paidFetch(
-        {
-          walletId: wallet.id,
-          url,
-          method: "POST",
-          body: impersonate,
-          headers: { "content-type": "application/json" },
-        },
-        agent.body.key,
-      );
-      expect(response.status, `${url}: ${response.text}`).toBe(400);
-      expect(expectErrorShape(response)).toMatchObject({
-        reason: "destination_not_allowed",
-        details: { kind: "backend" },
-      });
+      // A probe (what a client's spend gate asks first) is held to the same destinations.
+      for (const probe of [{}, { probe: true }]) {
+        const response = await paidFetch(
+          {
+            walletId: wallet.id,
+            url,
+            method: "POST",
+            body: impersonate,
+            headers: { "content-type": "application/json" },
+            ...probe,
+          },
+          agent.body.key,
+        );
+        expect(response.status, `${url}: ${response.text}`).toBe(400);
+        expect(expectErrorShape(response)).toMatchObject({
+          reason: "destination_not_allowed",
+          details: { kind: "backend" },
+        });
+      }
     }
   });
 

@@ -96,7 +96,7 @@ async function usdcBalance(chain: ChainConfig, owner: string): Promise<bigint> {
 }
 
 /** The pipeline's part, reduced to signing: reads what signing needs first, then signs with the wallet's key. */
-function signWith(wallet: WalletKeys, calls: SelectedRequirement[] = []): PaidFetchInput["pay"] {
+function signWith(wallet: WalletKeys, calls: SelectedRequirement[] = []): NonNullable<PaidFetchInput["pay"]> {
   return async ({ challenge, selected }) => {
     calls.push(selected);
     const solana = selected.chain.kind === "solana";
@@ -365,7 +365,7 @@ describe("v2: the reference resource server and facilitator on the devnet (EVM 3
       constraints: { chains },
       pay: signWith(await newWallet(), calls),
     });
-    expect(result.outcome).toBe("free");
+    expect(result.outcome).toBe("unpaid");
     expect(JSON.parse((result as { response: { body: Buffer } }).response.body.toString())).toEqual({
       free: true,
     });

@@ -32,8 +32,9 @@ export interface PaidFetchInput {
    * Produces the payment for the chosen requirement, once: admits it under the wallet's policy, reserves
    * and records it, then signs (with {@link signPayment}). Throwing refuses the payment; nothing is sent.
    * `url` is the resource that asked for the payment (where redirects led), which the payment goes to.
+   * Absent, nothing is paid: the first answer, a 402 included, is the result (a probe).
    */
-  pay(choice: {
+  pay?(choice: {
     challenge: PaymentChallenge;
     selected: SelectedRequirement;
     url: string;
@@ -42,8 +43,8 @@ export interface PaidFetchInput {
 
 /** How a paid fetch ended. */
 export type PaidFetchResult =
-  /** The resource answered without asking for payment. */
-  | { outcome: "free"; response: OutboundResponse }
+  /** Nothing was paid: the resource asked for no payment, or the caller only asked (a 402 is then here). */
+  | { outcome: "unpaid"; response: OutboundResponse }
   /** Paid, and the retry was answered other than 402 (`receipt` says whether the server settled). */
   | {
       outcome: "paid";
@@ -96,7 +97,7 @@ export async function fetchWithPayment(
 ): Promise<PaidFetchResult> {
   const headers = withDefaults(input.request.headers ?? {});
   const first = await fetcher.fetch({ ...input.request, headers });
-  if (first.status !== 402) return { outcome: "free", response: first };
+  if (first.status !== 402 || !input.pay) return { outcome: "unpaid", response: first };
   const challenge = parsePaymentChallenge(first);
   const selected = selectRequirement(challenge, input.constraints);
   const payment = await input.pay({ challenge, selected, url: first.url });

@@ -51,6 +51,8 @@ export interface PaidFetchRequest {
   maxAmount?: string | undefined;
   /** A decision of the authorization daemon for exactly this payment; consumed before anything is signed. */
   spendDecisionId?: string | undefined;
+  /** Ask the resource once and pay nothing: its answer, a 402 challenge included, is the result. */
+  probe?: boolean | undefined;
 }
 
 /** How a paid fetch ended, for the caller. */
@@ -192,9 +194,9 @@ export async function fetchAndPay(
       ...(request.chain === undefined ? {} : { chain: request.chain }),
       ...(request.maxAmount === undefined ? {} : { maxAmount: request.maxAmount }),
     },
-    pay,
+    ...(request.probe ? {} : { pay }),
   });
-  if (result.outcome === "free") {
+  if (result.outcome === "unpaid") {
     return {
       response: result.response,
       receipt: undefined,

@@ -44,10 +44,22 @@ const fetchBody = z
         description: "The most to pay, in whole tokens (USDC): a dearer price is refused, nothing signed",
       }),
     spendAuthorization: z.strictObject({ decisionId: z.string().min(1).max(200) }).optional(),
+    probe: z
+      .boolean()
+      .optional()
+      .meta({
+        description:
+          "Ask the resource once and pay nothing: its answer, a 402 challenge included, is returned as is " +
+          "(what a client's spend gate reads before it authorizes the payment)",
+      }),
   })
   .refine((input) => input.body === undefined || !["GET", "HEAD"].includes(input.method ?? "GET"), {
     message: "a GET or HEAD request has no body; set method",
     path: ["body"],
+  })
+  .refine((input) => !(input.probe && input.spendAuthorization), {
+    message: "a probe pays nothing, so it takes no spendAuthorization",
+    path: ["spendAuthorization"],
   })
   .meta({
     example: {
@@ -132,7 +144,8 @@ export function registerX402Fetch(app: App, services: Services): void {
         "requirement the wallet can pay (its chains, `chain`, `maxAmount`), applies the policy (paused, " +
         "maxPerTx, dailyLimit, whitelist by payee or hostname, requireSpendAuthorization), records an `x402` " +
         "transaction and signs, retries once with the payment, and answers the resource's response. A " +
-        "refused payment records nothing. Private, loopback and link-local destinations are refused (400 " +
+        "refused payment records nothing. With `probe`, the resource is asked once and its answer returned " +
+        "unpaid, a 402 included. Private, loopback and link-local destinations are refused (400 " +
         "`destination_not_allowed`) unless `SVC_OUTBOUND_ALLOW` exempts them. Honours Idempotency-Key: a " +
         "retry never pays twice.",
       body: fetchBody,
