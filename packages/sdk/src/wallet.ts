@@ -257,6 +257,7 @@ export class Wallet implements WalletRecord {
       submit,
       (tx) => tx.txHash,
       (tx) => (tx.status === "pending_approval" ? tx.id : undefined),
+      (tx) => tx.spendDecisionId,
     );
   }
 
@@ -479,6 +480,8 @@ export class Wallet implements WalletRecord {
         paid.transaction?.status === "failed"
           ? undefined
           : (paid.transaction?.txHash ?? paid.paymentReceipt?.txHash),
+      undefined,
+      (paid) => paid.spendDecisionId,
     );
     // The resource asked the service for nothing this time: the approval was not used.
     if (result.transactionId === undefined && decisionId !== undefined) await gate.cancel(decisionId);
@@ -498,6 +501,7 @@ export class Wallet implements WalletRecord {
     submit: (decisionId: string) => Promise<T>,
     txHashOf: (result: T) => string | undefined,
     heldIdOf?: (result: T) => string | undefined,
+    decisionOf?: (result: T) => string | undefined,
   ): Promise<T> {
     const atomic = toAtomic(decimal, facts.decimals);
     const credits = creditsFor(atomic, facts.decimals, facts.usdPrice);
@@ -523,7 +527,7 @@ export class Wallet implements WalletRecord {
       destination,
       perCallCap,
     };
-    return gate.run(spend, submit, txHashOf, heldIdOf);
+    return gate.run(spend, submit, txHashOf, heldIdOf, decisionOf);
   }
 
   /**

@@ -20,6 +20,7 @@ import {
   type Wallet,
 } from "../src/index.ts";
 import { FileSettlementStore } from "../src/node/index.ts";
+import { FaultProxy } from "./proxy.ts";
 import { auditRowsOf, fundedWallet, type GatedWorld, startGatedWorld, startTestDaemon } from "./support.ts";
 
 let world: GatedWorld;
@@ -631,6 +632,35 @@ describe("beyond the anchors", () => {
     expect(
       await stateAfter(new SvcConnectionError({ code: "ConnectionError", status: 0, message: "no answer" })),
     ).toBe("approved");
+  });
+
+  it("a gated send whose answer was lost, repeated with its idempotencyKey, is the first send: that decision is settled, the retry's approval cancelled", async () => {
+    const proxy = await FaultProxy.start(world.server.url);
+    try {
+      const payer = await fundedWallet(world.admin, { maxPerTx: "100" });
+      const svc = world.client({ authz: world.authz(), baseUrl: `${proxy.url}/v1`, maxRetries: 0 });
+      const wallet = await svc.wallet.get(payer.id);
+      const input = { to: payee.evm?.address as string, amount: "1.5", token: "USDC", chain: "base" };
+      const idempotencyKey = `lost-answer-${payer.id}`;
+
+      proxy.inject(/^POST \/v1\/wallets\/[^/]+\/send /, "cut-response");
+      const lost = await wallet.send(input, { idempotencyKey }).catch((e) => e);
+      expect(lost).toBeInstanceOf(SvcConnectionError);
+
+      const retried = await wallet.send(input, { idempotencyKey });
+      const sends = (await wallet.transactions({ type: "send" })).data;
+      expect(sends.map((tx) => tx.id)).toEqual([retried.id]);
+      const [first, second] = decided()
+        .slice(-2)
+        .map((row) => row.decision_id as string);
+      expect(retried.spendDecisionId).toBe(first);
+      expect(settled().filter((row) => row.decision_id === first)).toHaveLength(1);
+      const verifier = await world.daemon.identity("verifier", ["wallet.spend.verify"]);
+      const lookup = await world.daemon.call("GET", `/spend/decisions/${second}`, { token: verifier });
+      expect(lookup.body.state).toBe("cancelled");
+    } finally {
+      await proxy.close();
+    }
   });
 
   it("FileSettlementStore: an agent that restarts after a failed settlement still settles it", async () => {

@@ -171,6 +171,31 @@ describe("a spend carrying spendAuthorization.decisionId", () => {
     expect(await sendsOf(wallet.id)).toBe(1);
   });
 
+  it("a retry with the same Idempotency-Key carrying a new decision is answered from the first: one spend, the first decision", async () => {
+    const wallet = await fundedWallet();
+    const [first, second] = [await authorize(), await authorize()];
+    const keyed = (decisionId: string, amount = "2") =>
+      server.api.request("POST", `/v1/wallets/${wallet.id}/send`, {
+        token: owner.apiKey,
+        headers: { "idempotency-key": `retry-${wallet.id}` },
+        body: { chain: "base", to: RECIPIENT, amount, spendAuthorization: { decisionId } },
+      });
+    const sent = await keyed(first.decision_id);
+    expect(sent.status, sent.text).toBe(201);
+
+    // The client's gate lost the answer and asked the daemon again before retrying.
+    const retried = await keyed(second.decision_id);
+    expect(retried.status, retried.text).toBe(201);
+    expect(retried.headers.get("idempotent-replayed")).toBe("true");
+    expect(retried.body).toMatchObject({ id: sent.body.id, spendDecisionId: first.decision_id });
+    expect(await sendsOf(wallet.id)).toBe(1);
+
+    // What is asked still counts: another amount under the key is another request.
+    const changed = await keyed(second.decision_id, "3");
+    expect(changed.status).toBe(409);
+    expect(expectErrorShape(changed).reason).toBe("idempotency_key_reused");
+  });
+
   it("admits exactly one of 50 concurrent sends carrying one decision", async () => {
     const wallet = await fundedWallet();
     const decision = await authorize();

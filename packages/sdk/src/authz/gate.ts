@@ -140,6 +140,10 @@ export class SpendGate {
    * and submit nothing; submit with the decision id; if the service refuses it (a 4xx answer), cancel the
    * approval so its credits come back and rethrow; after a broadcast (a `txHash`), settle with the same
    * facts. Resolves once settlement, with its retries, has finished; its result is the submit's either way.
+   *
+   * `decisionOf` reads the decision the service recorded the spend with: a retry of a spend whose answer
+   * was lost (the same Idempotency-Key) is answered with the first attempt's spend and decision. That one
+   * is settled, and this attempt's approval, which the service never used, cancelled.
    * @example
    * const tx = await gate.run(spend, (decisionId) => postSend(decisionId), (tx) => tx.txHash);
    */
@@ -148,15 +152,18 @@ export class SpendGate {
     submit: (decisionId: string) => Promise<T>,
     txHashOf: (result: T) => string | undefined,
     heldIdOf?: (result: T) => string | undefined,
+    decisionOf?: (result: T) => string | undefined,
   ): Promise<T> {
-    const decisionId = await this.authorize(spend);
+    const asked = await this.authorize(spend);
     let result: T;
     try {
-      result = await submit(decisionId);
+      result = await submit(asked);
     } catch (error) {
-      if (definiteRefusal(error)) await this.cancel(decisionId);
+      if (definiteRefusal(error)) await this.cancel(asked);
       throw error;
     }
+    const decisionId = decisionOf?.(result) ?? asked;
+    if (decisionId !== asked) await this.cancel(asked);
     const txHash = txHashOf(result);
     if (txHash !== undefined) await this.settle(decisionId, txHash, spend.context);
     else {

@@ -61,7 +61,7 @@ export function installIdempotency(app: App, services: Services): void {
         key: idempotencyNamespace(request.principal) + key,
         fingerprint: requestFingerprint(request.method, request.routeOptions.url ?? "", {
           params: request.params,
-          body: request.body,
+          body: withoutEvidence(request.body),
         }),
       },
       services.now,
@@ -97,6 +97,19 @@ export function installIdempotency(app: App, services: Services): void {
     }
     return payload;
   });
+}
+
+/**
+ * What a request asks for, without the evidence it carries for it: a body's `spendAuthorization` (the
+ * daemon's decision) is, like the Authorization header, not part of it. A client's gate retrying a spend
+ * whose answer was lost asks the daemon again; its retry, carrying the new decision, is the same request and
+ * is answered from the first, whose decision that answer names (the client gives the new one back).
+ */
+function withoutEvidence(body: unknown): unknown {
+  if (!body || typeof body !== "object" || Array.isArray(body) || !("spendAuthorization" in body))
+    return body;
+  const { spendAuthorization: _evidence, ...asked } = body as Record<string, unknown>;
+  return asked;
 }
 
 /**
