@@ -1,4 +1,6 @@
+import { request as httpRequest } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually } from "./support/eventually.ts";
 import {
   createTestServer,
   expectErrorShape,
@@ -73,6 +75,38 @@ describe("API keys", () => {
     ).not.toContain(apiKeyId);
   });
 
+  it("a key revoked while a request of its was still sending its body acts for nothing: no key, endpoint or policy change", async () => {
+    const owner = await seedAccount(server.api);
+    const wallet = await server.api.post(
+      "/v1/wallets",
+      { name: "limited", chains: ["base"], policy: { maxPerTx: "5" } },
+      owner.accessToken,
+    );
+    const stolen = await server.api.post("/v1/api-keys", { name: "ci", role: "admin" }, owner.accessToken);
+    // Each request sends its headers and one byte of its body now (it is authenticated then), the rest later.
+    const slow = [
+      slowRequest("POST", "/v1/api-keys", stolen.body.key, { name: "persist", role: "admin" }),
+      slowRequest("POST", "/v1/webhook-endpoints", stolen.body.key, { url: "https://hooks.example.com/x" }),
+      slowRequest("PATCH", `/v1/wallets/${wallet.body.id}/policy`, stolen.body.key, { maxPerTx: null }),
+    ];
+    // Authenticated: the key's first use is on record.
+    await eventually(async () => {
+      const keys = (await server.api.get("/v1/api-keys", owner.accessToken)).body as any[];
+      return keys.find((key) => key.id === stolen.body.id)?.lastUsed;
+    });
+    expect((await server.api.delete(`/v1/api-keys/${stolen.body.id}`, owner.accessToken)).status).toBe(204);
+
+    for (const answer of await Promise.all(slow.map((request) => request.finish()))) {
+      expect(answer.status, answer.text).toBe(401);
+      expect(JSON.parse(answer.text).error.reason).toBe("key_revoked");
+    }
+    const keys = (await server.api.get("/v1/api-keys", owner.accessToken)).body as any[];
+    expect(keys.map((key) => key.name)).not.toContain("persist");
+    expect((await server.api.get("/v1/webhook-endpoints", owner.accessToken)).body.data).toEqual([]);
+    const policy = await server.api.get(`/v1/wallets/${wallet.body.id}/policy`, owner.accessToken);
+    expect(policy.body.maxPerTx).toBe("5");
+  });
+
   it("rejects an unknown key, a key of the right shape that was never issued, and a bad name", async () => {
     const { accessToken } = await seedAccount(server.api);
     const unknown = await server.api.get("/v1/wallets", `svc_${"A".repeat(40)}`);
@@ -110,3 +144,36 @@ describe.runIf(STORE_KIND === "postgres")("revocation across instances on one Po
     }
   });
 });
+
+/** A request that sends its headers and the first byte of its body now, and the rest when `finish` is called. */
+function slowRequest(method: string, path: string, token: string, body: unknown) {
+  const text = JSON.stringify(body);
+  const url = new URL(server.url);
+  const request = httpRequest({
+    host: url.hostname,
+    port: url.port,
+    path,
+    method,
+    headers: {
+      authorization: `Bearer ${token}`,
+      "content-type": "application/json",
+      "content-length": Buffer.byteLength(text),
+    },
+  });
+  const answer = new Promise<{ status: number; text: string }>((resolve, reject) => {
+    request.on("response", (response) => {
+      let received = "";
+      response.on("data", (chunk) => (received += chunk));
+      response.on("end", () => resolve({ status: response.statusCode ?? 0, text: received }));
+    });
+    request.on("error", reject);
+  });
+  request.flushHeaders();
+  request.write(text.slice(0, 1));
+  return {
+    finish: () => {
+      request.end(text.slice(1));
+      return answer;
+    },
+  };
+}

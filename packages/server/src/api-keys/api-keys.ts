@@ -136,6 +136,18 @@ export async function revokeApiKey(db: Db, accountId: string, keyId: string): Pr
 }
 
 /**
+ * Refuses a key revoked (or expired) since its request was authenticated, 401 as its next request would be.
+ * The guards ask once the request's body has arrived (a client may take its time sending it).
+ */
+export async function ensureApiKeyLive(db: Db, keyId: string, at: Date): Promise<void> {
+  const [row] = await db
+    .select({ revokedAt: apiKeys.revokedAt, expiresAt: apiKeys.expiresAt })
+    .from(apiKeys)
+    .where(eq(apiKeys.id, keyId));
+  refuseUnlessLive(row, at);
+}
+
+/**
  * Holds an API key live until the transaction ends, for a spend it asked for: a key revoked (or expired)
  * since its request was authenticated refuses the spend, 401 as its next request would be; a revocation
  * that comes after waits for the spend's transaction, so what the key spent was decided before the
@@ -147,9 +159,16 @@ export async function holdLiveApiKey(tx: Tx, keyId: string, at: Date): Promise<v
     .from(apiKeys)
     .where(eq(apiKeys.id, keyId))
     .for("share");
-  if (!row) throw errors.invalidCredentials();
-  if (row.revokedAt) throw errors.keyRevoked();
-  if (row.expiresAt && row.expiresAt.getTime() <= at.getTime()) throw errors.keyExpired();
+  refuseUnlessLive(row, at);
+}
+
+function refuseUnlessLive(
+  key: { revokedAt: Date | null; expiresAt: Date | null } | undefined,
+  at: Date,
+): asserts key {
+  if (!key) throw errors.invalidCredentials();
+  if (key.revokedAt) throw errors.keyRevoked();
+  if (key.expiresAt && key.expiresAt.getTime() <= at.getTime()) throw errors.keyExpired();
 }
 
 /** An authenticated key: whose it is, and what it may do. */
@@ -166,10 +185,8 @@ export interface KeyGrant {
  */
 export async function authenticateApiKey(db: Db, key: string, at = new Date()): Promise<KeyGrant> {
   const [row] = await keyByHashStatement(db, [hashApiKey(key)]);
-  if (!row) throw errors.invalidCredentials();
-  if (row.revokedAt) throw errors.keyRevoked();
+  refuseUnlessLive(row, at);
   const now = at.getTime();
-  if (row.expiresAt && row.expiresAt.getTime() <= now) throw errors.keyExpired();
   const lastWritten = Math.max(row.lastUsedAt?.getTime() ?? 0, lastUsedWrites.get(row.id) ?? 0);
   if (now - lastWritten >= LAST_USED_RESOLUTION_MS) {
     // Remembered before the write so that concurrent requests with this key do not all write the same row.

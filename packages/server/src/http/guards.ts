@@ -1,6 +1,6 @@
 import type { FastifyContextConfig, FastifyRequest, RouteOptions } from "fastify";
 import { accountExists } from "../accounts/accounts.ts";
-import { authenticateApiKey } from "../api-keys/api-keys.ts";
+import { authenticateApiKey, ensureApiKeyLive } from "../api-keys/api-keys.ts";
 import { API_KEY_PREFIX } from "../internal/crypto.ts";
 import { errors } from "../internal/errors.ts";
 import { describeCredential, hasRole, mayActOnWallet } from "./access.ts";
@@ -106,12 +106,17 @@ export function installGuards(app: App, services: Services, ownRequests: OwnRequ
       );
     }
   });
-  // After validation, so the wallet id is well-formed; a wallet outside the credential's scope is absent.
   app.addHook("preHandler", async (request) => {
+    const principal = request.principal;
+    if (!principal) return;
+    // The key was checked before the body was read, which its client may take as long as it likes to send:
+    // a key revoked (or expired) meanwhile acts for nothing, not even a request it began before.
+    if (principal.credential.kind === "api_key" && request.method !== "GET" && request.method !== "HEAD")
+      await ensureApiKeyLive(services.store.db, principal.credential.keyId, services.now());
+    // After validation, so the wallet id is well-formed; a wallet outside the credential's scope is absent.
     const param = request.routeOptions.config.walletParam;
-    if (!param || !request.principal) return;
+    if (!param) return;
     const walletId = (request.params as Record<string, string | undefined>)[param];
-    if (walletId !== undefined && !mayActOnWallet(request.principal, walletId))
-      throw errors.walletNotFound(walletId);
+    if (walletId !== undefined && !mayActOnWallet(principal, walletId)) throw errors.walletNotFound(walletId);
   });
 }
