@@ -29,6 +29,30 @@ describe("resolveCredentials", () => {
     });
   });
 
+  it("sends the saved key only to the service it was saved for", () => {
+    for (const sources of [
+      { flags: { baseUrl: "http://elsewhere:9/v1" }, env: {} },
+      { flags: {}, env: { SVC_BASE_URL: "http://elsewhere:9" } },
+    ]) {
+      expect(resolveCredentials(sources, saved)).toEqual({
+        apiKey: undefined,
+        baseUrl: "http://elsewhere:9/v1",
+        savedKeyFor: "http://saved:1/v1",
+      });
+    }
+    // The same service, spelt as a bare origin, is the one it was saved for.
+    expect(resolveCredentials({ flags: { baseUrl: "http://saved:1" }, env: {} }, saved).apiKey).toBe(
+      "svc_saved",
+    );
+    // A key given for the other service is used there.
+    expect(
+      resolveCredentials(
+        { flags: { baseUrl: "http://elsewhere:9/v1" }, env: { SVC_API_KEY: "svc_env" } },
+        saved,
+      ),
+    ).toEqual({ apiKey: "svc_env", baseUrl: "http://elsewhere:9/v1" });
+  });
+
   it("defaults the base URL to the local service and leaves the key undefined", () => {
     expect(resolveCredentials({ flags: {}, env: {} }, {})).toEqual({
       apiKey: undefined,

@@ -103,18 +103,23 @@ export function normalizeBaseUrl(value: string): string {
 /**
  * The base URL and API key to use, each from the first source that has it: `--base-url` / `--api-key`,
  * then `SVC_BASE_URL` / `SVC_API_KEY`, then the config file; the base URL defaults to the local service.
+ * The config file's key goes only to the service it was saved for (`svc login` saves the two together):
+ * with another base URL it is left out, and `savedKeyFor` says where it belongs.
  * @example
  * const { baseUrl, apiKey } = resolveCredentials({ flags: { apiKey: undefined, baseUrl: undefined }, env: process.env }, saved);
  */
 export function resolveCredentials(
   sources: CredentialSources,
   saved: SavedConfig,
-): { baseUrl: string; apiKey: string | undefined } {
+): { baseUrl: string; apiKey: string | undefined; savedKeyFor?: string } {
   const pick = (...values: (string | undefined)[]): string | undefined =>
     values.find((value) => value !== undefined && value !== "");
-  const baseUrl = pick(sources.flags.baseUrl, sources.env.SVC_BASE_URL, saved.baseUrl) ?? DEFAULT_BASE_URL;
-  return {
-    baseUrl: normalizeBaseUrl(baseUrl),
-    apiKey: pick(sources.flags.apiKey, sources.env.SVC_API_KEY, saved.apiKey),
-  };
+  const baseUrl = normalizeBaseUrl(
+    pick(sources.flags.baseUrl, sources.env.SVC_BASE_URL, saved.baseUrl) ?? DEFAULT_BASE_URL,
+  );
+  const savedFor = normalizeBaseUrl(saved.baseUrl ?? DEFAULT_BASE_URL);
+  const savedKey = savedFor === baseUrl ? saved.apiKey : undefined;
+  const apiKey = pick(sources.flags.apiKey, sources.env.SVC_API_KEY, savedKey);
+  const elsewhere = apiKey === undefined && pick(saved.apiKey) !== undefined;
+  return { baseUrl, apiKey, ...(elsewhere ? { savedKeyFor: savedFor } : {}) };
 }

@@ -41,7 +41,13 @@ export function createContext(options: GlobalOptions, env: NodeJS.ProcessEnv): C
       await readConfig(configFile),
     );
   const credentials = async () => {
-    const { baseUrl, apiKey } = await resolved();
+    const { baseUrl, apiKey, savedKeyFor } = await resolved();
+    if (apiKey === undefined && savedKeyFor !== undefined) {
+      throw new CliError(
+        `The saved key is for ${savedKeyFor}, not ${baseUrl}: pass --api-key, set SVC_API_KEY, or run \`svc login\` there`,
+        EXIT.auth,
+      );
+    }
     if (apiKey === undefined) {
       throw new CliError("No credential: run `svc login`, pass --api-key, or set SVC_API_KEY", EXIT.auth);
     }

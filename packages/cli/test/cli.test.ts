@@ -3,6 +3,8 @@
  * parsed and asserted, sends confirmed on chain, refusals with their exit codes and one line on stderr.
  */
 import fs from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -325,6 +327,35 @@ describe("svc keys", () => {
       2,
     );
     expect(line).toBe("error: No credential: run `svc login`, pass --api-key, or set SVC_API_KEY");
+  });
+
+  it("the saved key goes only to the service it was saved for: another --base-url or SVC_BASE_URL gets no request", async () => {
+    const elsewhere = createServer((request, response) => {
+      asked.push(request.headers.authorization ?? "");
+      response.writeHead(200, { "content-type": "application/json" }).end("[]");
+    });
+    const asked: string[] = [];
+    await new Promise<void>((resolve) => elsewhere.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(elsewhere.address() as AddressInfo).port}`;
+    const savedFile = path.join(home, "saved-for-one.json");
+    fs.writeFileSync(savedFile, JSON.stringify({ baseUrl: `${server.url}/v1`, apiKey: owner.apiKey }), {
+      mode: 0o600,
+    });
+    const saved = { HOME: home, SVC_CONFIG: savedFile };
+    try {
+      expectOk(await svc(["wallets", "list"], saved));
+      for (const run of [
+        await svc(["wallets", "list", "--base-url", url], saved),
+        await svc(["wallets", "list"], { ...saved, SVC_BASE_URL: url }),
+      ]) {
+        expect(expectOneLineFailure(run, 2)).toBe(
+          `error: The saved key is for ${server.url}/v1, not ${url}/v1: pass --api-key, set SVC_API_KEY, or run \`svc login\` there`,
+        );
+      }
+      expect(asked).toEqual([]);
+    } finally {
+      elsewhere.close();
+    }
   });
 
   it("an unknown wallet is exit 5, an unreachable service exit 6, a usage error exit 1", async () => {
