@@ -55,4 +55,13 @@ describe("policy options", () => {
       whitelist: ["0xa", "api.example.com"],
     });
   });
+
+  it("lifts the whitelist only when told none: an empty --whitelist (an unset variable) is a usage error", () => {
+    for (const empty of ["", " ", ",", " , "]) {
+      expect(() => policyFromOptions({ whitelist: empty })).toThrow(
+        "--whitelist must list at least one recipient, or be none for any recipient",
+      );
+    }
+    expect(policyFromOptions({ whitelist: " None " })).toEqual({ whitelist: [] });
+  });
 });

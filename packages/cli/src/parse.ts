@@ -68,7 +68,12 @@ export function policyFromOptions(options: PolicyOptions): PolicyInput | undefin
   if (options.alertAbove !== undefined) policy.alertAbove = options.alertAbove;
   if (options.approvalAbove !== undefined) policy.approvalAbove = options.approvalAbove;
   if (options.whitelist !== undefined) {
-    policy.whitelist = options.whitelist.trim().toLowerCase() === "none" ? [] : list(options.whitelist);
+    const entries = options.whitelist.trim().toLowerCase() === "none" ? [] : list(options.whitelist);
+    // Only `none` lifts the whitelist: an empty value (an unset variable, say) is a mistake, not "anyone".
+    if (entries.length === 0 && options.whitelist.trim().toLowerCase() !== "none") {
+      throw usage("--whitelist must list at least one recipient, or be none for any recipient");
+    }
+    policy.whitelist = entries;
   }
   if (options.requireSpendAuthorization !== undefined) {
     policy.requireSpendAuthorization = options.requireSpendAuthorization;
