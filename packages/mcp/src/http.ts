@@ -22,8 +22,13 @@ export interface McpHttpOptions {
   baseUrl: string | (() => string);
   /** USD: a spend worth more asks the person first (MCP elicitation); undefined = never ask. */
   confirmAboveUsd?: string | undefined;
-  /** Open sessions kept at most; the least recently used is closed beyond it. Default 1000. */
+  /**
+   * Open sessions kept at most. Full, the key holding the most sessions gives up its least recently used
+   * one, so no key can close another's by opening many. Default 1000.
+   */
   maxSessions?: number;
+  /** Open sessions one API key keeps at most; beyond it, its own least recently used is closed. Default 10. */
+  maxSessionsPerKey?: number;
   /** A session unused this long is closed when the next session opens. Default 30 minutes. */
   idleMs?: number;
   /** The clock, for idle sessions. */
@@ -134,6 +139,7 @@ function bearerOf(request: IncomingMessage): { key: string } | { refused: McpHtt
 export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
   const sessions = new Map<string, Session>();
   const maxSessions = options.maxSessions ?? 1000;
+  const maxSessionsPerKey = options.maxSessionsPerKey ?? 10;
   const idleMs = options.idleMs ?? 30 * 60_000;
   const now = options.now ?? Date.now;
   const baseUrl = (): string => (typeof options.baseUrl === "function" ? options.baseUrl() : options.baseUrl);
@@ -144,14 +150,35 @@ export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
     await session?.transport.close();
   };
 
-  /** Closes idle sessions, and the least recently used ones beyond the bound, before a new one opens. */
-  const makeRoom = async (): Promise<void> => {
+  /** Session ids by key, each key's least recently used first. */
+  const sessionsByKey = (): Map<string, string[]> => {
+    const byKey = new Map<string, string[]>();
+    const oldestFirst = [...sessions].sort(([, a], [, b]) => a.lastUsed - b.lastUsed);
+    for (const [id, session] of oldestFirst) {
+      const key = session.keyDigest.toString("hex");
+      byKey.set(key, [...(byKey.get(key) ?? []), id]);
+    }
+    return byKey;
+  };
+
+  /**
+   * Before `keyDigest` opens a session: closes idle sessions, then the key's own least recently used ones
+   * beyond its bound, then, while the table is full, the least recently used of whichever key holds the
+   * most (the opener's own first on a tie).
+   */
+  const makeRoom = async (keyDigest: Buffer): Promise<void> => {
     const cutoff = now() - idleMs;
     for (const [id, session] of sessions) if (session.lastUsed < cutoff) await closeSession(id);
+    const opener = keyDigest.toString("hex");
+    const own = sessionsByKey().get(opener) ?? [];
+    while (own.length >= maxSessionsPerKey) await closeSession(own.shift() as string);
     while (sessions.size >= maxSessions) {
-      const oldest = [...sessions].sort(([, a], [, b]) => a.lastUsed - b.lastUsed)[0];
+      const byKey = sessionsByKey();
+      let largest = byKey.get(opener) ?? [];
+      for (const ids of byKey.values()) if (ids.length > largest.length) largest = ids;
+      const oldest = largest[0];
       if (oldest === undefined) break;
-      await closeSession(oldest[0]);
+      await closeSession(oldest);
     }
   };
 
@@ -259,8 +286,8 @@ export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
       return;
     }
 
-    await makeRoom();
     const keyDigest = digest(apiKey);
+    await makeRoom(keyDigest);
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {

@@ -2,10 +2,13 @@
  * The service's own `/mcp` (streamable HTTP): each request carries its API key as a Bearer token, checked
  * with the service. An MCP client from `@modelcontextprotocol/sdk` connects with a URL and a key.
  */
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { ServiceErrorBody } from "@svc/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestServer, seedAccount } from "../../server/test/support/test-server.ts";
+import { createMcpHttpHandler } from "../src/http.ts";
 import {
   ADMIN_TOOL_NAMES,
   AGENT_TOOL_NAMES,
@@ -288,6 +291,44 @@ describe("/mcp over streamable HTTP", () => {
       chain: "base",
     });
     expect(refused.structured.reason).toBe("confirmation_unavailable");
+  });
+});
+
+describe("open sessions, bounded", () => {
+  it("a key opening many sessions closes only its own: another key's session stays open", async () => {
+    // The handler as the service mounts it, with small bounds: 2 sessions a key, 3 in all.
+    const mcp = createMcpHttpHandler({
+      baseUrl: `${world.server.url}/v1`,
+      maxSessions: 3,
+      maxSessionsPerKey: 2,
+    });
+    const endpoint = createServer((request, response) => void mcp.handle(request, response));
+    await new Promise<void>((resolve) => endpoint.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(endpoint.address() as AddressInfo).port}/mcp`;
+    const alive = async (client: Client) =>
+      call(client, "list_wallets").then(
+        (result) => !result.isError,
+        () => false,
+      );
+    const connect = (key: string) => open(httpClient(world, key, undefined, url));
+    try {
+      const read = [await connect(world.readKey), await connect(world.readKey)];
+      const agent = await connect(world.agentKey);
+      // Full (3 of 3): a third key's session takes the place of the largest holder's oldest.
+      const admin = await connect(world.adminKey);
+      expect(await Promise.all([...read, agent, admin].map(alive))).toEqual([false, true, true, true]);
+
+      // The read key opening many more closes only its own: the others stay open.
+      for (let i = 0; i < 5; i++) read.push(await connect(world.readKey));
+      expect(await alive(agent)).toBe(true);
+      expect(await alive(admin)).toBe(true);
+      expect((await Promise.all(read.map(alive))).filter(Boolean)).toHaveLength(1);
+      expect(await alive(read.at(-1) as Client)).toBe(true);
+    } finally {
+      await mcp.close();
+      endpoint.closeAllConnections();
+      await new Promise((resolve) => endpoint.close(resolve));
+    }
   });
 });
 

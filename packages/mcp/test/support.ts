@@ -97,11 +97,16 @@ export async function stdioClient(
   return client;
 }
 
-/** An MCP client talking to the service's `/mcp` with `apiKey` as its Bearer token. */
-export async function httpClient(world: World, apiKey: string, person?: Person): Promise<Client> {
+/** An MCP client talking to the service's `/mcp` (or `url`) with `apiKey` as its Bearer token. */
+export async function httpClient(
+  world: World,
+  apiKey: string,
+  person?: Person,
+  url = `${world.server.url}/mcp`,
+): Promise<Client> {
   const client = newClient(person);
   await client.connect(
-    new StreamableHTTPClientTransport(new URL(`${world.server.url}/mcp`), {
+    new StreamableHTTPClientTransport(new URL(url), {
       requestInit: { headers: { authorization: `Bearer ${apiKey}` } },
     }),
   );
