@@ -77,3 +77,23 @@ describe("an RPC endpoint's key (in its URL)", () => {
     }
   });
 });
+
+describe("a credential a client puts in the URL", () => {
+  it("is refused, and written in no log line: the query's values are left out of the request's line", async () => {
+    const { apiKey, accessToken } = await seedAccount(server.api);
+    const refused = [
+      await server.api.get(`/v1/wallets?api_key=${apiKey}`),
+      await server.api.get(`/v1/events?access_token=${accessToken}&limit=5`),
+    ];
+    for (const answer of refused) expect(answer.status).toBe(401);
+    const lines = server.logs.lines.filter(
+      (line) => line.includes("/v1/events?") || line.includes("/v1/wallets?"),
+    );
+    // The request is still on record, by its path and the names of its query.
+    expect(lines.some((line) => line.includes("/v1/events?access_token=[Redacted]&limit=[Redacted]"))).toBe(
+      true,
+    );
+    expect(server.logs.text()).not.toContain(apiKey);
+    expect(server.logs.text()).not.toContain(accessToken);
+  });
+});
