@@ -56,6 +56,32 @@ describe("svc-mcp with the spend gate", () => {
     );
   });
 
+  it("a send held for the owner's approval is settled once get_transaction finds it approved and broadcast", async () => {
+    const payer = await world.admin.wallet.get(world.payer.id);
+    const policy = await payer.policy.get();
+    await payer.policy.update({ approvalAbove: "1" });
+    try {
+      const held = await call(agent, "send", {
+        walletId: world.payer.id,
+        to: world.payee.evm?.address,
+        amount: "1.5",
+        token: "USDC",
+        chain: "base",
+      });
+      expect(held.isError, held.text).toBe(false);
+      expect(held.structured.status).toBe("pending_approval");
+      const decisionId = held.structured.spendDecisionId as string;
+      expect(rows("spend_settled").map((row) => row.decision_id)).not.toContain(decisionId);
+
+      await world.admin.approvals.approve(held.structured.id as string);
+      const read = await call(agent, "get_transaction", { transactionId: held.structured.id });
+      expect(read.structured.txHash).toEqual(expect.any(String));
+      expect(rows("spend_settled").filter((row) => row.decision_id === decisionId)).toHaveLength(1);
+    } finally {
+      await payer.policy.update({ approvalAbove: policy.approvalAbove });
+    }
+  });
+
   it("a spend the daemon denies is a tool error that says why; nothing is sent", async () => {
     const payeeBefore = await usdcOf(world.payee);
     const sendsBefore = (

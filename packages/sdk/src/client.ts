@@ -194,7 +194,8 @@ export class SvcWallet {
   /** Transactions by id. */
   readonly transactions: {
     /**
-     * One transaction by id.
+     * One transaction by id. With the gate on, a spend of this client's that was held for approval and is
+     * now broadcast is settled with the daemon (as `wallet.waitForTransaction` does).
      * @example
      * const tx = await svc.transactions.get("tx_…");
      */
@@ -579,12 +580,15 @@ export class SvcWallet {
       },
     };
     this.transactions = {
-      get: (transactionId) =>
-        transport.request<Transaction>({
+      get: async (transactionId) => {
+        const tx = await transport.request<Transaction>({
           method: "GET",
           path: `/transactions/${id(transactionId, "transactionId")}`,
           idempotent: true,
-        }),
+        });
+        await gate?.settleHeld(tx);
+        return tx;
+      },
     };
   }
 }

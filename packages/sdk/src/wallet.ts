@@ -8,7 +8,7 @@ import {
   SvcWaitTimeoutError,
 } from "./errors.ts";
 import type { NetworkDirectory, TokenFacts } from "./network.ts";
-import { type FetchLike, sleep, type Transport } from "./transport.ts";
+import { sleep, type Transport } from "./transport.ts";
 import type {
   Balance,
   FaucetInput,
