@@ -28,7 +28,9 @@ let solanaNetwork: string;
 beforeAll(async () => {
   daemon = await startTestDaemon();
   serviceToken = await daemon.identity("svc-service", ["wallet.spend.verify"]);
-  agentToken = await daemon.identity("agent-1", ["wallet.spend.authorize", "wallet.spend.settle"]);
+  agentToken = await daemon.identity("agent-1", ["wallet.spend.authorize", "wallet.spend.settle"], {
+    budgetCredits: 1_000_000,
+  });
   server = await createTestServer({
     env: { SVC_AUTHZD_URL: daemon.url, SVC_AUTHZD_TOKEN: serviceToken },
   });
@@ -60,17 +62,21 @@ async function fundedWallet(policy?: Record<string, unknown>) {
   return created.body as { id: string; evm: { address: string } };
 }
 
-/** Asks the daemon, as the agent's identity, to approve a spend; returns the decision. */
+/** What an amount of USDC (atomic units) is worth in the daemon's credits: US cents, at least 1. */
+const creditsOf = (atomic: string | bigint) => Number((BigInt(atomic) + 9_999n) / 10_000n) || 1;
+
+/** Asks the daemon, as the agent's identity, to approve a spend (of 2 USDC unless told); returns the decision. */
 async function authorize(overrides: Record<string, unknown> = {}) {
+  const amount = (overrides.amount as string | undefined) ?? "2000000";
   const reply = await daemon.call<{ approved: boolean; decision_id: string }>("POST", "/spend/authorize", {
     token: agentToken,
     body: {
       provider: "svc",
       network: base.network,
       asset: base.usdc,
-      amount: "2000000",
+      amount,
       per_call_cap: "5000000",
-      credits: 1,
+      credits: creditsOf(amount),
       destination: RECIPIENT,
       ...overrides,
     },
@@ -159,6 +165,36 @@ describe("a spend carrying spendAuthorization.decisionId", () => {
       expect(lookup.body.state).toBe("released");
     },
   );
+
+  it("is refused when its credits (what the agent said the spend is worth) are fewer than the spend is worth, and given back", async () => {
+    const wallet = await fundedWallet();
+    // 2 USDC is worth 200 credits (US cents); the agent claimed 1, so its budget would count 1.
+    const cheap = await authorize({ credits: 1 });
+    expect(cheap.approved).toBe(true);
+    const refused = await send(wallet.id, {
+      to: RECIPIENT,
+      amount: "2",
+      spendAuthorization: { decisionId: cheap.decision_id },
+    });
+    expect(refused.status).toBe(403);
+    expect(expectErrorShape(refused)).toMatchObject({
+      reason: "spend_authorization_mismatch",
+      details: { field: "credits", authorized: "1", requested: "200" },
+    });
+    expect(await sendsOf(wallet.id)).toBe(0);
+    const lookup = await daemon.call<{ state: string }>("GET", `/spend/decisions/${cheap.decision_id}`, {
+      token: serviceToken,
+    });
+    expect(lookup.body.state).toBe("released");
+
+    const priced = await authorize({ credits: 200 });
+    const sent = await send(wallet.id, {
+      to: RECIPIENT,
+      amount: "2",
+      spendAuthorization: { decisionId: priced.decision_id },
+    });
+    expect(sent.status, sent.text).toBe(201);
+  });
 
   it("admits one spend per decision: a second use is refused", async () => {
     const wallet = await fundedWallet();
@@ -418,7 +454,8 @@ describe("consumed decisions: the agent cannot take back the credits of a spend 
     return created.body as { id: string };
   }
 
-  const authorizeAs = (token: string, credits: number, amount = "1000000") =>
+  /** A spend worth `credits` (US cents): that many hundredths of a USDC. */
+  const authorizeAs = (token: string, credits: number, amount = String(credits * 10_000)) =>
     own.call<{ approved: boolean; decision_id: string; reason?: string }>("POST", "/spend/authorize", {
       token,
       body: {
@@ -433,7 +470,8 @@ describe("consumed decisions: the agent cannot take back the credits of a spend 
     });
   const cancelAs = (token: string, decisionId: string) =>
     own.call<{ code?: string }>("POST", "/spend/cancel", { token, body: { decision_id: decisionId } });
-  const sendWith = (walletId: string, decisionId: string, amount = "1") =>
+  const usdcOf = (credits: number) => `0.${String(credits).padStart(2, "0")}`;
+  const sendWith = (walletId: string, decisionId: string, amount: string) =>
     ownServer.api.post(
       `/v1/wallets/${walletId}/send`,
       { chain: "base", to: RECIPIENT, amount, spendAuthorization: { decisionId } },
@@ -470,7 +508,7 @@ describe("consumed decisions: the agent cannot take back the credits of a spend 
           denials.push(verdict.body.reason ?? "");
           continue;
         }
-        const response = await sendWith(wallet.id, verdict.body.decision_id);
+        const response = await sendWith(wallet.id, verdict.body.decision_id, usdcOf(credits));
         expect(response.status, response.text).toBe(201);
         sent++;
         const cancelled = await cancelAs(agent, verdict.body.decision_id);
@@ -498,7 +536,7 @@ describe("consumed decisions: the agent cannot take back the credits of a spend 
       // Either order of arrival; the jitter only varies which one the daemon sees first.
       const jitter = () => new Promise((resolve) => setTimeout(resolve, Math.random() * 40 * (pair % 3)));
       const [sent, cancelled] = await Promise.all([
-        sendWith(wallet.id, decisionId),
+        sendWith(wallet.id, decisionId, usdcOf(1)),
         jitter().then(() => cancelAs(agent, decisionId)),
       ]);
       const both = JSON.stringify([sent.body, cancelled.body]);
@@ -531,18 +569,18 @@ describe("consumed decisions: the agent cannot take back the credits of a spend 
     const agent = await own.identity("agent-limited", ["wallet.spend.authorize", "wallet.spend.settle"], {
       budgetCredits: 10,
     });
-    const wallet = await ownWallet({ maxPerTx: "1" });
-    const verdict = await authorizeAs(agent, 3, "2000000");
+    const wallet = await ownWallet({ maxPerTx: "0.01" });
+    const verdict = await authorizeAs(agent, 3);
     expect(verdict.body.approved).toBe(true);
     expect(await budgetOf("agent-limited")).toMatchObject({ available_credits: 7 });
-    const refused = await sendWith(wallet.id, verdict.body.decision_id, "2");
+    const refused = await sendWith(wallet.id, verdict.body.decision_id, usdcOf(3));
     expect(refused.status).toBe(403);
     expect(expectErrorShape(refused)).toMatchObject({ code: "PolicyViolation", reason: "max_per_tx" });
     expect(await ownSends(wallet.id)).toBe(0);
     expect(await budgetOf("agent-limited")).toMatchObject({ available_credits: 10, reserved_credits: 0 });
     expect(await stateOf(verdict.body.decision_id)).toBe("released");
     // Given back for good: it pays for nothing any more, and the agent's own cancel is told so.
-    const again = await sendWith(wallet.id, verdict.body.decision_id, "2");
+    const again = await sendWith(wallet.id, verdict.body.decision_id, usdcOf(3));
     expect(expectErrorShape(again)).toMatchObject({ reason: "spend_authorization_invalid" });
     expect((await cancelAs(agent, verdict.body.decision_id)).body.code).toBe("decision_released");
   });
@@ -553,7 +591,7 @@ describe("consumed decisions: the agent cannot take back the credits of a spend 
     });
     const wallet = await ownWallet();
     const verdict = await authorizeAs(agent, 2);
-    expect((await sendWith(wallet.id, verdict.body.decision_id)).status).toBe(201);
+    expect((await sendWith(wallet.id, verdict.body.decision_id, usdcOf(2))).status).toBe(201);
 
     await own.restart();
 

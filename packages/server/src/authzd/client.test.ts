@@ -1,3 +1,5 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { startTestDaemon, type TestDaemon } from "@svc/authzd/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AuthzdClient } from "./client.ts";
@@ -83,5 +85,43 @@ describe("AuthzdClient", () => {
     expect(log.lines[1]?.fields).toMatchObject({ decisionId: unconsumed });
     await expect(down.consumeDecision(unconsumed)).rejects.toMatchObject({ reason: "authzd_unavailable" });
     expect(JSON.stringify(log.lines)).not.toContain(verifierToken);
+  });
+
+  it("takes a 200 to a consume only when it shows this decision, approved and now consumed", async () => {
+    const decisionId = await approvedDecision();
+    const real = await daemon.call<Record<string, unknown>>("GET", `/spend/decisions/${decisionId}`, {
+      token: verifierToken,
+    });
+    const consumed = { ...real.body, state: "consumed", consumed_at: new Date().toISOString() };
+    // A FAKE daemon (a wrong URL, a proxy, a broken build): every answer is 200 with a decision that is not
+    // this one consumed.
+    for (const answer of [
+      { ...consumed, approved: false, state: "denied" },
+      { ...consumed, state: "cancelled" },
+      { ...consumed, decision_id: "dec_ffffffffffffffffffffffffffffffff" },
+      { ...consumed, credits: undefined },
+    ]) {
+      const fake = createServer((_request, response) =>
+        response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(answer)),
+      );
+      await new Promise<void>((resolve) => fake.listen(0, "127.0.0.1", resolve));
+      const client = new AuthzdClient({
+        url: `http://127.0.0.1:${(fake.address() as AddressInfo).port}`,
+        token: verifierToken,
+      });
+      try {
+        await expect(client.consumeDecision(decisionId)).rejects.toMatchObject({
+          reason: "authzd_unavailable",
+        });
+      } finally {
+        fake.close();
+      }
+    }
+    // The real daemon's answer is taken.
+    const client = new AuthzdClient({ url: daemon.url, token: verifierToken });
+    expect(await client.consumeDecision(decisionId)).toMatchObject({
+      consumed: true,
+      decision: { decisionId, state: "consumed", credits: 1 },
+    });
   });
 });

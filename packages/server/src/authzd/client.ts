@@ -11,6 +11,8 @@ export interface SpendDecision {
   /** Atomic units, decimal digits. */
   amount: string;
   destination: string;
+  /** What the daemon's budget counts for it: the value the agent stated, in whole US cents (at least 1). */
+  credits: number;
   expiresAt: Date;
   state: "approved" | "denied" | "settled" | "cancelled" | "released" | "consumed" | "expired";
 }
@@ -63,9 +65,9 @@ export class AuthzdClient {
   /**
    * Consumes the decision with this id (`POST /spend/consume`): atomically at the daemon, only an
    * approved, unexpired decision that nobody cancelled, settled or consumed is consumed, and from then
-   * on its payer can no longer cancel it. Any answer other than consumed (200), not consumable (409 with
-   * the decision) or unknown (404) is `authzd_unavailable`: a spend is never admitted on a decision not
-   * consumed.
+   * on its payer can no longer cancel it. Any answer other than consumed (200 with this decision, approved
+   * and now consumed), not consumable (409 with the decision) or unknown (404) is `authzd_unavailable`: a
+   * spend is never admitted on a decision not consumed.
    */
   async consumeDecision(decisionId: string): Promise<ConsumeAnswer> {
     const { status, body } = await this.#post("/spend/consume", decisionId).catch((error: unknown) => {
@@ -74,9 +76,14 @@ export class AuthzdClient {
     if (status === 404) return { consumed: false, decision: undefined };
     const record = status === 409 && isRecord(body) ? body.decision : body;
     const decision = status === 200 || status === 409 ? parseDecision(record) : undefined;
-    if (!decision)
-      throw errors.authzdUnavailable(new Error(`decision consume answered ${status} without a decision`));
-    return status === 200 ? { consumed: true, decision } : { consumed: false, decision };
+    if (decision?.decisionId !== decisionId)
+      throw errors.authzdUnavailable(new Error(`decision consume answered ${status} without the decision`));
+    if (status === 409) return { consumed: false, decision };
+    if (!decision.approved || decision.state !== "consumed")
+      throw errors.authzdUnavailable(
+        new Error(`decision consume answered 200 with a decision ${decision.state}, not consumed`),
+      );
+    return { consumed: true, decision };
   }
 
   /**
@@ -125,6 +132,7 @@ function parseDecision(body: unknown): SpendDecision | undefined {
   const strings = ["decision_id", "payer", "network", "asset", "amount", "destination", "expires_at"];
   if (!strings.every((field) => typeof b[field] === "string")) return undefined;
   if (typeof b.approved !== "boolean" || !STATES.has(b.state as SpendDecision["state"])) return undefined;
+  if (typeof b.credits !== "number" || !Number.isSafeInteger(b.credits) || b.credits < 1) return undefined;
   const expiresAt = new Date(b.expires_at as string);
   if (Number.isNaN(expiresAt.getTime()) || !/^(0|[1-9]\d*)$/.test(b.amount as string)) return undefined;
   return {
@@ -136,6 +144,7 @@ function parseDecision(body: unknown): SpendDecision | undefined {
     asset: b.asset as string,
     amount: b.amount as string,
     destination: b.destination as string,
+    credits: b.credits,
     expiresAt,
     state: b.state as SpendDecision["state"],
   };

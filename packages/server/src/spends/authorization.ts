@@ -16,14 +16,22 @@ export interface AuthorizedFacts {
   /** Atomic units. */
   amount: bigint;
   destination: string;
+  /** What the spend is worth in USD millionths (undefined: its token has no price), and what it spends. */
+  usdMicros: bigint | undefined;
+  token: string;
+  chain: string;
 }
+
+/** A daemon credit is one US cent. */
+const MICROS_PER_CREDIT = 10_000n;
 
 /**
  * Consumes `decisionId` at the authorization daemon for this spend, before anything is signed: the daemon
  * takes it atomically only if it is approved, unexpired, and neither cancelled, settled, released nor
  * consumed already, and from then on the agent can no longer cancel it (which would give back the credits
  * of a spend that was made). Then its network, asset, atomic amount and destination must equal the
- * spend's; if they do not, the decision is released again and the spend refused. Runs before the spend's
+ * spend's, and its credits (which the agent stated, and the daemon's budget counts) must be at least what
+ * the spend is worth; if not, the decision is released again and the spend refused. Runs before the spend's
  * database transaction (it calls the daemon); the unique index on `transactions.spend_decision_id` stays
  * as this service's own guard of "one decision, one spend".
  *
@@ -115,6 +123,30 @@ function checkFacts(decision: SpendDecision, facts: AuthorizedFacts): void {
       "spend_authorization_mismatch",
       `Spend authorization ${decision.decisionId} was for ${field} ${authorized}; this spend's ${field} is ${requested}`,
       { rule: "spendAuthorization", decisionId: decision.decisionId, field, authorized, requested },
+    );
+  }
+  // The daemon's budget counts the credits the agent stated: fewer than the spend is worth would let it
+  // spend past its budget.
+  if (facts.usdMicros === undefined) {
+    throw errors.policyViolation(
+      "price_unavailable",
+      `No USD price is known for ${facts.token} on ${facts.chain}, so this spend cannot be checked against its authorization's credits`,
+      { rule: "price", token: facts.token, chain: facts.chain },
+    );
+  }
+  const cents = (facts.usdMicros + MICROS_PER_CREDIT - 1n) / MICROS_PER_CREDIT;
+  const worth = cents < 1n ? 1n : cents;
+  if (BigInt(decision.credits) < worth) {
+    throw errors.policyViolation(
+      "spend_authorization_mismatch",
+      `Spend authorization ${decision.decisionId} was for ${decision.credits} credits; this spend is worth ${worth} (US cents)`,
+      {
+        rule: "spendAuthorization",
+        decisionId: decision.decisionId,
+        field: "credits",
+        authorized: String(decision.credits),
+        requested: worth.toString(),
+      },
     );
   }
 }

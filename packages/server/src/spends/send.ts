@@ -81,6 +81,9 @@ export async function send(
       asset: token.address ?? NATIVE_ASSET,
       amount,
       destination: request.to,
+      usdMicros: usdMicros(token, amount),
+      token: token.symbol,
+      chain: request.chain,
     });
   }
   const spend: SpendFacts = {

@@ -118,6 +118,9 @@ export async function fetchAndPay(
         asset: requirement.asset,
         amount: requirement.amount,
         destination: requirement.payTo,
+        usdMicros: usdMicros(token, requirement.amount),
+        token: token.symbol,
+        chain: chain.name,
       });
     }
     const spend: SpendFacts = {
