@@ -103,7 +103,7 @@ async function run(argv: string[]): Promise<number> {
       }
       const ceiling = values["max-per-call-cap"];
       print(
-        await operatorRequest(config, paths, "POST", "/identities", {
+        await operatorRequest(paths, "POST", "/identities", {
           name: need(arg, "NAME"),
           ...(budget === undefined ? {} : { budget_credits: budget }),
           // Validated by the daemon, which names the expected format.
@@ -113,7 +113,7 @@ async function run(argv: string[]): Promise<number> {
       return 0;
     }
     case "identities list":
-      print(await operatorRequest(config, paths, "GET", "/identities"));
+      print(await operatorRequest(paths, "GET", "/identities"));
       return 0;
     case "capabilities grant": {
       let expiresAt: string | undefined = values["expires-at"];
@@ -123,7 +123,7 @@ async function run(argv: string[]): Promise<number> {
         expiresAt = new Date(Date.now() + seconds * 1000).toISOString();
       }
       print(
-        await operatorRequest(config, paths, "POST", "/capabilities/grant", {
+        await operatorRequest(paths, "POST", "/capabilities/grant", {
           identity: need(values.to, "--to NAME"),
           capability: need(arg, "CAP"),
           ...(expiresAt === undefined ? {} : { expires_at: expiresAt }),
@@ -133,7 +133,7 @@ async function run(argv: string[]): Promise<number> {
     }
     case "capabilities revoke":
       print(
-        await operatorRequest(config, paths, "POST", "/capabilities/revoke", {
+        await operatorRequest(paths, "POST", "/capabilities/revoke", {
           identity: need(values.from ?? values.to, "--from NAME"),
           capability: need(arg, "CAP"),
         }),
@@ -141,11 +141,11 @@ async function run(argv: string[]): Promise<number> {
       return 0;
     case "capabilities list": {
       const query = values.for === undefined ? "" : `?identity=${encodeURIComponent(values.for)}`;
-      print(await operatorRequest(config, paths, "GET", `/capabilities${query}`));
+      print(await operatorRequest(paths, "GET", `/capabilities${query}`));
       return 0;
     }
     case "budgets show":
-      print(await operatorRequest(config, paths, "GET", `/budgets/${encodeURIComponent(need(arg, "NAME"))}`));
+      print(await operatorRequest(paths, "GET", `/budgets/${encodeURIComponent(need(arg, "NAME"))}`));
       return 0;
     case "audit verify": {
       const threads = values.threads === undefined ? undefined : Number(values.threads);
@@ -168,7 +168,7 @@ async function run(argv: string[]): Promise<number> {
       return report.valid ? 0 : 1;
     }
     case "audit recent":
-      print(await operatorRequest(config, paths, "GET", `/audit/recent?limit=${values.limit ?? "50"}`));
+      print(await operatorRequest(paths, "GET", `/audit/recent?limit=${values.limit ?? "50"}`));
       return 0;
     default:
       throw new CliError(`unknown command: ${command.trim()}\n\n${USAGE}`);

@@ -1,4 +1,6 @@
 import { spawnSync } from "node:child_process";
+import fs from "node:fs";
+import { createServer } from "node:http";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PACKAGE_DIR, runCli, SPEND, TestDaemon } from "./harness.ts";
@@ -64,6 +66,28 @@ describe("authzd CLI", () => {
     const unknown = await runCli(["identities", "frobnicate"], daemon.home);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain("unknown command: identities frobnicate");
+  });
+
+  it("sends the operator token only to the daemon holding the home: a killed daemon's address gets nothing", async () => {
+    const killed = await TestDaemon.start({ SPEND_AUTHZ_ENABLED: "1" });
+    const { port } = new URL(killed.url);
+    await killed.kill();
+    // Another program now listens where the killed daemon did (its daemon.json is still there).
+    const asked: string[] = [];
+    const squatter = createServer((request, response) => {
+      asked.push(request.headers.authorization ?? "");
+      response.writeHead(200, { "content-type": "application/json" }).end('{"identities":[]}');
+    });
+    await new Promise<void>((resolve) => squatter.listen(Number(port), "127.0.0.1", resolve));
+    try {
+      const run = await runCli(["identities", "list"], killed.home);
+      expect(run.code).not.toBe(0);
+      expect(run.stderr).toContain(`no daemon is running on ${killed.home}`);
+      expect(asked).toEqual([]);
+    } finally {
+      squatter.close();
+      fs.rmSync(killed.home, { recursive: true, force: true });
+    }
   });
 
   it("verifies the audit log from the installed bin, on worker threads, exiting 0 when the chain is valid", () => {

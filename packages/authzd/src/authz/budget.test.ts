@@ -65,13 +65,20 @@ describe("PayerLedger", () => {
     expect(ledger.usage(50)).toEqual(usage(0, 4));
   });
 
-  it("does not settle a lapsed reservation; it stays expired-unsettled", () => {
+  it("settles a lapsed reservation as written (a replayed row): its credits move from expired-unsettled to settled, once", () => {
+    // The live daemon refuses to settle a lapsed reservation; a row written under a longer reservation
+    // time and replayed under a shorter one is such a settlement.
     const ledger = new PayerLedger(WINDOW);
     const a = reservation(4, 0);
     ledger.reserve(a, 0);
-    ledger.settle(a, 1_000);
-    expect(a.settledAt).toBeNull();
     expect(ledger.usage(1_000)).toEqual(usage(0, 0, 4));
+    ledger.settle(a, 1_000);
+    expect(a.settledAt).toBe(1_000);
+    expect(ledger.usage(1_000)).toEqual(usage(0, 4, 0));
+    ledger.settle(a, 1_100);
+    expect(ledger.usage(1_100)).toEqual(usage(0, 4, 0));
+    // It leaves the window one window after its settlement, and the lapse it had counts nowhere.
+    expect(ledger.usage(1_000 + WINDOW)).toEqual(usage(0, 0, 0));
   });
 
   it("moves settled credits from reserved to settled and keeps them for one window from settlement", () => {

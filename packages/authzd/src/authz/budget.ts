@@ -91,13 +91,16 @@ export class PayerLedger {
   }
 
   /**
-   * Commits a held reservation: its credits count as settled for one window from `at`. Once only;
-   * the caller refuses to settle a lapsed or cancelled one.
+   * Commits a reservation: its credits count as settled for one window from `at`. Once only; a cancelled
+   * one is left alone. The live daemon settles only a held one (it refuses a lapsed one); a replayed
+   * settlement is applied as written, even where the reservation time configured now lapsed it first:
+   * its credits then move from the expired-unsettled count.
    */
   settle(reservation: Reservation, at: number): void {
     this.expire(at);
-    if (!isHeld(reservation, at)) return;
-    this.reservedCredits -= reservation.credits;
+    if (reservation.settledAt !== null || reservation.cancelledAt !== null) return;
+    if (reservation.expiresAt > at) this.reservedCredits -= reservation.credits;
+    else if (reservation.expiresAt + this.windowMs > at) this.expiredCredits -= reservation.credits;
     reservation.settledAt = at;
     this.settlements.push(reservation);
     this.settledCredits += reservation.credits;
@@ -132,7 +135,8 @@ export class PayerLedger {
     const horizon = now - this.windowMs;
     for (let r = this.lapsed.peek(); r !== undefined && r.expiresAt <= horizon; r = this.lapsed.peek()) {
       this.lapsed.shift();
-      if (r.cancelledAt === null) this.expiredCredits -= r.credits;
+      // A cancelled or (replayed) settled one stopped counting here then.
+      if (r.cancelledAt === null && r.settledAt === null) this.expiredCredits -= r.credits;
     }
     for (
       let s = this.settlements.peek();

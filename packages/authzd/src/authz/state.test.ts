@@ -143,6 +143,29 @@ describe("AuthzState", () => {
     expect(state.usage("agent", 200)).toEqual({ reserved: 0, settled: 0, expiredUnsettled: 3 });
   });
 
+  it("replays rows as written when the reservation time is shorter now: a late consumption and settlement still hold", () => {
+    // Written by a daemon with a reservation time of 10 × TTL: consumed and settled at 3 × TTL, in time.
+    const state = new AuthzState(WINDOW, TTL);
+    state.apply(decided("consumed", 0, 3));
+    state.apply(decided("settled", 0, 2));
+    state.apply(consumedOrReleased("spend_consumed", "consumed", 3 * TTL));
+    state.apply(settled("settled", 3 * TTL, 2));
+    // The payer's cancels, refused by the live daemon then, change nothing on replay either.
+    state.apply(cancelled("consumed", 4 * TTL));
+    state.apply(cancelled("settled", 4 * TTL));
+    const consumed = state.decision("consumed", 5 * TTL);
+    const settledOne = state.decision("settled", 5 * TTL);
+    expect(consumed).toMatchObject({ consumedAt: 3 * TTL, cancelledAt: null });
+    expect(consumed !== undefined && decisionState(consumed, 5 * TTL)).toBe("consumed");
+    expect(settledOne).toMatchObject({ settledAt: 3 * TTL, receiptId: "rcp_settled", cancelledAt: null });
+    expect(settledOne !== undefined && decisionState(settledOne, 5 * TTL)).toBe("settled");
+    // Every credit still counts: the consumed one as lapsed unsettled, the settled one as settled.
+    expect(state.usage("agent", 5 * TTL)).toEqual({ reserved: 0, settled: 2, expiredUnsettled: 3 });
+    // Each leaves the window once, never counted twice nor below zero.
+    expect(state.usage("agent", TTL + WINDOW)).toEqual({ reserved: 0, settled: 2, expiredUnsettled: 0 });
+    expect(state.usage("agent", 3 * TTL + WINDOW)).toEqual({ reserved: 0, settled: 0, expiredUnsettled: 0 });
+  });
+
   it("replays a release by the consumer only: the credits stop counting and the state says released", () => {
     const state = new AuthzState(WINDOW, TTL);
     state.apply(decided("a", 0, 3));

@@ -76,6 +76,11 @@ export function decisionState(decision: Decision, now: number): DecisionState {
   return decision.expiresAt > now ? "approved" : "expired";
 }
 
+/** Neither settled nor cancelled (nor released), whether or not its reservation has lapsed. */
+function isOpen(decision: Decision): boolean {
+  return decision.settledAt === null && decision.cancelledAt === null;
+}
+
 /** Distinct strings kept for sharing; beyond this, strings are stored as they come. */
 const INTERN_LIMIT = 10_000;
 
@@ -155,11 +160,12 @@ export class AuthzState {
       }
       case "spend_settled": {
         const decision = this.decisions.get(row.decision_id);
-        const at = Date.parse(row.time);
-        // The service writes a settlement only for a held reservation; anything else changes nothing.
-        if (decision === undefined || !decision.approved || !isHeld(decision, at)) return;
+        // Written only for a held reservation, and applied as written: a restart with a shorter
+        // reservation time does not judge it lapsed after the fact (a cancel would then give back the
+        // credits of a spend that was made). A second row for one decision changes nothing.
+        if (decision === undefined || !decision.approved || !isOpen(decision)) return;
         decision.receiptId = row.receipt_id;
-        this.ledger(row.payer).settle(decision, at);
+        this.ledger(row.payer).settle(decision, Date.parse(row.time));
         return;
       }
       case "spend_cancelled": {
@@ -171,12 +177,11 @@ export class AuthzState {
       }
       case "spend_consumed": {
         const decision = this.decisions.get(row.decision_id);
-        const at = Date.parse(row.time);
-        // Written only for a held, unconsumed reservation; anything else changes nothing.
+        // Written only for a held, unconsumed reservation, and applied as written (as a settlement is).
         if (decision === undefined || !decision.approved || decision.consumedAt !== null) return;
-        if (!isHeld(decision, at)) return;
+        if (!isOpen(decision)) return;
         decision.consumer = this.intern(row.consumer);
-        decision.consumedAt = at;
+        decision.consumedAt = Date.parse(row.time);
         return;
       }
       case "spend_released": {

@@ -1,5 +1,5 @@
-import { type Config, cliDaemonUrl } from "../internal/config.ts";
-import { type HomePaths, readDaemonInfo, readOperatorToken } from "../internal/home.ts";
+import { cliDaemonUrl } from "../internal/config.ts";
+import { type HomePaths, readOperatorToken, runningDaemon } from "../internal/home.ts";
 
 /** Thrown for a failed CLI call; the message is fit for the terminal (no tokens). */
 export class CliError extends Error {
@@ -7,17 +7,22 @@ export class CliError extends Error {
 }
 
 /**
- * Calls the running daemon as the operator: URL from `AUTHZD_URL`, else the home's `daemon.json`,
- * else `AUTHZD_HOST`/`AUTHZD_PORT`; token from `$AUTHZD_HOME/operator.token`.
+ * Calls the running daemon as the operator: URL from `AUTHZD_URL`, else from the home's `daemon.json`
+ * while the daemon that wrote it still holds the home; token from `$AUTHZD_HOME/operator.token`. With
+ * neither, nothing is sent: the token goes to no address a daemon of this home does not listen on.
  */
 export async function operatorRequest(
-  config: Config,
   paths: HomePaths,
   method: "GET" | "POST",
   path: string,
   body?: unknown,
 ): Promise<unknown> {
-  const base = cliDaemonUrl() ?? readDaemonInfo(paths)?.url ?? `http://${config.host}:${config.port}`;
+  const base = cliDaemonUrl() ?? runningDaemon(paths)?.url;
+  if (base === undefined) {
+    throw new CliError(
+      `no daemon is running on ${paths.home}: start it with \`npx authzd serve\`, or set AUTHZD_URL to where it listens`,
+    );
+  }
   let token: string;
   try {
     token = readOperatorToken(paths);

@@ -186,6 +186,17 @@ export function readDaemonInfo(paths: HomePaths): DaemonInfo | undefined {
   }
 }
 
+/**
+ * Where the daemon that holds this home listens: `daemon.json`, only while the living process that holds
+ * the home's lock is the one that wrote it. A killed daemon's file is left behind, and whatever listens at
+ * its address now is not the daemon (it must not be sent the operator token).
+ */
+export function runningDaemon(paths: HomePaths): DaemonInfo | undefined {
+  const info = readDaemonInfo(paths);
+  if (info === undefined) return undefined;
+  return pidFileOwner(paths) === info.pid ? info : undefined;
+}
+
 /** Fsyncs a directory so that a created or renamed entry survives a crash. */
 export function syncDir(dir: string): void {
   const fd = fs.openSync(dir, "r");
