@@ -1,6 +1,6 @@
 /** How the console writes an event in one line, and which wallet it is about. */
 import type { SvcEvent } from "@svc/sdk";
-import { formatAmount, formatUsd, shorten } from "./format.ts";
+import { formatAmount, formatUsd, payeeLabel, shorten } from "./format.ts";
 
 /** One line that says what happened, amounts with their token. */
 export function describeEvent(event: SvcEvent): string {
@@ -13,7 +13,7 @@ export function describeEvent(event: SvcEvent): string {
     case "approval.rejected":
     case "approval.expired": {
       const tx = event.data;
-      const what = `${tx.type === "x402" ? "x402 payment" : "send"} of ${formatAmount(tx.amount, tx.token)} to ${shorten(tx.resource ?? tx.to, 10)} on ${tx.chain}`;
+      const what = `${tx.type === "x402" ? "x402 payment" : "send"} of ${formatAmount(tx.amount, tx.token)} to ${payeeLabel(tx.resource, tx.to)} on ${tx.chain}`;
       return tx.failureReason ? `${what}: ${tx.failureReason}` : what;
     }
     case "transaction.received": {

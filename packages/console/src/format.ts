@@ -7,11 +7,11 @@ const amountFormat = new Intl.NumberFormat(undefined, {
   minimumFractionDigits: 2,
   maximumFractionDigits: 18,
 });
-const usdFormat = new Intl.NumberFormat(undefined, { style: "currency", currency: "USD" });
-/** Below a cent (an x402 call's price), the digits that make it up. */
-const smallUsdFormat = new Intl.NumberFormat(undefined, {
+/** Cents always, and every further digit the service keeps (6 decimals): a limit is shown as it holds. */
+const usdFormat = new Intl.NumberFormat(undefined, {
   style: "currency",
   currency: "USD",
+  minimumFractionDigits: 2,
   maximumFractionDigits: 6,
 });
 
@@ -22,11 +22,13 @@ export function formatAmount(amount: string, token: string): string {
   return `${amountFormat.format(amount as Decimal)} ${token}`;
 }
 
-/** `"12.3"` → `$12.30`, `"3089.800724"` → `$3,089.80`, `"0.001"` → `$0.001`; null (price unknown) → `—`. */
+/**
+ * `"12.3"` → `$12.30`, `"49.995"` → `$49.995`, `"0.001"` → `$0.001`; null (price unknown) → `—`. Never
+ * rounded: a limit of $49.995 shown as $50.00 would tell the owner a spend it refuses is allowed.
+ */
 export function formatUsd(amount: string | null | undefined): string {
   if (amount === null || amount === undefined) return "—";
-  const small = /^0\.00/.test(amount) && /[1-9]/.test(amount);
-  return (small ? smallUsdFormat : usdFormat).format(amount as Decimal);
+  return usdFormat.format(amount as Decimal);
 }
 
 const timeFormat = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" });
@@ -55,4 +57,32 @@ const relativeFormat = new Intl.RelativeTimeFormat(undefined, { numeric: "auto",
 /** `0x1234567890abcdef…` → `0x1234…cdef`. */
 export function shorten(value: string, keep = 6): string {
   return value.length <= keep * 2 + 1 ? value : `${value.slice(0, keep)}…${value.slice(-4)}`;
+}
+
+/**
+ * Where a spend goes, in one line: an x402 resource by its whole host (the rest shortened: the host is what
+ * an agent cannot fake), anything else as a shortened address (its whole value in the title and the copy
+ * button, and in full where a spend is approved: {@link groupedAddress}).
+ */
+export function payeeLabel(resource: string | null | undefined, to: string): string {
+  if (resource) {
+    try {
+      const url = new URL(resource);
+      return `${url.host}${shorten(`${url.pathname}${url.search}`, 12)}`;
+    } catch {
+      // Not a URL the browser reads: shown like an address.
+      return shorten(resource, 10);
+    }
+  }
+  return shorten(to, 10);
+}
+
+/**
+ * An address in full, in groups of four (`0x1234 5678 9abc …`), to compare character by character: a
+ * look-alike address shares its first and last characters with the one it imitates.
+ */
+export function groupedAddress(address: string): string {
+  const prefix = address.startsWith("0x") ? "0x" : "";
+  const groups = address.slice(prefix.length).match(/.{1,4}/g) ?? [];
+  return `${prefix}${groups.join(" ")}`;
 }

@@ -29,8 +29,14 @@ export function match(pattern: string, path: string): Record<string, string> | n
   const params: Record<string, string> = {};
   for (const [i, part] of want.entries()) {
     const value = got[i] as string;
-    if (part.startsWith(":")) params[part.slice(1)] = decodeURIComponent(value);
-    else if (part !== value) return null;
+    if (part.startsWith(":")) {
+      // A malformed escape (`%E0%A4%A`, in a link anyone can send) matches nothing: the page says not found.
+      try {
+        params[part.slice(1)] = decodeURIComponent(value);
+      } catch {
+        return null;
+      }
+    } else if (part !== value) return null;
   }
   return params;
 }

@@ -109,6 +109,8 @@ describe("an owner at the console", () => {
     const card = page.getByRole("listitem", { name: /10\.00 USDC to 0x00000000/ });
     await card.waitFor({ timeout: 10_000 });
     expect(await card.textContent()).toContain("research agent");
+    // The payee in full, group by group: a look-alike address cannot pass for it.
+    expect(await card.textContent()).toContain("0x0000 0000 0000 0000 0000 0000 0000 0000 0000 dEaD");
     await page.getByRole("link", { name: /Approvals\s*1/ }).waitFor({ timeout: 10_000 });
     expect(owner.errors.join("\n")).toBe("");
     await owner.screenshot("owner-3-approval-waiting");

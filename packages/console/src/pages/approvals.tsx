@@ -3,7 +3,7 @@
  * 3 s, so a new request appears (and a decided one leaves) without a reload.
  */
 import type { Approval, Wallet } from "@svc/sdk";
-import { formatAmount, formatRelative, formatTime, shorten } from "../format.ts";
+import { formatAmount, formatRelative, formatTime, groupedAddress, payeeLabel } from "../format.ts";
 import { Link } from "../router.tsx";
 import { svc } from "../session.ts";
 import { CopyButton } from "../ui/copy-button.tsx";
@@ -56,7 +56,7 @@ function ApprovalCard(props: { approval: Approval; wallet: Wallet | undefined; o
       : svc().approvals.reject(approval.id));
     props.onDecided();
   });
-  const label = `${formatAmount(approval.amount, approval.token)} to ${shorten(approval.resource ?? approval.to, 10)}`;
+  const label = `${formatAmount(approval.amount, approval.token)} to ${payeeLabel(approval.resource, approval.to)}`;
   return (
     <li className="card approval" aria-label={label}>
       <div className="card-title">
@@ -69,7 +69,10 @@ function ApprovalCard(props: { approval: Approval; wallet: Wallet | undefined; o
         <div>
           <dt>Payee</dt>
           <dd>
-            <code title={approval.to}>{shorten(approval.to, 10)}</code> <CopyButton value={approval.to} />
+            <code className="address-full" title={approval.to}>
+              {groupedAddress(approval.to)}
+            </code>{" "}
+            <CopyButton value={approval.to} />
           </dd>
         </div>
         {approval.resource && (

@@ -5,7 +5,7 @@
  */
 import type { Transaction, TransactionQuery, Wallet } from "@svc/sdk";
 import { useState } from "react";
-import { formatAmount, formatRelative, formatTime, shorten } from "../../format.ts";
+import { formatAmount, formatRelative, formatTime, payeeLabel, shorten } from "../../format.ts";
 import { CopyButton } from "../../ui/copy-button.tsx";
 import { Empty, ErrorNotice, Loading } from "../../ui/feedback.tsx";
 import { useResource } from "../../ui/resource.ts";
@@ -136,6 +136,7 @@ function TransactionRow(props: { tx: Transaction }) {
   const { tx } = props;
   const incoming = tx.type === "receive";
   const counterparty = incoming ? tx.from : (tx.resource ?? tx.to);
+  const shown = incoming ? payeeLabel(undefined, tx.from) : payeeLabel(tx.resource, tx.to);
   return (
     <tr data-transaction={tx.id}>
       <td>
@@ -148,7 +149,7 @@ function TransactionRow(props: { tx: Transaction }) {
       </td>
       <td>
         <span className="muted">{incoming ? "from " : "to "}</span>
-        <code title={counterparty}>{shorten(counterparty, 10)}</code>
+        <code title={counterparty}>{shown}</code>
       </td>
       <td>
         <span className={`status status-${tx.status}`}>{STATUS_LABEL[tx.status]}</span>
