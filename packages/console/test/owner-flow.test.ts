@@ -88,6 +88,31 @@ describe("an owner at the console", () => {
       .waitFor();
   });
 
+  it("saving the whitelist keeps a change made elsewhere since the page loaded: an entry removed there stays removed", async () => {
+    const token = await accessToken();
+    const [kept, removedElsewhere, added] = [
+      "0x1111111111111111111111111111111111111111",
+      "0x2222222222222222222222222222222222222222",
+      "api.example.com",
+    ];
+    const setWhitelist = (whitelist: string[]) =>
+      server.api.request("PATCH", `/v1/wallets/${walletId}/policy`, { token, body: { whitelist } });
+    expect((await setWhitelist([kept, removedElsewhere])).status).toBe(200);
+    await page.goto(walletUrl);
+    await page.reload();
+    await page.getByRole("button", { name: `Remove ${removedElsewhere} from the whitelist` }).waitFor();
+    // Elsewhere (another tab, the CLI) the entry is removed; this page still shows it.
+    expect((await setWhitelist([kept])).status).toBe(200);
+    await page.getByRole("textbox", { name: "Add an address or host" }).fill(added);
+    await page.getByRole("button", { name: "Add", exact: true }).click();
+    await page.getByRole("button", { name: "Save policy" }).click();
+    await page.getByText("Policy saved.").waitFor();
+    const policy = await server.api.get(`/v1/wallets/${walletId}/policy`, token);
+    expect(policy.body.whitelist).toEqual([kept, added]);
+    expect((await setWhitelist([])).status).toBe(200);
+    await page.reload();
+  });
+
   it("an agent's spend above the approval threshold appears in Approvals without a reload; approved, it confirms", async () => {
     await page.getByRole("link", { name: /^Approvals/ }).click();
     await page.getByText("Nothing waiting for you.").waitFor();

@@ -1,6 +1,7 @@
 /**
  * The spending policy: four USD bounds (empty = none), the payee whitelist and the authorization switch.
- * Saving sends only what changed; the service's validation messages appear at their field.
+ * Saving sends only what changed (the whitelist as the owner's additions and removals to its current
+ * entries); the service's validation messages appear at their field.
  */
 import type { Policy, PolicyInput, Wallet } from "@svc/sdk";
 import { type FormEvent, useEffect, useState } from "react";
@@ -46,7 +47,20 @@ export function PolicyEditor(props: { wallet: Wallet; policy: Policy; onSaved: (
   };
   const changed = Object.keys(changes()).length > 0;
   const save = useAction(async () => {
-    const updated = await wallet.policy.update(changes());
+    const input = changes();
+    if (input.whitelist !== undefined) {
+      // The owner's additions and removals, applied to the whitelist as it stands now: a list changed
+      // elsewhere since this page loaded it (another tab, the CLI) keeps that change, and an entry removed
+      // there does not come back from this page's older copy.
+      const added = draft.whitelist.filter((entry) => !policy.whitelist.includes(entry));
+      const removed = new Set(policy.whitelist.filter((entry) => !draft.whitelist.includes(entry)));
+      const current = (await wallet.policy.get()).whitelist;
+      input.whitelist = [
+        ...current.filter((entry) => !removed.has(entry)),
+        ...added.filter((entry) => !current.includes(entry)),
+      ];
+    }
+    const updated = await wallet.policy.update(input);
     setSaved(true);
     props.onSaved(updated);
   });
