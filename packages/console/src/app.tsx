@@ -8,7 +8,7 @@ import { WalletPage } from "./pages/wallet.tsx";
 import { WalletsPage } from "./pages/wallets.tsx";
 import { WebhooksPage } from "./pages/webhooks.tsx";
 import { Link, match, navigate, usePath } from "./router.tsx";
-import { signOut, svc, useSession } from "./session.ts";
+import { logOut, svc, useSession } from "./session.ts";
 import { useResource } from "./ui/resource.ts";
 
 const SECTIONS = [
@@ -80,7 +80,7 @@ export function App() {
         </nav>
         <div className="account">
           <span className="email">{session.email}</span>
-          <button type="button" className="link" onClick={() => signOut()}>
+          <button type="button" className="link" onClick={() => void logOut()}>
             Log out
           </button>
         </div>

@@ -57,6 +57,19 @@ export function signOut(reason?: string): void {
   publish(null);
 }
 
+/**
+ * The owner logs out: the service ends the access token first (a copy of it stops working too), then the
+ * session ends here whatever the service answered (a token it already refuses has nothing left to end).
+ */
+export async function logOut(): Promise<void> {
+  try {
+    await svc().auth.logout();
+  } catch {
+    // Ended or unreachable: the tab forgets the token all the same.
+  }
+  signOut();
+}
+
 /** The message left by the last `signOut`, if any. */
 export function sessionEndReason(): string | undefined {
   return endedBecause;

@@ -33,9 +33,24 @@ describe("the session", () => {
     await user.screenshot("session-registered");
   });
 
-  it("logs out, and a wrong password shows the service's message and request id", async () => {
+  it("logs out, ending the token (a copy of it stops working), and a wrong password shows the service's message and request id", async () => {
     const { page } = user;
+    const copied = await page.evaluate(() => {
+      for (let i = 0; i < sessionStorage.length; i++) {
+        const match = /"accessToken":"([^"]+)"/.exec(
+          sessionStorage.getItem(sessionStorage.key(i) ?? "") ?? "",
+        );
+        if (match) return match[1];
+      }
+      return undefined;
+    });
+    expect(copied).toBeTruthy();
+    expect((await server.api.get("/v1/wallets", copied)).status).toBe(200);
     await page.getByRole("button", { name: "Log out" }).click();
+    await page.getByLabel("Email").waitFor();
+    const after = await server.api.get("/v1/wallets", copied);
+    expect(after.status).toBe(401);
+    expect(after.body.error.reason).toBe("token_ended");
     await page.getByLabel("Email").fill(email);
     await page.getByLabel("Password").fill("not-the-password-at-all");
     await page.getByRole("button", { name: "Log in" }).last().click();

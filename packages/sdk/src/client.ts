@@ -139,6 +139,13 @@ export class SvcWallet {
      * const { role, apiKey } = await svc.auth.me(); // "agent", { walletIds: ["wal_…"], … }
      */
     me(): Promise<CurrentCredential>;
+    /**
+     * Ends this client's login access token before it expires (`POST /v1/auth/logout`): the service refuses
+     * it from then on, a copy of it included. An API key is revoked instead (`apiKeys.revoke`).
+     * @example
+     * await owner.auth.logout();
+     */
+    logout(): Promise<void>;
   };
   /** API keys of the account (creating, listing and revoking others need an admin credential). */
   readonly apiKeys: {
@@ -389,6 +396,10 @@ export class SvcWallet {
           anonymous: true,
         }),
       me: () => transport.request<CurrentCredential>({ method: "GET", path: "/me", idempotent: true }),
+      logout: async () => {
+        // Not repeated: a repeat after a lost answer would meet the ended token (401).
+        await transport.request<undefined>({ method: "POST", path: "/auth/logout", idempotent: false });
+      },
     };
     this.apiKeys = {
       create: (input) =>

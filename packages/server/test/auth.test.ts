@@ -140,6 +140,7 @@ describe("POST /v1/auth/login", () => {
       .setSubject(userId)
       .setIssuer("svc")
       .setAudience("svc-api")
+      .setJti("tok_expired")
       .setIssuedAt(Math.floor(Date.now() / 1000) - 7200)
       .setExpirationTime(Math.floor(Date.now() / 1000) - 3600)
       .sign(new TextEncoder().encode(TEST_JWT_SECRET));
@@ -156,31 +157,62 @@ describe("POST /v1/auth/login", () => {
     expect(expectErrorShape(none).reason).toBe("missing_credentials");
   });
 
-  it("refuses a token signed with the secret but missing sub, iat or exp, living over an hour, or naming no account", async () => {
+  it("refuses a token signed with the secret but missing sub, jti, iat or exp, living over an hour, or naming no account", async () => {
     const { userId } = await seedAccount(server.api);
     const now = Math.floor(Date.now() / 1000);
-    const sign = (claims: { sub?: string; iat?: number; exp?: number }) => {
+    const sign = (claims: { sub?: string; jti?: string; iat?: number; exp?: number }) => {
       let jwt = new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setIssuer("svc").setAudience("svc-api");
       if (claims.sub !== undefined) jwt = jwt.setSubject(claims.sub);
+      if (claims.jti !== undefined) jwt = jwt.setJti(claims.jti);
       if (claims.iat !== undefined) jwt = jwt.setIssuedAt(claims.iat);
       if (claims.exp !== undefined) jwt = jwt.setExpirationTime(claims.exp);
       return jwt.sign(new TextEncoder().encode(TEST_JWT_SECRET));
     };
-    // The control: all three claims, an hour's life, a real account.
-    const good = await sign({ sub: userId, iat: now, exp: now + 3600 });
+    // The control: all four claims, an hour's life, a real account.
+    const jti = "tok_control";
+    const good = await sign({ sub: userId, jti, iat: now, exp: now + 3600 });
     expect((await server.api.get("/v1/wallets", good)).status).toBe(200);
     const bad = {
-      "no sub": await sign({ iat: now, exp: now + 3600 }),
-      "no iat": await sign({ sub: userId, exp: now + 3600 }),
-      "no exp": await sign({ sub: userId, iat: now }),
-      "a day's life": await sign({ sub: userId, iat: now, exp: now + 86_400 }),
-      "an unknown account": await sign({ sub: "usr_0000000000000000000000", iat: now, exp: now + 3600 }),
+      "no sub": await sign({ jti, iat: now, exp: now + 3600 }),
+      "no jti": await sign({ sub: userId, iat: now, exp: now + 3600 }),
+      "no iat": await sign({ sub: userId, jti, exp: now + 3600 }),
+      "no exp": await sign({ sub: userId, jti, iat: now }),
+      "a day's life": await sign({ sub: userId, jti, iat: now, exp: now + 86_400 }),
+      "an unknown account": await sign({ sub: "usr_0000000000000000000000", jti, iat: now, exp: now + 3600 }),
     };
     for (const [why, token] of Object.entries(bad)) {
       const response = await server.api.get("/v1/wallets", token);
       expect(response.status, why).toBe(401);
       expect(expectErrorShape(response).code, why).toBe("Unauthorized");
     }
+  });
+});
+
+describe("POST /v1/auth/logout", () => {
+  it("ends this login's access token at once, and no other: a copied token stops working", async () => {
+    const { email, password, apiKey } = await seedAccount(server.api);
+    const login = async () =>
+      (await server.api.post("/v1/auth/login", { email, password })).body.accessToken as string;
+    const [ended, other] = [await login(), await login()];
+    expect((await server.api.get("/v1/wallets", ended)).status).toBe(200);
+
+    const logout = await server.api.post("/v1/auth/logout", undefined, ended);
+    expect(logout.status, logout.text).toBe(204);
+    for (const response of [
+      await server.api.get("/v1/wallets", ended),
+      await server.api.post("/v1/api-keys", { name: "kept", role: "admin" }, ended),
+      await server.api.post("/v1/auth/logout", undefined, ended),
+    ]) {
+      expect(response.status).toBe(401);
+      expect(expectErrorShape(response)).toMatchObject({ code: "Unauthorized", reason: "token_ended" });
+    }
+    // Another login of the account, and its keys, still work.
+    expect((await server.api.get("/v1/wallets", other)).status).toBe(200);
+    expect((await server.api.get("/v1/wallets", apiKey)).status).toBe(200);
+    // A key is revoked, not logged out.
+    const withKey = await server.api.post("/v1/auth/logout", undefined, apiKey);
+    expect(withKey.status).toBe(400);
+    expect(expectErrorShape(withKey).reason).toBe("not_an_access_token");
   });
 });
 

@@ -33,19 +33,20 @@ export class AccessTokens {
   }
 
   /**
-   * Returns the account id the token acts for, or throws Unauthorized (`token_expired` when it expired).
-   * The token must name its account (`sub`), when it was issued (`iat`) and when it ends (`exp`), and live
-   * no longer than {@link ACCESS_TOKEN_TTL_SECONDS}: a token signed with the secret but without those, or
-   * for longer, is refused.
+   * Returns the account the token acts for, the token's id and when it expires, or throws Unauthorized
+   * (`token_expired` when it expired). The token must name its account (`sub`), itself (`jti`), when it
+   * was issued (`iat`) and when it ends (`exp`), and live no longer than {@link ACCESS_TOKEN_TTL_SECONDS}:
+   * a token signed with the secret but without those, or for longer, is refused. Whether its owner ended
+   * it by logging out is the store's to say (`accessTokenLive`).
    */
-  async verify(token: string): Promise<string> {
+  async verify(token: string): Promise<VerifiedAccessToken> {
     let payload: JWTPayload;
     try {
       ({ payload } = await jwtVerify(token, this.#key, {
         algorithms: ["HS256"],
         issuer: ISSUER,
         audience: AUDIENCE,
-        requiredClaims: ["sub", "iat", "exp"],
+        requiredClaims: ["sub", "jti", "iat", "exp"],
         maxTokenAge: ACCESS_TOKEN_TTL_SECONDS,
         currentDate: this.#now(),
       }));
@@ -53,10 +54,22 @@ export class AccessTokens {
       if (error instanceof joseErrors.JWTExpired) throw errors.tokenExpired();
       throw errors.invalidCredentials();
     }
-    const { sub, iat, exp } = payload;
-    if (typeof sub !== "string" || typeof iat !== "number" || typeof exp !== "number")
+    const { sub, jti, iat, exp } = payload;
+    if (
+      typeof sub !== "string" ||
+      typeof jti !== "string" ||
+      typeof iat !== "number" ||
+      typeof exp !== "number"
+    )
       throw errors.invalidCredentials();
     if (exp - iat > ACCESS_TOKEN_TTL_SECONDS) throw errors.invalidCredentials();
-    return sub;
+    return { accountId: sub, tokenId: jti, expiresAt: new Date(exp * 1000) };
   }
+}
+
+/** A login access token that verified: whose it is, its id (`jti`) and when it expires. */
+export interface VerifiedAccessToken {
+  accountId: string;
+  tokenId: string;
+  expiresAt: Date;
 }

@@ -1,9 +1,10 @@
 import { hash, verify } from "@node-rs/argon2";
-import { eq } from "drizzle-orm";
+import { eq, lt, sql } from "drizzle-orm";
 import { newId } from "../internal/crypto.ts";
-import { accounts } from "../internal/db/schema.ts";
-import { type Db, namedStatement, withDomainErrors } from "../internal/db/store.ts";
+import { accounts, endedAccessTokens } from "../internal/db/schema.ts";
+import { type Db, selectRows, withDomainErrors } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
+import type { VerifiedAccessToken } from "./access-tokens.ts";
 
 /** argon2id, 64 MiB, 3 passes: OWASP's first recommended setting. */
 // `algorithm: 2` is Argon2id (a const enum in the package that verbatimModuleSyntax cannot import).
@@ -75,14 +76,31 @@ export async function getAccount(db: Db, accountId: string): Promise<Account> {
   return row;
 }
 
-/** Whether an account with this id exists; checked for every access token, which names one. */
-export async function accountExists(db: Db, accountId: string): Promise<boolean> {
-  const [row] = await accountByIdStatement(db, [accountId]);
-  return row !== undefined;
+/**
+ * Refuses an access token whose account is gone (401 `invalid_credentials`) or which its owner ended by
+ * logging out (401 `token_ended`); checked for every request an access token makes.
+ */
+export async function ensureAccessTokenLive(db: Db, token: VerifiedAccessToken): Promise<void> {
+  // Whether the token's account exists, and whether its owner ended the token: one read per request.
+  const [row] = await selectRows<{ account: boolean; ended: boolean }>(
+    db,
+    sql`SELECT EXISTS (SELECT 1 FROM accounts WHERE id = ${token.accountId}) AS account,
+               EXISTS (SELECT 1 FROM ended_access_tokens WHERE jti = ${token.tokenId}) AS ended`,
+  );
+  if (!row?.account) throw errors.invalidCredentials();
+  if (row.ended) throw errors.tokenEnded();
 }
 
-const accountByIdStatement = namedStatement<{ id: string }>(
-  "account_by_id",
-  "SELECT id FROM accounts WHERE id = $1",
-  [[["id"], accounts.id]],
-);
+/**
+ * Ends a login access token before it expires (logging out): it is refused from then on, on every
+ * instance. Ending it twice is ending it once; rows of tokens that would have expired by now go.
+ */
+export async function endAccessToken(db: Db, token: { tokenId: string; expiresAt: Date }): Promise<void> {
+  await db.transaction(async (tx) => {
+    await tx
+      .insert(endedAccessTokens)
+      .values({ jti: token.tokenId, expiresAt: token.expiresAt })
+      .onConflictDoNothing();
+    await tx.delete(endedAccessTokens).where(lt(endedAccessTokens.expiresAt, new Date()));
+  });
+}

@@ -1,5 +1,5 @@
 import type { FastifyContextConfig, FastifyRequest, RouteOptions } from "fastify";
-import { accountExists } from "../accounts/accounts.ts";
+import { ensureAccessTokenLive } from "../accounts/accounts.ts";
 import { authenticateApiKey, ensureApiKeyLive } from "../api-keys/api-keys.ts";
 import { API_KEY_PREFIX } from "../internal/crypto.ts";
 import { errors } from "../internal/errors.ts";
@@ -49,11 +49,16 @@ async function authenticate(services: Services, header: string | undefined): Pro
       credential: { kind: "api_key", keyId: key.keyId },
     };
   }
-  const accountId = await services.accessTokens.verify(credential);
-  // A token outlives nothing it names: an account that is gone is not acted for.
-  if (!(await accountExists(services.store.db, accountId))) throw errors.invalidCredentials();
+  const token = await services.accessTokens.verify(credential);
+  // A token outlives nothing it names (an account that is gone is not acted for), nor its owner's logout.
+  await ensureAccessTokenLive(services.store.db, token);
   // The owner's login acts for the whole account.
-  return { accountId, role: "admin", walletIds: null, credential: { kind: "access_token" } };
+  return {
+    accountId: token.accountId,
+    role: "admin",
+    walletIds: null,
+    credential: { kind: "access_token", tokenId: token.tokenId, expiresAt: token.expiresAt },
+  };
 }
 
 /**
@@ -109,10 +114,15 @@ export function installGuards(app: App, services: Services, ownRequests: OwnRequ
   app.addHook("preHandler", async (request) => {
     const principal = request.principal;
     if (!principal) return;
-    // The key was checked before the body was read, which its client may take as long as it likes to send:
-    // a key revoked (or expired) meanwhile acts for nothing, not even a request it began before.
-    if (principal.credential.kind === "api_key" && request.method !== "GET" && request.method !== "HEAD")
-      await ensureApiKeyLive(services.store.db, principal.credential.keyId, services.now());
+    // The credential was checked before the body was read, which its client may take as long as it likes
+    // to send: a key revoked (or expired), or a login ended, meanwhile acts for nothing, not even a request
+    // it began before.
+    if (request.method !== "GET" && request.method !== "HEAD") {
+      const { credential } = principal;
+      if (credential.kind === "api_key")
+        await ensureApiKeyLive(services.store.db, credential.keyId, services.now());
+      else await ensureAccessTokenLive(services.store.db, { accountId: principal.accountId, ...credential });
+    }
     // After validation, so the wallet id is well-formed; a wallet outside the credential's scope is absent.
     const param = request.routeOptions.config.walletParam;
     if (!param) return;

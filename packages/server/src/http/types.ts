@@ -56,7 +56,7 @@ export interface Principal {
   role: Role;
   /** The wallets this credential may see and act on; null = every wallet of the account. */
   walletIds: readonly string[] | null;
-  credential: { kind: "api_key"; keyId: string } | { kind: "access_token" };
+  credential: { kind: "api_key"; keyId: string } | { kind: "access_token"; tokenId: string; expiresAt: Date };
 }
 
 declare module "fastify" {

@@ -305,6 +305,15 @@ export const errors = {
       { needed },
     ),
   tokenExpired: () => new AppError(401, "Unauthorized", "The access token has expired", "token_expired"),
+  tokenEnded: () =>
+    new AppError(401, "Unauthorized", "This access token was ended by logging out", "token_ended"),
+  notALogin: () =>
+    new AppError(
+      400,
+      "ValidationError",
+      "Logging out ends a login's access token; an API key is revoked with DELETE /v1/api-keys/:id",
+      "not_an_access_token",
+    ),
   /** Same status and message for an unknown email and a wrong password. */
   loginFailed: () => new AppError(401, "Unauthorized", "Invalid email or password", "invalid_credentials"),
 

@@ -5,6 +5,7 @@ import { registerRevokeApiKey } from "./api-keys/revoke.ts";
 import { registerDecideApproval } from "./approvals/decide.ts";
 import { registerListApprovals } from "./approvals/list.ts";
 import { registerLogin } from "./auth/login.ts";
+import { registerLogout } from "./auth/logout.ts";
 import { registerGetMe } from "./auth/me.ts";
 import { registerRegister } from "./auth/register.ts";
 import { registerListChains } from "./chains/list.ts";
@@ -44,6 +45,7 @@ export function registerRoutes(app: App, services: Services): void {
   registerHealthz(app, services);
   registerRegister(app, services);
   registerLogin(app, services);
+  registerLogout(app, services);
   registerGetMe(app, services);
   registerCreateApiKey(app, services);
   registerListApiKeys(app, services);

@@ -36,6 +36,11 @@ export const accounts = pgTable("accounts", {
   createdAt: createdAt(),
 });
 
+export const endedAccessTokens = pgTable("ended_access_tokens", {
+  jti: text("jti").primaryKey(),
+  expiresAt: timestamp("expires_at", { withTimezone: true, mode: "date" }).notNull(),
+});
+
 export const apiKeys = pgTable("api_keys", {
   id: text("id").primaryKey(),
   accountId: text("account_id").notNull(),
