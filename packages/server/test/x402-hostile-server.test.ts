@@ -11,6 +11,7 @@ import { fundEvm, fundSolana } from "@svc/devnet";
 import { privateKeyToAddress } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { encodeHeaderJson } from "../src/x402/encoding.ts";
+import type { ApiResponse } from "./support/api-client.ts";
 import {
   createTestServer,
   expectErrorShape,
@@ -177,14 +178,16 @@ describe("a hostile x402 resource server", () => {
     expect(await historyOf(wallet.id)).toEqual([]);
   });
 
-  it("holding its 402 while the owner revokes the agent's key: nothing is signed for the revoked key, 401 key_revoked", async () => {
+  /**
+   * A paid fetch whose resource holds back its 402 while the owner ends the credential that asked: nothing is
+   * signed for it, and the answer is the 401 its next request would get.
+   */
+  async function endedWhileThe402IsHeld(
+    credential: (walletId: string) => Promise<{ token: string; end: () => Promise<ApiResponse> }>,
+    reason: string,
+  ) {
     const wallet = await fundedWallet();
-    const agent = await server.api.post(
-      "/v1/api-keys",
-      { name: "agent", role: "agent", walletIds: [wallet.id] },
-      owner.apiKey,
-    );
-    expect(agent.status, agent.text).toBe(201);
+    const { token, end } = await credential(wallet.id);
     const requirement = await evmRequirement();
     let asked!: () => void;
     const firstAsked = new Promise<void>((resolve) => (asked = resolve));
@@ -201,15 +204,38 @@ describe("a hostile x402 resource server", () => {
       await mayAnswer;
       challengeOf(requirement)(request, response);
     });
-    const fetching = server.api.post("/v1/x402/fetch", { walletId: wallet.id, url }, agent.body.key);
+    const fetching = server.api.post("/v1/x402/fetch", { walletId: wallet.id, url }, token);
     await firstAsked;
-    const revoked = await server.api.delete(`/v1/api-keys/${agent.body.id}`, owner.apiKey);
-    expect(revoked.status, revoked.text).toBe(204);
+    const ended = await end();
+    expect(ended.status, ended.text).toBe(204);
     answer402();
     const answer = await fetching;
     expect(answer.status, answer.text).toBe(401);
-    expect(expectErrorShape(answer).reason).toBe("key_revoked");
+    expect(expectErrorShape(answer).reason).toBe(reason);
     expect(paid).toBe(false);
     expect(await historyOf(wallet.id)).toEqual([]);
+  }
+
+  it("holding its 402 while the owner revokes the agent's key: nothing is signed for the revoked key, 401 key_revoked", async () => {
+    await endedWhileThe402IsHeld(async (walletId) => {
+      const agent = await server.api.post(
+        "/v1/api-keys",
+        { name: "agent", role: "agent", walletIds: [walletId] },
+        owner.apiKey,
+      );
+      expect(agent.status, agent.text).toBe(201);
+      return {
+        token: agent.body.key as string,
+        end: () => server.api.delete(`/v1/api-keys/${agent.body.id}`, owner.apiKey),
+      };
+    }, "key_revoked");
+  });
+
+  it("holding its 402 while the owner logs out the login whose token was copied: nothing is signed, 401 token_ended", async () => {
+    await endedWhileThe402IsHeld(async () => {
+      const login = await server.api.post("/v1/auth/login", { email: owner.email, password: owner.password });
+      const token = login.body.accessToken as string;
+      return { token, end: () => server.api.post("/v1/auth/logout", undefined, token) };
+    }, "token_ended");
   });
 });

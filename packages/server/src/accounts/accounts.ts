@@ -2,7 +2,7 @@ import { hash, verify } from "@node-rs/argon2";
 import { eq, lt, sql } from "drizzle-orm";
 import { newId } from "../internal/crypto.ts";
 import { accounts, endedAccessTokens } from "../internal/db/schema.ts";
-import { type Db, selectRows, withDomainErrors } from "../internal/db/store.ts";
+import { type Db, selectRows, type Tx, withDomainErrors } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 import type { VerifiedAccessToken } from "./access-tokens.ts";
 
@@ -92,11 +92,35 @@ export async function ensureAccessTokenLive(db: Db, token: VerifiedAccessToken):
 }
 
 /**
- * Ends a login access token before it expires (logging out): it is refused from then on, on every
- * instance. Ending it twice is ending it once; rows of tokens that would have expired by now go.
+ * Holds a login access token live until the transaction ends, for a spend it asked for: ended since its
+ * request was authenticated, it refuses the spend (401 `token_ended`). Its account's row is held `FOR SHARE`,
+ * which a logout ({@link endAccessToken}) locks for update: a logout waits for a spend already being
+ * admitted, and every later one sees the token ended.
  */
-export async function endAccessToken(db: Db, token: { tokenId: string; expiresAt: Date }): Promise<void> {
+export async function holdLiveAccessToken(
+  tx: Tx,
+  token: { accountId: string; tokenId: string },
+): Promise<void> {
+  const [row] = await selectRows<{ ended: boolean }>(
+    tx,
+    sql`SELECT EXISTS (SELECT 1 FROM ended_access_tokens WHERE jti = ${token.tokenId}) AS ended
+        FROM accounts WHERE id = ${token.accountId} FOR SHARE`,
+  );
+  if (!row) throw errors.invalidCredentials();
+  if (row.ended) throw errors.tokenEnded();
+}
+
+/**
+ * Ends a login access token before it expires (logging out): it is refused from then on, on every
+ * instance, by spends already being admitted too (they finish first: {@link holdLiveAccessToken}).
+ * Ending it twice is ending it once; rows of tokens that would have expired by now go.
+ */
+export async function endAccessToken(
+  db: Db,
+  token: { accountId: string; tokenId: string; expiresAt: Date },
+): Promise<void> {
   await db.transaction(async (tx) => {
+    await selectRows(tx, sql`SELECT id FROM accounts WHERE id = ${token.accountId} FOR UPDATE`);
     await tx
       .insert(endedAccessTokens)
       .values({ jti: token.tokenId, expiresAt: token.expiresAt })

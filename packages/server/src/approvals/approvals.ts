@@ -5,7 +5,6 @@
  * or letting it expire, ends it `rejected` and gives its reservation back.
  */
 import { and, asc, desc, eq, inArray, lte } from "drizzle-orm";
-import { holdLiveApiKey } from "../api-keys/api-keys.ts";
 import type { AuthzdClient } from "../authzd/client.ts";
 import { type EventType, recordEvent } from "../events/events.ts";
 import { attachTransaction, type IdempotencyClaim } from "../idempotency/idempotency.ts";
@@ -15,6 +14,7 @@ import { AppError, errors } from "../internal/errors.ts";
 import { checkStaticRules, type SpendFacts } from "../policy/rules.ts";
 import { checkDailyLimit, reservedInWindow } from "../policy/spend-window.ts";
 import {
+  holdAskingCredential,
   lockSpendingPolicy,
   moveReservation,
   releaseReservation,
@@ -108,7 +108,7 @@ export async function approveSpend(
       );
       const current = await lockHeld(tx, held.id);
       const now = deps.now?.() ?? new Date();
-      if (asker.apiKeyId !== undefined) await holdLiveApiKey(tx, asker.apiKeyId, now);
+      await holdAskingCredential(tx, asker.credential, now);
       // Its deadline went by while it was planned: nothing of this transaction stays (the nonce included).
       if (isPastDeadline(current, now)) throw new DeadlinePassed(now);
       checkStaticRules(policy, spend);

@@ -14,11 +14,14 @@ export function spendDeps(services: Services): SpendDeps {
   };
 }
 
-/** Who asks, for the spend pipeline: the request's Idempotency-Key claim and the API key it came with. */
+/** Who asks, for the spend pipeline: the request's Idempotency-Key claim and the credential it came with. */
 export function spendAsker(request: FastifyRequest): SpendAsker {
-  const { credential } = principalOf(request);
+  const { accountId, credential } = principalOf(request);
   return {
     idempotency: request.idempotencyClaim ?? undefined,
-    apiKeyId: credential.kind === "api_key" ? credential.keyId : undefined,
+    credential:
+      credential.kind === "api_key"
+        ? { kind: "api_key", keyId: credential.keyId }
+        : { kind: "access_token", accountId, tokenId: credential.tokenId },
   };
 }

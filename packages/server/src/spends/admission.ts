@@ -1,4 +1,5 @@
 import { and, eq } from "drizzle-orm";
+import { holdLiveAccessToken } from "../accounts/accounts.ts";
 import { holdLiveApiKey } from "../api-keys/api-keys.ts";
 import type { SignedTransfer } from "../chains/types.ts";
 import { recordEvent } from "../events/events.ts";
@@ -39,6 +40,26 @@ export function signedColumns(spend: Pick<SpendFacts, "resource">, signed: Signe
   };
 }
 
+/** The credential a spend was asked with: an API key, or an owner's login access token. */
+export type AskingCredential =
+  | { kind: "api_key"; keyId: string }
+  | { kind: "access_token"; accountId: string; tokenId: string };
+
+/**
+ * Holds the credential that asked for a spend live until the spend's transaction ends: a key revoked (or
+ * expired), or a login ended, since its request was authenticated refuses the spend (401, as its next
+ * request would be); a revocation or logout that comes after waits for the transaction, so what the
+ * credential spent was decided before the revocation or logout answered.
+ */
+export async function holdAskingCredential(
+  tx: Tx,
+  credential: AskingCredential | undefined,
+  now: Date,
+): Promise<void> {
+  if (credential?.kind === "api_key") await holdLiveApiKey(tx, credential.keyId, now);
+  else if (credential?.kind === "access_token") await holdLiveAccessToken(tx, credential);
+}
+
 /**
  * The one atomic step of a spend: lock the wallet's policy row, check every rule against it and the
  * rolling window, hand out the EVM nonce, sign, and record the spend `pending` — all in one database
@@ -56,8 +77,8 @@ export async function admitSpend(
     evmNonce?: { chainPendingNonce: number };
     sign: (nonce: number | undefined) => Promise<SignedSpend>;
     idempotency?: IdempotencyClaim | undefined;
-    /** The API key that asks (none for an owner's access token): it must still be live when admitted. */
-    apiKeyId?: string | undefined;
+    /** The credential that asks: it must still be live when admitted. */
+    credential?: AskingCredential | undefined;
     now?: Date;
     /** How long a spend above `approvalAbove` waits for a decision; default {@link DEFAULT_APPROVAL_TTL_MS}. */
     approvalTtlMs?: number;
@@ -81,7 +102,7 @@ async function admitLocked(
       options.evmNonce && { chain: spend.chain, address: spend.from, ...options.evmNonce },
     );
     const now = options.now ?? new Date();
-    if (options.apiKeyId !== undefined) await holdLiveApiKey(tx, options.apiKeyId, now);
+    await holdAskingCredential(tx, options.credential, now);
     checkStaticRules(policy, spend);
     await checkDailyLimit(tx, policy, spend, now);
     // Above approvalAbove: recorded and reserved, but neither given a nonce nor signed until an admin approves.

@@ -9,7 +9,7 @@ import { checkDailyLimit } from "../policy/spend-window.ts";
 import type { TransactionRow } from "../transactions/transactions.ts";
 import type { Keyring } from "../wallets/keyring.ts";
 import { findSpendingWallet, openSigningKey } from "../wallets/wallets.ts";
-import { admitSpend } from "./admission.ts";
+import { type AskingCredential, admitSpend } from "./admission.ts";
 import {
   consumeSpendAuthorization,
   NATIVE_ASSET,
@@ -35,8 +35,8 @@ export interface SpendDeps {
 export interface SpendAsker {
   /** The claim of the request's Idempotency-Key. */
   idempotency?: IdempotencyClaim | undefined;
-  /** The API key the request came with (none for an owner's access token): still live when the spend is admitted. */
-  apiKeyId?: string | undefined;
+  /** The credential the request came with: still live when the spend is admitted ({@link holdAskingCredential}). */
+  credential?: AskingCredential | undefined;
 }
 
 export interface SendRequest {

@@ -25,9 +25,9 @@ export function registerLogout(app: App, services: Services): void {
       },
     },
     handler: async (request, reply) => {
-      const { credential } = principalOf(request);
+      const { accountId, credential } = principalOf(request);
       if (credential.kind !== "access_token") throw errors.notALogin();
-      await endAccessToken(services.store.db, credential);
+      await endAccessToken(services.store.db, { accountId, ...credential });
       return reply.status(204).send(null);
     },
   });
