@@ -53,6 +53,20 @@ describe("resolveCredentials", () => {
     ).toEqual({ apiKey: "svc_env", baseUrl: "http://elsewhere:9/v1" });
   });
 
+  it("a key saved without a base URL is the local service's; one saved with a broken base URL is nobody's", () => {
+    const keyOnly = { apiKey: "svc_saved" };
+    expect(resolveCredentials({ flags: {}, env: {} }, keyOnly).apiKey).toBe("svc_saved");
+    expect(resolveCredentials({ flags: { baseUrl: "http://elsewhere:9" }, env: {} }, keyOnly)).toMatchObject({
+      apiKey: undefined,
+      savedKeyFor: "http://127.0.0.1:8080/v1",
+    });
+    // The flags still work when the file's URL is broken; its key goes nowhere.
+    const broken = { baseUrl: "not a url", apiKey: "svc_saved" };
+    expect(
+      resolveCredentials({ flags: { baseUrl: "http://elsewhere:9", apiKey: "svc_flag" }, env: {} }, broken),
+    ).toEqual({ apiKey: "svc_flag", baseUrl: "http://elsewhere:9/v1" });
+  });
+
   it("defaults the base URL to the local service and leaves the key undefined", () => {
     expect(resolveCredentials({ flags: {}, env: {} }, {})).toEqual({
       apiKey: undefined,

@@ -117,9 +117,21 @@ export function resolveCredentials(
   const baseUrl = normalizeBaseUrl(
     pick(sources.flags.baseUrl, sources.env.SVC_BASE_URL, saved.baseUrl) ?? DEFAULT_BASE_URL,
   );
-  const savedFor = normalizeBaseUrl(saved.baseUrl ?? DEFAULT_BASE_URL);
+  const savedFor = savedKeyBaseUrl(saved);
   const savedKey = savedFor === baseUrl ? saved.apiKey : undefined;
   const apiKey = pick(sources.flags.apiKey, sources.env.SVC_API_KEY, savedKey);
   const elsewhere = apiKey === undefined && pick(saved.apiKey) !== undefined;
-  return { baseUrl, apiKey, ...(elsewhere ? { savedKeyFor: savedFor } : {}) };
+  return { baseUrl, apiKey, ...(elsewhere ? { savedKeyFor: savedFor ?? String(saved.baseUrl) } : {}) };
+}
+
+/**
+ * The service the config file's key was saved for: its base URL (`svc login` saves the two together), the
+ * local service when it names none; undefined when what it names is not a URL (no service gets the key).
+ */
+export function savedKeyBaseUrl(saved: SavedConfig): string | undefined {
+  try {
+    return normalizeBaseUrl(saved.baseUrl || DEFAULT_BASE_URL);
+  } catch {
+    return undefined;
+  }
 }

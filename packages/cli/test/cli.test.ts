@@ -358,6 +358,39 @@ describe("svc keys", () => {
     }
   });
 
+  it("svc logout revokes the saved key at the service it was saved for, whatever SVC_BASE_URL says", async () => {
+    const asked: string[] = [];
+    const elsewhere = createServer((request, response) => {
+      asked.push(`${request.method} ${request.url}`);
+      response.writeHead(204).end();
+    });
+    await new Promise<void>((resolve) => elsewhere.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(elsewhere.address() as AddressInfo).port}`;
+    const key = await server.api.post("/v1/api-keys", { name: "saved", role: "admin" }, owner.accessToken);
+    const savedFile = path.join(home, "saved-for-logout.json");
+    fs.writeFileSync(
+      savedFile,
+      JSON.stringify({ baseUrl: `${server.url}/v1`, apiKey: key.body.key, keyId: key.body.id }),
+      { mode: 0o600 },
+    );
+    try {
+      const run = await svc(["logout", "--json"], { HOME: home, SVC_CONFIG: savedFile, SVC_BASE_URL: url });
+      expectOk(run);
+      expect(run.json()).toMatchObject({ keyId: key.body.id, revoked: true });
+      expect(asked).toEqual([]);
+      expect((await server.api.get("/v1/wallets", key.body.key)).status).toBe(401);
+      // A file that names no service (written by hand, or before it saved one): its key is the local
+      // service's, and is sent nowhere else.
+      fs.writeFileSync(savedFile, JSON.stringify({ apiKey: "svc_keptFromElsewhere", keyId: "key_x" }), {
+        mode: 0o600,
+      });
+      await svc(["logout", "--json"], { HOME: home, SVC_CONFIG: savedFile, SVC_BASE_URL: url });
+      expect(asked).toEqual([]);
+    } finally {
+      elsewhere.close();
+    }
+  });
+
   it("an unknown wallet is exit 5, an unreachable service exit 6, a usage error exit 1", async () => {
     expect(expectOneLineFailure(await svc(["wallets", "show", "wal_doesnotexist"], env), 5)).toMatch(
       /NotFound/,

@@ -333,8 +333,9 @@ export class Wallet implements WalletRecord {
    * undefined when nothing was paid.
    *
    * Without the gate, the service makes the request and pays (`POST /v1/x402/fetch`; one `Idempotency-Key`
-   * across retries, so a retried call never pays twice). With the gate, the client first requests `url`
-   * itself: any answer but 402 is returned untouched and nothing is authorized. On a 402 it reads the
+   * across retries, so a retried call never pays twice). With the gate, the client first probes `url`
+   * through the service (asked once, unpaid: `probe: true`): any answer but 402 is returned untouched and
+   * nothing is authorized. On a 402 it reads the
    * challenge, picks the first requirement the wallet can pay, authorizes exactly that network, asset,
    * amount and payee with the daemon ({@link SvcSpendDeniedError} on a denial: nothing signed), has the
    * service pay no more than that amount with the decision attached, and settles with the daemon.

@@ -1,7 +1,7 @@
 import os from "node:os";
 import { type ApiKeyRole, SvcNotFoundError, SvcUnauthorizedError, SvcWallet } from "@svc/sdk";
 import { type Command, Option } from "commander";
-import { readConfig, writeConfig } from "../config.ts";
+import { readConfig, savedKeyBaseUrl, writeConfig } from "../config.ts";
 import type { Context } from "../context.ts";
 import { usage } from "../failure.ts";
 import { fields, when } from "../output.ts";
@@ -72,11 +72,16 @@ export function addAccountCommands(program: Command, contextOf: (command: Comman
       // the service no longer takes (revoked, expired) is gone already; any other failure keeps the file as
       // it is, so that the key is not lost while it still works.
       let revoked = false;
-      if (keyId !== undefined) {
+      // Revoked at the service it was saved for, whatever --base-url or SVC_BASE_URL say: it goes nowhere else.
+      const savedFor = savedKeyBaseUrl(saved);
+      if (keyId !== undefined && savedFor === undefined) {
+        throw usage(
+          `${ctx.configFile} names no service its key is for (baseUrl ${JSON.stringify(saved.baseUrl)}): fix the file, or revoke key ${keyId} with svc keys revoke`,
+        );
+      }
+      if (keyId !== undefined && savedFor !== undefined) {
         try {
-          await new SvcWallet({ apiKey, baseUrl: saved.baseUrl ?? (await ctx.baseUrl()) }).apiKeys.revoke(
-            keyId,
-          );
+          await new SvcWallet({ apiKey, baseUrl: savedFor }).apiKeys.revoke(keyId);
           revoked = true;
         } catch (error) {
           if (!(error instanceof SvcUnauthorizedError || error instanceof SvcNotFoundError)) throw error;
