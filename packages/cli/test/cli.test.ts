@@ -395,7 +395,11 @@ describe("svc keys", () => {
     expect(expectOneLineFailure(await svc(["wallets", "show", "wal_doesnotexist"], env), 5)).toMatch(
       /NotFound/,
     );
-    const closed = await svc(["wallets", "list", "--base-url", "http://127.0.0.1:9/v1"], env);
+    // A key given for that service (the saved one goes only to the service it was saved for).
+    const closed = await svc(["wallets", "list", "--base-url", "http://127.0.0.1:9/v1"], {
+      ...env,
+      SVC_API_KEY: owner.apiKey,
+    });
     expect(expectOneLineFailure(closed, 6)).toMatch(/ConnectionError network_error/);
     expect(expectOneLineFailure(await svc(["wallets", "frobnicate"], env), 1)).toMatch(/unknown command/);
     const usageJson = await svc(["send", "--json"], env);

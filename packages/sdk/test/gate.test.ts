@@ -655,7 +655,7 @@ describe("beyond the anchors", () => {
         .map((row) => row.decision_id as string);
       expect(retried.spendDecisionId).toBe(first);
       expect(settled().filter((row) => row.decision_id === first)).toHaveLength(1);
-      const verifier = await world.daemon.identity("verifier", ["wallet.spend.verify"]);
+      const verifier = await world.daemon.identity("verifier-of-retries", ["wallet.spend.verify"]);
       const lookup = await world.daemon.call("GET", `/spend/decisions/${second}`, { token: verifier });
       expect(lookup.body.state).toBe("cancelled");
     } finally {
