@@ -8,6 +8,7 @@ import { AuthzdClient } from "./authzd/client.ts";
 import { type ChainRegistry, createChainRegistry } from "./chains/registry.ts";
 import { Faucet, type FaucetAccounts } from "./faucet/faucet.ts";
 import type { App } from "./http/types.ts";
+import { sweepIdempotencyKeys } from "./idempotency/idempotency.ts";
 import { type Config, ConfigError } from "./internal/config.ts";
 import { newKey, randomBase62 } from "./internal/crypto.ts";
 import { openStore, type Store, type StoreLocation } from "./internal/db/store.ts";
@@ -28,6 +29,8 @@ import { OutboundFetcher } from "./x402/outbound-fetch.ts";
 
 /** How long a webhook receiver has to answer one delivery. */
 const WEBHOOK_TIMEOUT_MS = 10_000;
+/** How often finished Idempotency-Keys past their 24 h are deleted. */
+const IDEMPOTENCY_SWEEP_EVERY_MS = 3_600_000;
 
 /** A running service: its address, its parts for tests, and how to stop it. */
 export interface RunningService {
@@ -193,6 +196,16 @@ export async function startService(config: Config, options: StartOptions = {}): 
       config.webhookPollMs,
     );
     webhooks.start();
+    // Finished Idempotency-Keys are kept 24 h, then go: swept at start and every hour.
+    const sweepKeys = () =>
+      sweepIdempotencyKeys(store.db, now())
+        .then((swept) => swept > 0 && logger.info({ swept }, "expired Idempotency-Keys deleted"))
+        .catch((error: unknown) =>
+          logger.warn({ err: error }, "could not sweep Idempotency-Keys; will retry"),
+        );
+    void sweepKeys();
+    const keySweeps = setInterval(sweepKeys, IDEMPOTENCY_SWEEP_EVERY_MS);
+    keySweeps.unref();
     const limiter = rateLimiter;
     const localChains = local;
     const outboundFetcher = outbound;
@@ -205,6 +218,7 @@ export async function startService(config: Config, options: StartOptions = {}): 
       confirmer,
       webhooks,
       close: async () => {
+        clearInterval(keySweeps);
         await webhooks.stop();
         await confirmer.stop();
         await watcher.stop();

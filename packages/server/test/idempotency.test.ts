@@ -8,6 +8,7 @@ import {
   finishIdempotencyClaim,
   type IdempotencyClaim,
   requestFingerprint,
+  sweepIdempotencyKeys,
 } from "../src/idempotency/idempotency.ts";
 import { idempotencyKeys } from "../src/internal/db/schema.ts";
 import { selectRows, type Tx } from "../src/internal/db/store.ts";
@@ -106,6 +107,38 @@ describe("a refusal that moved nothing is not remembered under its Idempotency-K
     });
     expect((await sendWithKey(wallet.id, "po-1", body)).status).toBe(201);
     expect(await sendsOf(wallet.id)).toBe(1);
+  });
+});
+
+describe("finished keys past their 24 h", () => {
+  it("are swept, in-progress and younger ones kept; a key swept is free again", async () => {
+    const wallet = await createWallet();
+    await fundEvm(await sharedDevnet(), wallet.evm.address, { eth: 10n ** 18n, usdc: 10n * USDC });
+    const key = `sweep-${wallet.id}`;
+    const sent = await sendWithKey(wallet.id, key, { to: RECIPIENT, amount: "1" });
+    expect(sent.status, sent.text).toBe(201);
+    await leaveClaim(wallet.id, `${key}-running`, { to: RECIPIENT, amount: "2" }, new Date());
+    const rows = async () =>
+      (
+        await server.service.store.db
+          .select({ key: idempotencyKeys.key })
+          .from(idempotencyKeys)
+          .where(eq(idempotencyKeys.accountId, owner.userId))
+      )
+        .map((row) => row.key)
+        .filter((stored) => stored.startsWith(accountWide(key)));
+    const db = server.service.store.db;
+    expect(await sweepIdempotencyKeys(db, new Date(Date.now() + 23 * 3_600_000))).toBe(0);
+    expect((await rows()).sort()).toEqual([accountWide(key), accountWide(`${key}-running`)]);
+
+    const swept = await sweepIdempotencyKeys(db, new Date(Date.now() + 25 * 3_600_000));
+    expect(swept).toBeGreaterThanOrEqual(1);
+    expect(await rows()).toEqual([accountWide(`${key}-running`)]);
+    // Free again: the same key is a new request.
+    const again = await sendWithKey(wallet.id, key, { to: RECIPIENT, amount: "1" });
+    expect(again.status, again.text).toBe(201);
+    expect(again.headers.get("idempotent-replayed")).toBe("false");
+    expect(again.body.id).not.toBe(sent.body.id);
   });
 });
 

@@ -23,11 +23,13 @@ import {
   startResourceServerV1,
   startResourceServerV2,
 } from "@svc/x402-local";
+import { eq } from "drizzle-orm";
 import { createPublicClient, createTestClient, http } from "viem";
 import { privateKeyToAddress } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { createChainClient, resolveChains } from "../src/chains/registry.ts";
 import type { ChainConfig } from "../src/chains/types.ts";
+import { idempotencyKeys } from "../src/internal/db/schema.ts";
 import { testnetProfileOnLocalChains } from "./support/chains.ts";
 import { RpcGate } from "./support/rpc-gate.ts";
 import { waitForSettled } from "./support/spends.ts";
@@ -721,6 +723,31 @@ describe("never paying twice", () => {
     expect(facilitator.settlements.length - settled).toBe(1);
     expect((v2.served.get("/weather/evm") ?? 0) - served).toBe(1);
     expect(await history(wallet.id)).toHaveLength(1);
+  });
+
+  it("an answer that paid nothing is not kept under its key (it may be 2 MiB): a retry asks the resource again", async () => {
+    const wallet = await fundedWallet(undefined, 0n);
+    let asked = 0;
+    const resource = createServer((_request, response) => {
+      asked++;
+      response.writeHead(200, { "content-type": "application/json" }).end('{"free":true}');
+    });
+    await new Promise<void>((resolve) => resource.listen(0, "127.0.0.1", resolve));
+    onTestFinished(() => void resource.close());
+    const url = `http://127.0.0.1:${(resource.address() as AddressInfo).port}/free`;
+    const headers = { "idempotency-key": `free-${randomBytes(6).toString("hex")}` };
+    const body = { walletId: wallet.id, url };
+    const first = await paidFetch(body, owner.apiKey, headers);
+    const again = await paidFetch(body, owner.apiKey, headers);
+    expect(first.status, first.text).toBe(200);
+    expect(again.status, again.text).toBe(200);
+    expect(again.headers.get("idempotent-replayed")).toBe("false");
+    expect(asked).toBe(2);
+    const kept = await server.service.store.db
+      .select({ key: idempotencyKeys.key })
+      .from(idempotencyKeys)
+      .where(eq(idempotencyKeys.key, `:${headers["idempotency-key"]}`));
+    expect(kept).toEqual([]);
   });
 
   it.each(["evm", "solana"] as const)(

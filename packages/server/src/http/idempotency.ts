@@ -16,6 +16,12 @@ import type { App, Principal, Services } from "./types.ts";
 export interface IdempotentRoute {
   /** The response for the transaction the request had recorded, read back instead of redone. */
   resume(request: FastifyRequest, transaction: TransactionRow): Promise<StoredResponse> | StoredResponse;
+  /**
+   * Whether a success is remembered; default every one. A success not remembered, of a request that
+   * recorded no spend, frees its key as a refusal does (a retry is evaluated afresh, and can pay nothing
+   * twice since nothing was paid).
+   */
+  remember?(response: StoredResponse): boolean;
 }
 
 declare module "fastify" {
@@ -90,7 +96,9 @@ export function installIdempotency(app: App, services: Services): void {
     request.idempotencyClaim = null;
     try {
       const body = typeof payload === "string" && payload !== "" ? JSON.parse(payload) : null;
-      await finishIdempotencyClaim(services.store.db, claim, { status: reply.statusCode, body });
+      const response = { status: reply.statusCode, body };
+      const remember = request.routeOptions.config.idempotency?.remember?.(response) ?? true;
+      await finishIdempotencyClaim(services.store.db, claim, response, { remember });
     } catch (error) {
       // The claim stays in progress; a retry takes it over once it is stale, and resumes from its spend.
       request.log.error({ err: error }, "could not record the Idempotency-Key's response");

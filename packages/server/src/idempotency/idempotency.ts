@@ -108,17 +108,18 @@ export async function claimIdempotencyKey(
 }
 
 /**
- * Ends an owned claim with the request's response. A success is remembered. So is an error once the request
- * recorded a spend (a rejected broadcast, say): a retry must not pay again. An error that moved nothing and
- * recorded nothing (validation, policy, funds, a fault before the spend) frees the key, so a retry with the
- * same key is evaluated afresh, as if it were the first.
+ * Ends an owned claim with the request's response. A success is remembered (unless its route says not to:
+ * `remember: false`). So is anything once the request recorded a spend (a rejected broadcast, say): a retry
+ * must not pay again. An error that moved nothing and recorded nothing (validation, policy, funds, a fault
+ * before the spend) frees the key, so a retry with the same key is evaluated afresh, as if it were the first.
  */
 export async function finishIdempotencyClaim(
   db: Db,
   claim: IdempotencyClaim,
   response: StoredResponse,
+  options: { remember?: boolean } = {},
 ): Promise<void> {
-  if (response.status < 400) return complete(db, claim, response);
+  if (response.status < 400 && (options.remember ?? true)) return complete(db, claim, response);
   const freed = await db
     .delete(idempotencyKeys)
     .where(and(owned(claim), sql`${idempotencyKeys.transactionId} IS NULL`))
@@ -158,4 +159,32 @@ export async function attachTransaction(
     .where(and(owned(claim), sql`${idempotencyKeys.transactionId} IS NULL`))
     .returning({ key: idempotencyKeys.key });
   if (linked.length === 0) throw errors.idempotencyKeyInUse();
+}
+
+/** How long a finished Idempotency-Key is remembered at least (README: "remembered at least 24 h"). */
+export const IDEMPOTENCY_KEY_KEPT_MS = 24 * 3_600_000;
+/** Rows a sweep deletes per statement: short statements, whatever the backlog. */
+const SWEEP_BATCH = 1_000;
+
+/**
+ * Deletes finished keys older than {@link IDEMPOTENCY_KEY_KEPT_MS}, in batches, and returns how many; the
+ * table would otherwise grow by every remembered answer, for good. A key still in progress is left to its
+ * owner (or to a retry's take-over).
+ */
+export async function sweepIdempotencyKeys(db: Db, now = new Date()): Promise<number> {
+  const before = new Date(now.getTime() - IDEMPOTENCY_KEY_KEPT_MS);
+  let swept = 0;
+  for (;;) {
+    const deleted = await db
+      .delete(idempotencyKeys)
+      .where(
+        sql`(${idempotencyKeys.accountId}, ${idempotencyKeys.key}) IN (
+          SELECT account_id, key FROM idempotency_keys
+          WHERE state = 'completed' AND created_at < ${before.toISOString()}::timestamptz
+          LIMIT ${SWEEP_BATCH})`,
+      )
+      .returning({ key: idempotencyKeys.key });
+    swept += deleted.length;
+    if (deleted.length < SWEEP_BATCH) return swept;
+  }
 }

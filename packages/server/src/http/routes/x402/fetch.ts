@@ -133,6 +133,10 @@ export function registerX402Fetch(app: App, services: Services): void {
             "The first attempt of this request ended without an answer",
           );
         },
+        // What paid nothing is not kept (a resource's answer is up to 2 MiB): a retry asks again, and pays
+        // at most once whatever it meets.
+        remember: (response) =>
+          (response.body as { transactionId?: string } | null)?.transactionId !== undefined,
       },
     },
     schema: {
