@@ -1,3 +1,4 @@
+import { createServer, type RequestListener, type Server } from "node:http";
 import fastJson from "fast-json-stringify";
 import Fastify, { type FastifyBaseLogger, LogController } from "fastify";
 import { validatorCompiler, type ZodTypeProvider } from "fastify-type-provider-zod";
@@ -27,6 +28,7 @@ export async function createApp(
   const app = Fastify({
     ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
     bodyLimit: BODY_LIMIT_BYTES,
+    serverFactory: (handler) => createHttpServer(handler, services.config.requestTimeoutMs),
     genReqId: () => newId("req"),
     logController: new LogController({ requestIdLogLabel: "requestId" }),
     // Only the listed proxies' X-Forwarded-For is believed; with none, the socket's address is the client's.
@@ -66,4 +68,24 @@ export async function createApp(
   await registerDocsRoutes(app);
   await registerConsole(app);
   return app;
+}
+
+/**
+ * The HTTP server under the app. A request whose headers and body have not all arrived within
+ * `requestTimeoutMs` is answered 408 and its connection closed: with none (Fastify's default), requests that
+ * never finish could hold every file descriptor the process has. Node looks for them a few times per
+ * timeout (its default, every 30 s, would let one live up to twice as long). Idle keep-alive connections
+ * last 72 s, as Fastify keeps them.
+ */
+function createHttpServer(handler: RequestListener, requestTimeoutMs: number): Server {
+  const server = createServer(
+    {
+      requestTimeout: requestTimeoutMs,
+      headersTimeout: Math.min(60_000, requestTimeoutMs),
+      connectionsCheckingInterval: Math.min(30_000, Math.ceil(requestTimeoutMs / 4)),
+    },
+    handler,
+  );
+  server.keepAliveTimeout = 72_000;
+  return server;
 }

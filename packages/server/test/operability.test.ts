@@ -1,3 +1,4 @@
+import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestServer, seedAccount, type TestServer } from "./support/test-server.ts";
 
@@ -215,3 +216,28 @@ function expectOnlySelf(header: string | null, where: string): void {
     }
   }
 }
+
+describe("a request that never finishes", () => {
+  it("is cut after SVC_REQUEST_TIMEOUT_MS (408, its connection closed), and the service goes on answering", async () => {
+    const strict = await createTestServer({ env: { SVC_REQUEST_TIMEOUT_MS: "400" } });
+    try {
+      const { hostname, port } = new URL(strict.url);
+      // The headers and one byte of a 100-byte body, then nothing more.
+      const socket = connect(Number(port), hostname);
+      // Without the service's limit nothing would ever close it: the test gives up after 15 s instead.
+      socket.setTimeout(15_000, () => socket.destroy());
+      socket.write(
+        "POST /v1/auth/login HTTP/1.1\r\nHost: svc\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{",
+      );
+      const answered = await new Promise<string>((resolve) => {
+        let received = "";
+        socket.on("data", (chunk) => (received += chunk));
+        socket.on("close", () => resolve(received));
+      });
+      expect(answered).toMatch(/^HTTP\/1\.1 408 /);
+      expect((await strict.api.get("/healthz")).status).toBe(200);
+    } finally {
+      await strict.close();
+    }
+  });
+});

@@ -123,6 +123,7 @@ const envSchema = z.object({
   SVC_CONFIRMER_INTERVAL_MS: positiveInt.default(1000),
   SVC_APPROVAL_TTL_SECONDS: positiveInt.default(3600),
   SVC_WEBHOOK_POLL_MS: positiveInt.default(200),
+  SVC_REQUEST_TIMEOUT_MS: positiveInt.default(30_000),
   SVC_NETWORK_PROFILE: z.enum(["devnet", "testnet", "mainnet"]).default("devnet"),
   SVC_RPC_BASE: httpUrl.optional(),
   SVC_RPC_ETHEREUM: httpUrl.optional(),
@@ -238,6 +239,11 @@ export interface Config {
    * (at most) after it commits.
    */
   webhookPollMs: number;
+  /**
+   * How long a client has to send a whole request (headers and body); one slower is answered 408 and its
+   * connection closed, so requests that never finish cannot hold connections for good.
+   */
+  requestTimeoutMs: number;
   network: NetworkConfig;
   /**
    * The authorization daemon that spend decisions are verified with, as the service's own identity (holding
@@ -299,6 +305,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     confirmerIntervalMs: e.SVC_CONFIRMER_INTERVAL_MS,
     approvalTtlSeconds: e.SVC_APPROVAL_TTL_SECONDS,
     webhookPollMs: e.SVC_WEBHOOK_POLL_MS,
+    requestTimeoutMs: e.SVC_REQUEST_TIMEOUT_MS,
     network: networkConfig(e),
     authzd: authzdConfig(e),
     outboundAllow:
