@@ -29,8 +29,10 @@ import { privateKeyToAddress } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { createChainClient, resolveChains } from "../src/chains/registry.ts";
 import type { ChainConfig } from "../src/chains/types.ts";
+import { MAX_FETCHES_PER_ACCOUNT } from "../src/http/routes/x402/fetch.ts";
 import { idempotencyKeys } from "../src/internal/db/schema.ts";
 import { testnetProfileOnLocalChains } from "./support/chains.ts";
+import { eventually } from "./support/eventually.ts";
 import { RpcGate } from "./support/rpc-gate.ts";
 import { waitForSettled } from "./support/spends.ts";
 import { createTestServer, expectErrorShape, seedAccount, type TestServer } from "./support/test-server.ts";
@@ -415,22 +417,24 @@ describe("the policy decides before anything is signed", () => {
     });
   });
 
-  it("dailyLimit with 20 concurrent paid fetches: exactly the 5 the limit allows are paid and recorded", async () => {
-    const wallet = await fundedWallet({ dailyLimit: "0.05" });
+  it(`dailyLimit with ${MAX_FETCHES_PER_ACCOUNT} concurrent paid fetches (all an account may run at once): exactly the 3 the limit allows are paid and recorded`, async () => {
+    const wallet = await fundedWallet({ dailyLimit: "0.03" });
     const before = await usdcBalance(chains.evm, wallet.evm.address);
     const settled = facilitator.settlements.length;
     const responses = await Promise.all(
-      Array.from({ length: 20 }, () => paidFetch({ walletId: wallet.id, url: `${v2.url}/weather/evm` })),
+      Array.from({ length: MAX_FETCHES_PER_ACCOUNT }, () =>
+        paidFetch({ walletId: wallet.id, url: `${v2.url}/weather/evm` }),
+      ),
     );
     const paid = responses.filter((r) => r.status === 200 && r.body.status === 200);
     const refused = responses.filter((r) => r.status === 403);
-    expect(paid.length, responses.map((r) => r.text.slice(0, 200)).join("\n")).toBe(5);
-    expect(refused).toHaveLength(15);
+    expect(paid.length, responses.map((r) => r.text.slice(0, 200)).join("\n")).toBe(3);
+    expect(refused).toHaveLength(MAX_FETCHES_PER_ACCOUNT - 3);
     for (const response of refused) expect(expectErrorShape(response).reason).toBe("daily_limit");
-    expect(facilitator.settlements.slice(settled).map((s) => s.success)).toEqual(Array(5).fill(true));
-    expect(await usdcBalance(chains.evm, wallet.evm.address)).toBe(before - 5n * PRICE);
+    expect(facilitator.settlements.slice(settled).map((s) => s.success)).toEqual(Array(3).fill(true));
+    expect(await usdcBalance(chains.evm, wallet.evm.address)).toBe(before - 3n * PRICE);
     const rows = await history(wallet.id);
-    expect(rows).toHaveLength(5);
+    expect(rows).toHaveLength(3);
     expect(rows.every((row) => row.type === "x402" && row.status === "confirmed")).toBe(true);
   });
 });
@@ -910,6 +914,51 @@ describe("who may fetch, and what", () => {
     } finally {
       await new Promise((resolve) => hop.close(resolve));
     }
+  });
+
+  it(`runs at most ${MAX_FETCHES_PER_ACCOUNT} fetches of one account at once: the next is 429 too_many_fetches, another account's goes on`, async () => {
+    const wallet = await fundedWallet(undefined, 0n);
+    const held: (() => void)[] = [];
+    const resource = createServer((_request, response) => {
+      held.push(() => response.writeHead(200, { "content-type": "application/json" }).end("{}"));
+    });
+    await new Promise<void>((resolve) => resource.listen(0, "127.0.0.1", resolve));
+    onTestFinished(() => {
+      resource.closeAllConnections();
+      resource.close();
+    });
+    const url = `http://127.0.0.1:${(resource.address() as AddressInfo).port}/slow`;
+    const running = Array.from({ length: MAX_FETCHES_PER_ACCOUNT }, () =>
+      paidFetch({ walletId: wallet.id, url }),
+    );
+    await eventually(() => held.length === MAX_FETCHES_PER_ACCOUNT, {
+      describe: "the account's fetches to reach the resource",
+    });
+    const refused = await paidFetch({ walletId: wallet.id, url });
+    expect(refused.status, refused.text).toBe(429);
+    expect(expectErrorShape(refused).reason).toBe("too_many_fetches");
+    expect(refused.headers.get("retry-after")).toBe("1");
+
+    // Another account is not held up by this one.
+    const other = await seedAccount(server.api);
+    const theirs = await server.api.post(
+      "/v1/wallets",
+      { name: "theirs", chains: ["base-sepolia"] },
+      other.accessToken,
+    );
+    const fetched = await server.api.post(
+      "/v1/x402/fetch",
+      { walletId: theirs.body.id, url: `${v2.url}/free` },
+      other.apiKey,
+    );
+    expect(fetched.status, fetched.text).toBe(200);
+    for (const release of held) release();
+    for (const response of await Promise.all(running)) expect(response.status).toBe(200);
+    // Done, the account fetches again.
+    const after = paidFetch({ walletId: wallet.id, url });
+    await eventually(() => held.length === MAX_FETCHES_PER_ACCOUNT + 1);
+    held.at(-1)?.();
+    expect((await after).status).toBe(200);
   });
 
   it("sends the resource the caller's headers, never the caller's own credentials to this service", async () => {

@@ -365,6 +365,15 @@ export const errors = {
       },
     ),
 
+  tooManyFetches: (max: number) =>
+    new AppError(
+      429,
+      "RateLimitExceeded",
+      `At most ${max} x402 fetches of one account run at once; retry after 1s`,
+      "too_many_fetches",
+      { retryAfterSeconds: 1 },
+    ),
+
   /** A refusal remembered under an Idempotency-Key, answered again (with the new request's id). */
   replayed: (
     status: number,

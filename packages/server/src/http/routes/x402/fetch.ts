@@ -116,8 +116,16 @@ const paidFetchView = z
     },
   });
 
+/**
+ * x402 fetches of one account running at once, at most (on this instance): each holds up to 2 MiB of the
+ * resource's answer for up to 20 s, so one agent key could otherwise hold hundreds, and the memory with them.
+ */
+export const MAX_FETCHES_PER_ACCOUNT = 8;
+
 /** POST /v1/x402/fetch: fetch a URL for a wallet, paying an x402 challenge within the wallet's policy. */
 export function registerX402Fetch(app: App, services: Services): void {
+  /** Fetches running now, by account. */
+  const running = new Map<string, number>();
   app.route({
     method: "POST",
     url: "/v1/x402/fetch",
@@ -168,6 +176,10 @@ export function registerX402Fetch(app: App, services: Services): void {
           409,
           422,
           [
+            429,
+            "RateLimitExceeded: too many requests, or `too_many_fetches`: 8 of the account's fetches are running",
+          ],
+          [
             502,
             "InternalError: the resource did not answer usably (`resource_unreachable`, `resource_timeout`, `resource_too_large`, `too_many_redirects`, `invalid_payment_challenge`), or the paid request got no answer (`payment_outcome_unknown`: its transaction completes from the chain), or a chain is unreachable",
           ],
@@ -178,42 +190,52 @@ export function registerX402Fetch(app: App, services: Services): void {
       const principal = principalOf(request);
       const { walletId, body, headers, spendAuthorization, ...rest } = request.body;
       if (!mayActOnWallet(principal, walletId)) throw errors.walletNotFound(walletId);
-      const outgoingHeaders: Record<string, string> = { ...headers };
-      let outgoingBody: string | undefined;
-      if (typeof body === "string") outgoingBody = body;
-      else if (body !== undefined) {
-        outgoingBody = JSON.stringify(body);
-        if (!Object.keys(outgoingHeaders).some((name) => name.toLowerCase() === "content-type")) {
-          outgoingHeaders["content-type"] = "application/json";
+      const account = principal.accountId;
+      const busy = running.get(account) ?? 0;
+      if (busy >= MAX_FETCHES_PER_ACCOUNT) throw errors.tooManyFetches(MAX_FETCHES_PER_ACCOUNT);
+      running.set(account, busy + 1);
+      try {
+        const outgoingHeaders: Record<string, string> = { ...headers };
+        let outgoingBody: string | undefined;
+        if (typeof body === "string") outgoingBody = body;
+        else if (body !== undefined) {
+          outgoingBody = JSON.stringify(body);
+          if (!Object.keys(outgoingHeaders).some((name) => name.toLowerCase() === "content-type")) {
+            outgoingHeaders["content-type"] = "application/json";
+          }
         }
+        const paid = await fetchAndPay(
+          { ...spendDeps(services), outbound: services.outbound },
+          principal.accountId,
+          {
+            walletId,
+            ...rest,
+            headers: outgoingHeaders,
+            body: outgoingBody,
+            spendDecisionId: spendAuthorization?.decisionId,
+          },
+          spendAsker(request),
+        );
+        const transaction = paid.transaction ? toTransactionView(paid.transaction) : undefined;
+        return {
+          status: paid.response.status,
+          headers: headersOf(paid.response),
+          ...bodyOf(paid.response),
+          ...(paid.receipt ? { paymentReceipt: receiptView(paid.receipt) } : {}),
+          ...(paid.amountCharged === undefined ? {} : { amountCharged: paid.amountCharged }),
+          ...(transaction
+            ? {
+                transactionId: transaction.id,
+                transaction,
+                ...(transaction.spendDecisionId ? { spendDecisionId: transaction.spendDecisionId } : {}),
+              }
+            : {}),
+        };
+      } finally {
+        const left = (running.get(account) ?? 1) - 1;
+        if (left > 0) running.set(account, left);
+        else running.delete(account);
       }
-      const paid = await fetchAndPay(
-        { ...spendDeps(services), outbound: services.outbound },
-        principal.accountId,
-        {
-          walletId,
-          ...rest,
-          headers: outgoingHeaders,
-          body: outgoingBody,
-          spendDecisionId: spendAuthorization?.decisionId,
-        },
-        spendAsker(request),
-      );
-      const transaction = paid.transaction ? toTransactionView(paid.transaction) : undefined;
-      return {
-        status: paid.response.status,
-        headers: headersOf(paid.response),
-        ...bodyOf(paid.response),
-        ...(paid.receipt ? { paymentReceipt: receiptView(paid.receipt) } : {}),
-        ...(paid.amountCharged === undefined ? {} : { amountCharged: paid.amountCharged }),
-        ...(transaction
-          ? {
-              transactionId: transaction.id,
-              transaction,
-              ...(transaction.spendDecisionId ? { spendDecisionId: transaction.spendDecisionId } : {}),
-            }
-          : {}),
-      };
     },
   });
 }
