@@ -74,6 +74,7 @@ export async function send(
   const kind = client.config.kind;
   const from = kind === "evm" ? wallet.evmAddress : wallet.solanaAddress;
   if (!from) throw errors.chainNotInWallet(request.chain, wallet.chains);
+  const value = usdMicros(token, amount);
   if (request.spendDecisionId !== undefined) {
     await consumeSpendAuthorization(deps.authzd, request.spendDecisionId, {
       kind,
@@ -81,7 +82,7 @@ export async function send(
       asset: token.address ?? NATIVE_ASSET,
       amount,
       destination: request.to,
-      usdMicros: usdMicros(token, amount),
+      usdMicros: value,
       token: token.symbol,
       chain: request.chain,
     });
@@ -94,7 +95,7 @@ export async function send(
     amount,
     from,
     to: request.to,
-    usdMicros: usdMicros(token, amount),
+    usdMicros: value,
     spendDecisionId: request.spendDecisionId,
   };
   let row: TransactionRow;

@@ -111,6 +111,7 @@ export async function fetchAndPay(
     const from = chain.kind === "evm" ? wallet.evmAddress : wallet.solanaAddress;
     if (!client || !from) throw errors.chainNotInWallet(chain.name, wallet.chains);
     if (wallet.status !== "active") throw errors.walletArchived(wallet.id);
+    const value = usdMicros(token, requirement.amount);
     if (request.spendDecisionId !== undefined) {
       await consumeSpendAuthorization(deps.authzd, request.spendDecisionId, {
         kind: chain.kind,
@@ -118,7 +119,7 @@ export async function fetchAndPay(
         asset: requirement.asset,
         amount: requirement.amount,
         destination: requirement.payTo,
-        usdMicros: usdMicros(token, requirement.amount),
+        usdMicros: value,
         token: token.symbol,
         chain: chain.name,
       });
@@ -134,7 +135,7 @@ export async function fetchAndPay(
       // The host that asked for the payment, not the one first asked: a whitelisted host's redirect to
       // another host does not make that host's payee allowed. Over plain http, only off this machine, none.
       alsoAllowedAs: [vouchedHostname(new URL(url))].filter((host) => host !== undefined),
-      usdMicros: usdMicros(token, requirement.amount),
+      usdMicros: value,
       spendDecisionId: request.spendDecisionId,
       resource: url,
     };
