@@ -388,14 +388,14 @@ describe("per-identity rate limit on /spend/*", () => {
     await daemon.stop({ removeHome: true });
   });
 
-  it("answers 429 rate_limited with Retry-After once an identity's burst is spent, on every /spend/* route, writing no row; others are unaffected", async () => {
-    const { authorize, lookup, cancel } = client(daemon);
-    const agent = await daemon.identity("agent", [...SPENDER, "wallet.spend.verify"]);
+  it("answers 429 rate_limited with Retry-After once an identity's burst is spent, on every payer's /spend/* route, writing no row; others are unaffected", async () => {
+    const { authorize, settle, cancel } = client(daemon);
+    const agent = await daemon.identity("agent", SPENDER);
     const neighbour = await daemon.identity("neighbour", ["wallet.spend.authorize"]);
-    // One bucket for all /spend/* routes: the burst of 3 goes to three different ones.
+    // One bucket for the payer's /spend/* routes: the burst of 3 goes to three different ones.
     const verdict = await authorize(agent);
     expect(verdict.status).toBe(200);
-    expect((await lookup(agent, verdict.body.decision_id)).status).toBe(200);
+    expect((await settle(agent, UNKNOWN_ID)).status).toBe(404);
     expect((await cancel(agent, UNKNOWN_ID)).status).toBe(404);
     // At 1/s a further request passes only if a second has gone by meanwhile; keep sending until one is
     // refused, counting the admitted ones (each writes one row).
@@ -419,5 +419,26 @@ describe("per-identity rate limit on /spend/*", () => {
 
     // After Retry-After the identity is admitted again.
     await eventually(async () => (await authorize(agent)).status === 200, { intervalMs: 250 });
+  });
+
+  it("counts nothing against the wallet service's verifier: an agent's flood of made-up decision ids does not stop another agent's spend being consumed", async () => {
+    const { authorize, lookup } = client(daemon);
+    const payer = await daemon.identity("payer", SPENDER);
+    const service = await daemon.identity("wallet-service", ["wallet.spend.verify"]);
+    const consume = (decisionId: string) =>
+      daemon.call<{ state?: string }>("POST", "/spend/consume", {
+        token: service,
+        body: { decision_id: decisionId },
+      });
+    // Ten times the burst, as the service passes on a busy agent's spends with made-up ids.
+    for (let i = 0; i < 15; i++) {
+      expect((await lookup(service, UNKNOWN_ID)).status).toBe(404);
+      expect((await consume(UNKNOWN_ID)).status).toBe(404);
+    }
+    const verdict = await authorize(payer);
+    expect(verdict.body.approved).toBe(true);
+    const consumed = await consume(verdict.body.decision_id);
+    expect(consumed.status).toBe(200);
+    expect(consumed.body.state).toBe("consumed");
   });
 });

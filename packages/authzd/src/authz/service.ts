@@ -164,10 +164,16 @@ export class AuthzService {
    * The gate of every `/spend/*` route: {@link assertSpendAllowed}, then one token of the caller's rate
    * limit (429 `rate_limited` with `Retry-After` when it is used up). Call it once per request, before
    * the body is parsed; nothing is audited for a request it refuses.
+   *
+   * Requests under `wallet.spend.verify` (lookup, consume, release) take no token. The wallet service makes
+   * them for every agent's spends under its one identity, so a shared bucket would let one agent sending
+   * made-up decision ids fail every other agent's spends. They need no bucket: consume and release each
+   * write at most once per decision, whose authorize the payer's own bucket already counted, and a lookup
+   * or an unknown id writes nothing.
    */
   admitSpend(caller: Identity, capability: Capability): void {
     this.assertSpendAllowed(caller, capability);
-    if (this.limiter === null) return;
+    if (this.limiter === null || capability === "wallet.spend.verify") return;
     const retryAfter = this.limiter.take(caller.name, Date.now());
     if (retryAfter > 0) throw errors.rateLimited(retryAfter);
   }
