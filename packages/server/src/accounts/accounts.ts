@@ -111,6 +111,15 @@ export async function holdLiveAccessToken(
 }
 
 /**
+ * Locks the account's row until the transaction ends. What is counted against one of the account's limits
+ * (wallets, API keys, webhook endpoints) is counted and inserted under it, so racing creations cannot pass
+ * the limit together; a logout takes it too ({@link endAccessToken}).
+ */
+export async function lockAccount(tx: Tx, accountId: string): Promise<void> {
+  await selectRows(tx, sql`SELECT id FROM accounts WHERE id = ${accountId} FOR UPDATE`);
+}
+
+/**
  * Ends a login access token before it expires (logging out): it is refused from then on, on every
  * instance, by spends already being admitted too (they finish first: {@link holdLiveAccessToken}).
  * Ending it twice is ending it once; rows of tokens that would have expired by now go.
@@ -120,7 +129,7 @@ export async function endAccessToken(
   token: { accountId: string; tokenId: string; expiresAt: Date },
 ): Promise<void> {
   await db.transaction(async (tx) => {
-    await selectRows(tx, sql`SELECT id FROM accounts WHERE id = ${token.accountId} FOR UPDATE`);
+    await lockAccount(tx, token.accountId);
     await tx
       .insert(endedAccessTokens)
       .values({ jti: token.tokenId, expiresAt: token.expiresAt })

@@ -1,4 +1,5 @@
 import { and, desc, eq, inArray, isNull } from "drizzle-orm";
+import { lockAccount } from "../accounts/accounts.ts";
 import { recordEvent } from "../events/events.ts";
 import { generateApiKey, hashApiKey, newId } from "../internal/crypto.ts";
 import { apiKeys, wallets } from "../internal/db/schema.ts";
@@ -54,11 +55,13 @@ const LAST_USED_RESOLUTION_MS = 5_000;
 
 /**
  * Creates an API key. The full key is in the result and nowhere else: only its hash is stored. Every wallet
- * named in `walletIds` must be the account's (NotFound otherwise, as for any wallet it does not own).
- * @example const { key } = await createApiKey(db, accountId, { name: "agent-1", role: "agent", walletIds: [walletId] });
+ * named in `walletIds` must be the account's (NotFound otherwise, as for any wallet it does not own). An
+ * account holding `maxKeys` keys that are not revoked (expired ones included) is refused: 409
+ * `too_many_api_keys`.
+ * @example const { key } = await createApiKey({ db, maxKeys: 100 }, accountId, { name: "agent-1", role: "agent", walletIds: [walletId] });
  */
 export async function createApiKey(
-  db: Db,
+  { db, maxKeys }: { db: Db; maxKeys: number },
   accountId: string,
   input: CreateApiKeyInput,
 ): Promise<ApiKeyRecord & { key: string }> {
@@ -74,6 +77,9 @@ export async function createApiKey(
   }
   const key = generateApiKey();
   const row = await db.transaction(async (tx) => {
+    await lockAccount(tx, accountId);
+    const held = await tx.$count(apiKeys, and(eq(apiKeys.accountId, accountId), isNull(apiKeys.revokedAt)));
+    if (held >= maxKeys) throw errors.tooManyApiKeys(maxKeys);
     const [inserted] = await tx
       .insert(apiKeys)
       .values({

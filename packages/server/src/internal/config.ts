@@ -124,6 +124,8 @@ const envSchema = z.object({
   SVC_APPROVAL_TTL_SECONDS: positiveInt.default(3600),
   SVC_WEBHOOK_POLL_MS: positiveInt.default(200),
   SVC_REQUEST_TIMEOUT_MS: positiveInt.default(30_000),
+  SVC_MAX_WALLETS_PER_ACCOUNT: positiveInt.default(1000),
+  SVC_MAX_API_KEYS_PER_ACCOUNT: positiveInt.default(100),
   SVC_NETWORK_PROFILE: z.enum(["devnet", "testnet", "mainnet"]).default("devnet"),
   SVC_RPC_BASE: httpUrl.optional(),
   SVC_RPC_ETHEREUM: httpUrl.optional(),
@@ -244,6 +246,11 @@ export interface Config {
    * connection closed, so requests that never finish cannot hold connections for good.
    */
   requestTimeoutMs: number;
+  /**
+   * What one account may hold: wallets (archived ones included: each is still watched for receives, so
+   * the receive scans of every account grow with them) and API keys that are not revoked.
+   */
+  accountLimits: { wallets: number; apiKeys: number };
   network: NetworkConfig;
   /**
    * The authorization daemon that spend decisions are verified with, as the service's own identity (holding
@@ -306,6 +313,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     approvalTtlSeconds: e.SVC_APPROVAL_TTL_SECONDS,
     webhookPollMs: e.SVC_WEBHOOK_POLL_MS,
     requestTimeoutMs: e.SVC_REQUEST_TIMEOUT_MS,
+    accountLimits: { wallets: e.SVC_MAX_WALLETS_PER_ACCOUNT, apiKeys: e.SVC_MAX_API_KEYS_PER_ACCOUNT },
     network: networkConfig(e),
     authzd: authzdConfig(e),
     outboundAllow:

@@ -343,6 +343,22 @@ export const errors = {
       "event_not_subscribed",
       { eventId, type },
     ),
+  tooManyWallets: (max: number) =>
+    new AppError(
+      409,
+      "ValidationError",
+      `An account has at most ${max} wallets, archived ones included (SVC_MAX_WALLETS_PER_ACCOUNT)`,
+      "too_many_wallets",
+      { max },
+    ),
+  tooManyApiKeys: (max: number) =>
+    new AppError(
+      409,
+      "ValidationError",
+      `An account has at most ${max} API keys that are not revoked, expired ones included; revoke one first (SVC_MAX_API_KEYS_PER_ACCOUNT)`,
+      "too_many_api_keys",
+      { max },
+    ),
   tooManyWebhookEndpoints: (max: number) =>
     new AppError(
       409,

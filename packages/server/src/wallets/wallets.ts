@@ -1,4 +1,5 @@
 import { and, desc, eq } from "drizzle-orm";
+import { lockAccount } from "../accounts/accounts.ts";
 import type { ChainKind, ChainRegistry } from "../chains/registry.ts";
 import { recordEvent } from "../events/events.ts";
 import { newId } from "../internal/crypto.ts";
@@ -43,11 +44,12 @@ export interface CreateWalletInput {
 }
 
 /**
- * Creates a wallet with freshly generated keys for each kind of chain it asks for, and its policy.
- * @example await createWallet({ db, keyring, chains }, accountId, { name: "agent", chains: ["base", "solana"] });
+ * Creates a wallet with freshly generated keys for each kind of chain it asks for, and its policy. An
+ * account holding `maxWallets` wallets (archived ones included) is refused: 409 `too_many_wallets`.
+ * @example await createWallet({ db, keyring, chains, maxWallets: 1000 }, accountId, { name: "agent", chains: ["base", "solana"] });
  */
 export async function createWallet(
-  deps: { db: Db; keyring: Keyring; chains: ChainRegistry },
+  deps: { db: Db; keyring: Keyring; chains: ChainRegistry; maxWallets: number },
   accountId: string,
   input: CreateWalletInput,
 ): Promise<WalletRow> {
@@ -61,6 +63,10 @@ export async function createWallet(
   const { wrappedDataKey, keys } = deps.keyring.generateWalletKeys(id, [...kinds]);
   const addressOf = (kind: ChainKind) => keys.find((key) => key.kind === kind)?.address ?? null;
   return deps.db.transaction(async (tx) => {
+    await lockAccount(tx, accountId);
+    if ((await tx.$count(wallets, eq(wallets.accountId, accountId))) >= deps.maxWallets) {
+      throw errors.tooManyWallets(deps.maxWallets);
+    }
     const [row] = await tx
       .insert(wallets)
       .values({

@@ -4,6 +4,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { and, desc, eq, isNull, sql } from "drizzle-orm";
+import { lockAccount } from "../accounts/accounts.ts";
 import type { EventType } from "../events/events.ts";
 import { newId } from "../internal/crypto.ts";
 import { events, webhookDeliveries, webhookEndpoints, webhookRedeliveries } from "../internal/db/schema.ts";
@@ -90,12 +91,11 @@ export async function createEndpoint(
   const sealedSecret = keyring.sealSecret(Buffer.from(secret, "utf8"), secretAssociatedData(id));
   const eventTypes = input.events ? [...new Set(input.events)] : null;
   const endpoint = await db.transaction(async (tx) => {
-    // Counted under a lock on the account's row, so racing creations cannot pass the limit together.
-    await tx.execute(sql`SELECT 1 FROM accounts WHERE id = ${accountId} FOR UPDATE`);
-    const [{ count } = { count: 0 }] = await tx
-      .select({ count: sql<number>`count(*)::int` })
-      .from(webhookEndpoints)
-      .where(and(eq(webhookEndpoints.accountId, accountId), isNull(webhookEndpoints.deletedAt)));
+    await lockAccount(tx, accountId);
+    const count = await tx.$count(
+      webhookEndpoints,
+      and(eq(webhookEndpoints.accountId, accountId), isNull(webhookEndpoints.deletedAt)),
+    );
     if (count >= MAX_ENDPOINTS_PER_ACCOUNT) throw errors.tooManyWebhookEndpoints(MAX_ENDPOINTS_PER_ACCOUNT);
     const [row] = await tx
       .insert(webhookEndpoints)

@@ -54,17 +54,28 @@ export function registerCreateApiKey(app: App, services: Services): void {
       body,
       response: {
         201: jsonResponse("Created; the only response that shows the key", newApiKey),
-        ...errorResponses(403, [404, "NotFound: a wallet in `walletIds` is not the account's"]),
+        ...errorResponses(
+          403,
+          [404, "NotFound: a wallet in `walletIds` is not the account's"],
+          [
+            409,
+            "ValidationError `too_many_api_keys`: the account holds `SVC_MAX_API_KEYS_PER_ACCOUNT` keys that are not revoked (default 100), expired ones included",
+          ],
+        ),
       },
     },
     handler: async (request, reply) => {
       const { name, role, walletIds, expiresAt } = request.body;
-      const created = await createApiKey(services.store.db, principalOf(request).accountId, {
-        name,
-        role,
-        walletIds,
-        expiresAt: expiresAt === undefined ? undefined : new Date(expiresAt),
-      });
+      const created = await createApiKey(
+        { db: services.store.db, maxKeys: services.config.accountLimits.apiKeys },
+        principalOf(request).accountId,
+        {
+          name,
+          role,
+          walletIds,
+          expiresAt: expiresAt === undefined ? undefined : new Date(expiresAt),
+        },
+      );
       return reply.status(201).send({ ...toApiKeyView(created), key: created.key });
     },
   });

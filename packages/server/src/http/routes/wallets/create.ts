@@ -38,11 +38,22 @@ export function registerCreateWallet(app: App, services: Services): void {
             policy: { maxPerTx: "10", dailyLimit: "50" },
           },
         }),
-      response: { 201: jsonResponse("The new wallet", walletView), ...errorResponses(403) },
+      response: {
+        201: jsonResponse("The new wallet", walletView),
+        ...errorResponses(403, [
+          409,
+          "ValidationError `too_many_wallets`: the account holds `SVC_MAX_WALLETS_PER_ACCOUNT` wallets (default 1000), archived ones included",
+        ]),
+      },
     },
     handler: async (request, reply) => {
       const wallet = await createWallet(
-        { db: services.store.db, keyring: services.keyring, chains: services.chains },
+        {
+          db: services.store.db,
+          keyring: services.keyring,
+          chains: services.chains,
+          maxWallets: services.config.accountLimits.wallets,
+        },
         principalOf(request).accountId,
         request.body,
       );
