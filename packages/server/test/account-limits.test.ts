@@ -91,7 +91,10 @@ describe("API keys per account", () => {
     expect((await server.api.get("/v1/api-keys", owner.accessToken)).body).toHaveLength(MAX_API_KEYS);
 
     // A revoked key frees its place; an expired one does not (it stays listed until the owner revokes it).
-    const revoked = await server.api.delete(`/v1/api-keys/${created[0]?.body.id}`, owner.accessToken);
+    const revoked = await server.api.delete(
+      `/v1/api-keys/${(created[0]?.body as { id: string } | undefined)?.id}`,
+      owner.accessToken,
+    );
     expect(revoked.status).toBe(204);
     const expiresAt = new Date(server.clock.now().getTime() + 60_000).toISOString();
     const shortLived = await server.api.post(

@@ -9,6 +9,7 @@ import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { selectRows } from "../src/internal/db/store.ts";
 import { RETRY_DELAYS_MS } from "../src/webhooks/delivery.ts";
+import { MAX_QUEUED_REDELIVERIES } from "../src/webhooks/endpoints.ts";
 import { eventually } from "./support/eventually.ts";
 import { waitForSettled } from "./support/spends.ts";
 import {
@@ -414,6 +415,43 @@ describe("webhook deliveries", () => {
     await eventually(() => witness.acknowledged().length === 1, { describe: "the witness's delivery" });
     await new Promise((resolve) => setTimeout(resolve, 3 * server.config.webhookPollMs));
     expect(target.requests).toHaveLength(2);
+  });
+
+  it(`queue at most ${MAX_QUEUED_REDELIVERIES} redeliveries per endpoint: asked for at once, the rest are 409 too_many_redeliveries`, async () => {
+    const target = await receiver();
+    target.delayMs = 30_000; // the endpoint is busy: nothing leaves the queue meanwhile
+    const owner = await seedAccount(server.api);
+    const wallet = await server.api.post("/v1/wallets", { name: "w", chains: ["base"] }, owner.apiKey);
+    const endpoint = await createEndpoint(server.api, owner.apiKey, {
+      url: target.url,
+      events: ["policy.updated"],
+    });
+    expect((await patchPolicy(server.api, owner.apiKey, wallet.body.id, { maxPerTx: "3" })).status).toBe(200);
+    await eventually(() => target.arrived === 1, { describe: "the first delivery, left unanswered" });
+    const [event] = await accountEvents(server.api, owner.apiKey).then((all) =>
+      all.filter((e) => e.type === "policy.updated"),
+    );
+
+    const answers = await Promise.all(
+      Array.from({ length: MAX_QUEUED_REDELIVERIES + 3 }, () =>
+        server.api.post(
+          `/v1/webhook-endpoints/${endpoint.id}/redeliver`,
+          { eventId: event?.id },
+          owner.apiKey,
+        ),
+      ),
+    );
+    expect(answers.filter((a) => a.status === 202)).toHaveLength(MAX_QUEUED_REDELIVERIES);
+    const refused = answers.filter((a) => a.status !== 202);
+    expect(refused).toHaveLength(3);
+    for (const answer of refused) {
+      expect(answer.status).toBe(409);
+      expect(expectErrorShape(answer)).toMatchObject({
+        reason: "too_many_redeliveries",
+        details: { max: MAX_QUEUED_REDELIVERIES },
+      });
+    }
+    expect((await server.api.delete(`/v1/webhook-endpoints/${endpoint.id}`, owner.apiKey)).status).toBe(204);
   });
 
   it("give an event up 3 days after its first attempt, log it, and go on to the next", async () => {

@@ -343,6 +343,14 @@ export const errors = {
       "event_not_subscribed",
       { eventId, type },
     ),
+  tooManyRedeliveries: (endpointId: string, max: number) =>
+    new AppError(
+      409,
+      "ValidationError",
+      `Webhook endpoint ${endpointId} has ${max} redeliveries waiting, the most it may; ask again once they have gone out`,
+      "too_many_redeliveries",
+      { max },
+    ),
   tooManyWallets: (max: number) =>
     new AppError(
       409,

@@ -16,6 +16,12 @@ import type { OutboundFetcher } from "../x402/outbound-fetch.ts";
 /** Endpoints an account may have at once (deleted ones do not count). */
 export const MAX_ENDPOINTS_PER_ACCOUNT = 20;
 
+/**
+ * Redeliveries an endpoint may have waiting (the one being sent included). They go out one at a time,
+ * each waiting up to a delivery's timeout, so a longer queue would only grow.
+ */
+export const MAX_QUEUED_REDELIVERIES = 100;
+
 export type WebhookEndpointRow = typeof webhookEndpoints.$inferSelect;
 
 /** An endpoint as the API shows it; never its secret. */
@@ -199,7 +205,8 @@ export async function listDeliveries(
 
 /**
  * Queues one more attempt to send an event to an endpoint, outside its order and whatever became of the
- * event before. The event must be the account's and of a type the endpoint receives.
+ * event before. The event must be the account's and of a type the endpoint receives, and the endpoint's
+ * queue shorter than {@link MAX_QUEUED_REDELIVERIES} (409 `too_many_redeliveries` otherwise).
  */
 export async function requestRedelivery(
   db: Db,
@@ -215,5 +222,11 @@ export async function requestRedelivery(
   if (!event) throw errors.eventNotFound(eventId);
   if (endpoint.eventTypes !== null && !endpoint.eventTypes.includes(event.type))
     throw errors.eventNotSubscribed(eventId, event.type, endpointId);
-  await db.insert(webhookRedeliveries).values({ endpointId, eventId });
+  await db.transaction(async (tx) => {
+    await lockAccount(tx, accountId);
+    const queued = await tx.$count(webhookRedeliveries, eq(webhookRedeliveries.endpointId, endpointId));
+    if (queued >= MAX_QUEUED_REDELIVERIES)
+      throw errors.tooManyRedeliveries(endpointId, MAX_QUEUED_REDELIVERIES);
+    await tx.insert(webhookRedeliveries).values({ endpointId, eventId });
+  });
 }

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { requestRedelivery } from "../../../webhooks/endpoints.ts";
+import { MAX_QUEUED_REDELIVERIES, requestRedelivery } from "../../../webhooks/endpoints.ts";
 import { errorResponses, idParam, jsonResponse, webhookEndpointPathParams } from "../../schemas.ts";
 import { type App, principalOf, type Services } from "../../types.ts";
 
@@ -13,8 +13,7 @@ export function registerRedeliverWebhook(app: App, services: Services): void {
       operationId: "redeliverWebhook",
       tags: ["webhooks"],
       summary: "Send an event to the endpoint once more; admin credentials only",
-      description:
-        "Queued and sent within moments, outside the endpoint's order and whatever became of the event before: one attempt, signed afresh, logged in the deliveries with `redelivery: true` (ask again if it fails). The event must be the account's and of a type the endpoint receives.",
+      description: `Queued and sent within moments, outside the endpoint's order and whatever became of the event before: one attempt, signed afresh, logged in the deliveries with \`redelivery: true\` (ask again if it fails). At most ${MAX_QUEUED_REDELIVERIES} wait per endpoint. The event must be the account's and of a type the endpoint receives.`,
       params: webhookEndpointPathParams,
       body: z
         .strictObject({ eventId: idParam("evt") })
@@ -29,7 +28,10 @@ export function registerRedeliverWebhook(app: App, services: Services): void {
         ...errorResponses(
           403,
           [404, "NotFound: no such endpoint (or deleted), or no such event, in this account"],
-          [409, "ValidationError `event_not_subscribed`: the endpoint does not receive this event's type"],
+          [
+            409,
+            `ValidationError \`event_not_subscribed\`: the endpoint does not receive this event's type; \`too_many_redeliveries\`: ${MAX_QUEUED_REDELIVERIES} are waiting for this endpoint already`,
+          ],
         ),
       },
     },
