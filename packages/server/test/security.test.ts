@@ -672,6 +672,20 @@ describe("SVC_TRUST_PROXY", () => {
     }
   });
 
+  it("counts IPv6 clients by their /64: addresses of one /64 share a budget, another /64 has its own", async () => {
+    const limited = await createTestServer({
+      env: { SVC_TRUST_PROXY: "127.0.0.1", SVC_RATE_LIMIT_PER_ADDRESS_PER_MINUTE: "3" },
+    });
+    try {
+      expect(await forwardedStatuses(limited, "2001:db8:1:2::1", 2)).toEqual([200, 200]);
+      expect(await forwardedStatuses(limited, "2001:db8:1:2::2", 1)).toEqual([200]);
+      expect(await forwardedStatuses(limited, "2001:db8:1:2:ffff::9", 1)).toEqual([429]);
+      expect(await forwardedStatuses(limited, "2001:db8:1:3::1", 1)).toEqual([200]);
+    } finally {
+      await limited.close();
+    }
+  });
+
   it("unset, ignores X-Forwarded-For: every forwarded address shares the socket's budget", async () => {
     const limited = await createTestServer({ env: { SVC_RATE_LIMIT_PER_ADDRESS_PER_MINUTE: "3" } });
     try {

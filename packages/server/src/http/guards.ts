@@ -3,6 +3,7 @@ import { ensureAccessTokenLive } from "../accounts/accounts.ts";
 import { authenticateApiKey, ensureApiKeyLive } from "../api-keys/api-keys.ts";
 import { API_KEY_PREFIX } from "../internal/crypto.ts";
 import { errors } from "../internal/errors.ts";
+import { addressLimitKey } from "../internal/ip-address.ts";
 import { describeCredential, hasRole, mayActOnWallet } from "./access.ts";
 import { DOCS_PREFIX } from "./openapi.ts";
 import type { OwnRequests } from "./own-requests.ts";
@@ -95,7 +96,7 @@ export function installGuards(app: App, services: Services, ownRequests: OwnRequ
   app.addHook("onRoute", checkRouteDeclaresAccess);
   // Both run before the body is read: an unauthenticated caller costs no parsing.
   app.addHook("onRequest", async (request) => {
-    const address = ownRequests.clientOf(request) ?? request.ip;
+    const address = addressLimitKey(ownRequests.clientOf(request) ?? request.ip);
     await enforceRateLimit(services, request, `addr:${address}`, limits.perAddress);
     if (request.routeOptions.config.auth === "public" || !request.routeOptions.url) return;
     // A credential that fails authentication has no identity to count by: the per-address limit covers it.

@@ -5,15 +5,10 @@
  */
 import { isIP } from "node:net";
 import { networkInterfaces } from "node:os";
+import { type ParsedAddress, parseAddress } from "../internal/ip-address.ts";
 
 /** Why an address is refused. */
 export type RefusedKind = "loopback" | "private" | "link-local" | "reserved";
-
-/** An address parsed to its integer, with its family. */
-interface ParsedAddress {
-  family: 4 | 6;
-  value: bigint;
-}
 
 interface Range {
   family: 4 | 6;
@@ -201,36 +196,4 @@ function parseRange(text: string): Range {
     throw new Error(`not a CIDR range: ${text}`);
   }
   return { family: parsed.family, base: parsed.value, prefix, text };
-}
-
-/**
- * Parses an IPv4 address (dotted quad) or an IPv6 address (with `::`, an embedded dotted quad, optionally in
- * brackets) to its integer. Anything else, including a zone id, gives undefined.
- */
-export function parseAddress(text: string): ParsedAddress | undefined {
-  const address = text.startsWith("[") && text.endsWith("]") ? text.slice(1, -1) : text;
-  const family = isIP(address);
-  if (family === 4) return { family: 4, value: ipv4Value(address) };
-  if (family !== 6 || address.includes("%")) return undefined;
-  let head = address;
-  let tail32: bigint | undefined;
-  const lastColon = address.lastIndexOf(":");
-  if (address.slice(lastColon + 1).includes(".")) {
-    tail32 = ipv4Value(address.slice(lastColon + 1));
-    head = `${address.slice(0, lastColon + 1)}0:0`;
-  }
-  const [left = "", right] = head.split("::");
-  const leftGroups = left === "" ? [] : left.split(":");
-  const rightGroups = right === undefined || right === "" ? [] : right.split(":");
-  const missing = 8 - leftGroups.length - rightGroups.length;
-  const groups =
-    right === undefined ? leftGroups : [...leftGroups, ...Array(missing).fill("0"), ...rightGroups];
-  let value = 0n;
-  for (const group of groups) value = (value << 16n) | BigInt(Number.parseInt(group, 16));
-  if (tail32 !== undefined) value = (value & ~0xffffffffn) | tail32;
-  return { family: 6, value };
-}
-
-function ipv4Value(address: string): bigint {
-  return address.split(".").reduce((value, octet) => (value << 8n) | BigInt(Number(octet)), 0n);
 }

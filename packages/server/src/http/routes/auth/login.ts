@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { ACCESS_TOKEN_TTL_SECONDS } from "../../../accounts/access-tokens.ts";
 import { normaliseEmail, verifyLogin } from "../../../accounts/accounts.ts";
+import { addressLimitKey } from "../../../internal/ip-address.ts";
 import { enforceRateLimit } from "../../guards.ts";
 import { errorResponses, jsonResponse } from "../../schemas.ts";
 import type { App, Services } from "../../types.ts";
@@ -41,7 +42,7 @@ export function registerLogin(app: App, services: Services): void {
       const limit = services.config.rateLimits.loginAttempts;
       // Both limits count every attempt: guessing one account's password and spraying many accounts.
       await enforceRateLimit(services, request, `login:email:${normaliseEmail(request.body.email)}`, limit);
-      await enforceRateLimit(services, request, `login:addr:${request.ip}`, limit * 3);
+      await enforceRateLimit(services, request, `login:addr:${addressLimitKey(request.ip)}`, limit * 3);
       const accountId = await verifyLogin(services.store.db, request.body.email, request.body.password);
       return {
         accessToken: await services.accessTokens.issue(accountId),

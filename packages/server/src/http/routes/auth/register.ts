@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { registerAccount } from "../../../accounts/accounts.ts";
+import { addressLimitKey } from "../../../internal/ip-address.ts";
 import { enforceRateLimit } from "../../guards.ts";
 import { displayName, errorResponses, jsonResponse, timestamp } from "../../schemas.ts";
 import type { App, Services } from "../../types.ts";
@@ -15,7 +16,7 @@ export function registerRegister(app: App, services: Services): void {
       enforceRateLimit(
         services,
         request,
-        `register:addr:${request.ip}`,
+        `register:addr:${addressLimitKey(request.ip)}`,
         services.config.rateLimits.registrations,
       ),
     schema: {
