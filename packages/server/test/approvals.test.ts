@@ -174,6 +174,49 @@ describe("a spend above approvalAbove", () => {
     expect(expectErrorShape(approve).reason).toBe("already_decided");
   });
 
+  it("asked for by an agent key that is then revoked: ends rejected (requester_revoked), its room given back; another key's spend waits on", async () => {
+    const wallet = await fundedWallet({ approvalAbove: "1", dailyLimit: "10" });
+    const agentKey = async (name: string) => {
+      const created = await server.api.post("/v1/api-keys", { name, role: "agent" }, owner.accessToken);
+      expect(created.status, created.text).toBe(201);
+      return created.body as { id: string; key: string };
+    };
+    const revoked = await agentKey("talked into it");
+    const other = await agentKey("well behaved");
+    const held = [await send(wallet.id, "3", revoked.key), await send(wallet.id, "3", revoked.key)];
+    const othersHeld = await send(wallet.id, "3", other.key);
+    for (const answer of [...held, othersHeld]) expect(answer.status, answer.text).toBe(202);
+    // $9 of $10 is held: the other agent's next $3 does not fit.
+    expect(expectErrorShape(await send(wallet.id, "3", other.key)).reason).toBe("daily_limit");
+
+    expect((await server.api.delete(`/v1/api-keys/${revoked.id}`, owner.accessToken)).status).toBe(204);
+    for (const answer of held) {
+      const ended = await server.api.get(`/v1/transactions/${answer.body.id}`, owner.apiKey);
+      expect(ended.body).toMatchObject({
+        status: "rejected",
+        failureReason: "requester_revoked",
+        approval: { status: "rejected" },
+      });
+    }
+    expect((await server.api.get(`/v1/transactions/${othersHeld.body.id}`, owner.apiKey)).body).toMatchObject(
+      {
+        status: "pending_approval",
+      },
+    );
+    const rejectedEvents = await eventsOf(wallet.id, "approval.rejected");
+    expect(rejectedEvents.map((e) => e.data.id).sort()).toEqual(held.map((a) => a.body.id).sort());
+    // Their $6 is free again.
+    expect((await send(wallet.id, "3", other.key)).status).toBe(202);
+    // Revoking it again ends nothing more and answers the same.
+    expect((await server.api.delete(`/v1/api-keys/${revoked.id}`, owner.accessToken)).status).toBe(204);
+    const approve = await server.api.post(
+      `/v1/approvals/${held[0]?.body.id}/approve`,
+      undefined,
+      owner.apiKey,
+    );
+    expect(expectErrorShape(approve).reason).toBe("already_decided");
+  });
+
   it("not decided before its deadline: expires rejected, its room given back", async () => {
     const wallet = await fundedWallet({ approvalAbove: "5", dailyLimit: "10" });
     const held = await send(wallet.id, "9");

@@ -124,21 +124,31 @@ export async function getApiKey(db: Db, accountId: string, keyId: string): Promi
 /**
  * Revokes a key for good. Revoking a key that is already revoked succeeds and keeps the first revocation's
  * time, so a retried DELETE answers as the first did; unknown keys and other accounts' keys are NotFound.
+ * `alsoInTransaction` runs in the revocation's transaction when this call is the one that revoked the key
+ * (ending the spends it holds, say); its result is returned, undefined when the key was revoked before.
  */
-export async function revokeApiKey(db: Db, accountId: string, keyId: string): Promise<void> {
+export async function revokeApiKey<T = undefined>(
+  db: Db,
+  accountId: string,
+  keyId: string,
+  options: { alsoInTransaction?: (tx: Tx, revokedAt: Date) => Promise<T>; now?: Date } = {},
+): Promise<T | undefined> {
+  const now = options.now ?? new Date();
   const ofAccount = and(eq(apiKeys.id, keyId), eq(apiKeys.accountId, accountId));
   const revoked = await db.transaction(async (tx) => {
     const [record] = await tx
       .update(apiKeys)
-      .set({ revokedAt: new Date() })
+      .set({ revokedAt: now })
       .where(and(ofAccount, isNull(apiKeys.revokedAt)))
       .returning(recordColumns);
-    if (record) await recordEvent(tx, { accountId }, "api_key.revoked", toApiKeyView(record));
-    return record !== undefined;
+    if (!record) return undefined;
+    await recordEvent(tx, { accountId }, "api_key.revoked", toApiKeyView(record));
+    return { also: await options.alsoInTransaction?.(tx, now) };
   });
-  if (revoked) return;
+  if (revoked) return revoked.also;
   const [existing] = await db.select({ id: apiKeys.id }).from(apiKeys).where(ofAccount);
   if (!existing) throw errors.apiKeyNotFound(keyId);
+  return undefined;
 }
 
 /**

@@ -106,9 +106,11 @@ export async function approveSpend(
         held.walletId,
         plan.evm && { chain: spend.chain, address: spend.from, chainPendingNonce: plan.evm.pendingNonce },
       );
-      const current = await lockHeld(tx, held.id);
       const now = deps.now?.() ?? new Date();
+      // The credential before the held row, in the order a revocation takes them (its key, then the spends
+      // that key holds), so an admin key approving its own held spend while being revoked cannot deadlock.
       await holdAskingCredential(tx, asker.credential, now);
+      const current = await lockHeld(tx, held.id);
       // Its deadline went by while it was planned: nothing of this transaction stays (the nonce included).
       if (isPastDeadline(current, now)) throw new DeadlinePassed(now);
       checkStaticRules(policy, spend);
@@ -200,6 +202,24 @@ export async function expireApprovals(deps: DecisionDeps, limit = 100): Promise<
   return ended;
 }
 
+/**
+ * Ends, within the caller's transaction, every spend that the API key asked for and that still waits for
+ * approval: `rejected` with failureReason `requester_revoked`, its reservation given back. The caller
+ * revokes the key in the same transaction, and gives the rows' authorizations back after the commit
+ * ({@link giveBackAuthorization}).
+ */
+export async function endSpendsHeldFor(tx: Tx, keyId: string, now: Date): Promise<TransactionRow[]> {
+  const held = await tx
+    .select({ id: transactions.id })
+    .from(transactions)
+    .where(and(eq(transactions.requestedByKeyId, keyId), eq(transactions.status, "pending_approval")))
+    .orderBy(asc(transactions.id))
+    .for("update");
+  const ended: TransactionRow[] = [];
+  for (const { id } of held) ended.push(await endUnsent(tx, id, "revoked", now));
+  return ended;
+}
+
 /** Whether a held spend's deadline has passed at `now`. */
 function isPastDeadline(held: TransactionRow, now: Date): boolean {
   return held.approvalExpiresAt !== null && held.approvalExpiresAt <= now;
@@ -249,18 +269,28 @@ async function lockHeld(tx: Tx, transactionId: string): Promise<TransactionRow> 
   return row;
 }
 
-/** Ends a held spend that was never signed, releasing what it reserved. */
+/** Why a held spend ended unsent, as its `failureReason` says. */
+const UNSENT_REASONS = {
+  rejected: "approval_rejected",
+  expired: "approval_expired",
+  revoked: "requester_revoked",
+} as const;
+
+/**
+ * Ends a held spend that was never signed, releasing what it reserved. Its approval is `expired` past its
+ * deadline and `rejected` otherwise, an admin's rejection and its asking key's revocation alike.
+ */
 async function endUnsent(
   tx: Tx,
   transactionId: string,
-  outcome: "rejected" | "expired",
+  why: keyof typeof UNSENT_REASONS,
   now: Date,
 ): Promise<TransactionRow> {
   const row = await decide(
     tx,
     transactionId,
-    outcome,
-    { status: "rejected", failureReason: outcome === "rejected" ? "approval_rejected" : "approval_expired" },
+    why === "expired" ? "expired" : "rejected",
+    { status: "rejected", failureReason: UNSENT_REASONS[why] },
     now,
   );
   await releaseReservation(tx, row);
@@ -292,7 +322,7 @@ async function decide(
 }
 
 /** A spend that was never sent gives its authorization back to the agent (best effort, after the commit). */
-async function giveBackAuthorization(deps: DecisionDeps, row: TransactionRow): Promise<void> {
+export async function giveBackAuthorization(deps: DecisionDeps, row: TransactionRow): Promise<void> {
   if (row.spendDecisionId && deps.authzd)
     await deps.authzd.releaseDecision(row.spendDecisionId).catch(() => {});
 }

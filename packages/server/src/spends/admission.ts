@@ -129,6 +129,7 @@ async function admitLocked(
         toAddress: spend.to,
         status: held ? "pending_approval" : "pending",
         spendDecisionId: spend.spendDecisionId ?? null,
+        requestedByKeyId: options.credential?.kind === "api_key" ? options.credential.keyId : null,
         usdMicros: spend.usdMicros ?? null,
         ...signedColumns(spend, signed),
         ...(held

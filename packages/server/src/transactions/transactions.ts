@@ -143,6 +143,7 @@ const UNSET_COLUMNS = {
   txHash: null,
   failureReason: null,
   spendDecisionId: null,
+  requestedByKeyId: null,
   confirmedAt: null,
   usdMicros: null,
   rawTx: null,

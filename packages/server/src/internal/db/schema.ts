@@ -107,6 +107,8 @@ export const transactions = pgTable("transactions", {
   }).notNull(),
   failureReason: text("failure_reason"),
   spendDecisionId: text("spend_decision_id"),
+  /** The API key that asked for the spend; null when the owner's login did (and for rows from before). */
+  requestedByKeyId: text("requested_by_key_id"),
   createdAt: createdAt(),
   confirmedAt: timestamp("confirmed_at", { withTimezone: true, mode: "date" }),
   usdMicros: numeric("usd_micros", { mode: "bigint" }),
