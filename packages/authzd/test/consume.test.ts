@@ -340,3 +340,49 @@ describe("a consumed decision whose reservation lapses unsettled (short reservat
     expect((await budget("payer")).expired_unsettled_credits).toBe(1);
   });
 });
+
+describe("a decision keeps the reservation time it was decided under, across restarts with another", () => {
+  it("a lapsed decision stays lapsed under a longer time, a held one stays held under a shorter one, and each lapses at its own expiry", async () => {
+    let daemon = await startTestDaemon({ AUTHZD_RESERVATION_TTL_SECONDS: "1" });
+    const restartWithTtl = async (seconds: string) => {
+      await daemon.stop();
+      daemon = await startTestDaemon({ AUTHZD_RESERVATION_TTL_SECONDS: seconds }, { home: daemon.home });
+    };
+    try {
+      const payer = await daemon.identity("payer", SPENDER, { budgetCredits: 5 });
+      const verifier = await daemon.identity("wallet-service", ["wallet.spend.verify"]);
+      const lapsed = await client(daemon).authorize(payer, { credits: 2 });
+      await eventually(async () => (await client(daemon).budget("payer")).expired_unsettled_credits === 2, {
+        describe: "the 1 s reservation to lapse",
+      });
+      const lapsedView = (await client(daemon).lookup(verifier, lapsed.decision_id)).body;
+
+      // A longer reservation time does not make it consumable again: its credits may have been spent.
+      await restartWithTtl("3600");
+      expect((await client(daemon).lookup(verifier, lapsed.decision_id)).body).toEqual(lapsedView);
+      const revived = await client(daemon).consume(verifier, lapsed.decision_id);
+      expect(revived.status).toBe(409);
+      expect(revived.body.code).toBe("reservation_expired");
+      const held = await client(daemon).authorize(payer, { credits: 1 });
+
+      // A shorter one does not lapse a decision made under the longer one.
+      await restartWithTtl("1");
+      expect((await client(daemon).lookup(verifier, held.decision_id)).body.state).toBe("approved");
+      const quick = await client(daemon).authorize(payer, { credits: 1 });
+      // The later decision lapses first, while the earlier one is still held.
+      await eventually(async () => (await client(daemon).budget("payer")).expired_unsettled_credits === 3, {
+        describe: "the later, shorter reservation to lapse",
+      });
+      expect(await client(daemon).budget("payer")).toMatchObject({
+        reserved_credits: 1,
+        available_credits: 1,
+      });
+      expect((await client(daemon).lookup(verifier, quick.decision_id)).body.state).toBe("expired");
+      expect((await client(daemon).consume(verifier, held.decision_id)).status).toBe(200);
+      const verified = await runCli(["audit", "verify"], daemon.home);
+      expect(verified.code, verified.stderr).toBe(0);
+    } finally {
+      await daemon.stop({ removeHome: true });
+    }
+  });
+});

@@ -18,6 +18,12 @@ export interface SpendDecidedFields {
   reason: string | null;
   decision_id: string;
   payer: string;
+  /**
+   * When the reservation lapses (ISO 8601), as the reservation time configured then made it. Replayed as
+   * written, so a restart with another reservation time neither revives a lapsed decision nor lapses a
+   * held one. Rows written before it existed lack it: their expiry is worked out with the time configured now.
+   */
+  expires_at?: string;
 }
 
 /** Settlement of an approved decision: its credits move from reserved to spent. */

@@ -21,6 +21,51 @@ export class Queue<T> {
 }
 
 /**
+ * A binary min-heap by `key`: reservations lapse in the order of their expiry, which is not the order they
+ * were made in once the reservation time has changed between them (each decision keeps its own expiry).
+ */
+export class MinHeap<T> {
+  private readonly items: T[] = [];
+
+  constructor(private readonly key: (item: T) => number) {}
+
+  push(item: T): void {
+    const items = this.items;
+    items.push(item);
+    for (let i = items.length - 1; i > 0; ) {
+      const parent = (i - 1) >> 1;
+      if (this.key(items[parent] as T) <= this.key(item)) break;
+      items[i] = items[parent] as T;
+      items[parent] = item;
+      i = parent;
+    }
+  }
+
+  peek(): T | undefined {
+    return this.items[0];
+  }
+
+  /** Removes the least item. */
+  shift(): void {
+    const items = this.items;
+    const last = items.pop();
+    if (last === undefined || items.length === 0) return;
+    items[0] = last;
+    for (let i = 0; ; ) {
+      const left = 2 * i + 1;
+      const right = left + 1;
+      let least = i;
+      if (left < items.length && this.key(items[left] as T) < this.key(items[least] as T)) least = left;
+      if (right < items.length && this.key(items[right] as T) < this.key(items[least] as T)) least = right;
+      if (least === i) return;
+      items[i] = items[least] as T;
+      items[least] = last;
+      i = least;
+    }
+  }
+}
+
+/**
  * What the ledger needs of an approved spend. The decision record itself is passed in, so a decision
  * costs the ledger no object of its own.
  */
@@ -58,7 +103,8 @@ export function isHeld(reservation: Reservation, now: number): boolean {
  * spent, so its credits keep counting (as expired-unsettled) for one window after the lapse, unless it
  * is cancelled. Settled credits count for one window from the time of settlement. Usage at any
  * instant is the sum of the three, and the caller admits a spend only while usage plus its credits
- * stays within the budget. All queues are ordered by time, so expiry is a pop from the front.
+ * stays within the budget. Held reservations are kept by expiry, lapsed ones and settlements in the order
+ * they lapsed or settled, so expiry is a pop from the front.
  *
  * Time is passed in (milliseconds since the epoch) so that replaying audit rows at their own times
  * rebuilds exactly the state the live daemon had.
@@ -67,7 +113,7 @@ export class PayerLedger {
   private reservedCredits = 0;
   private settledCredits = 0;
   private expiredCredits = 0;
-  private readonly reservations = new Queue<Reservation>();
+  private readonly reservations = new MinHeap<Reservation>((reservation) => reservation.expiresAt);
   private readonly lapsed = new Queue<Reservation>();
   private readonly settlements = new Queue<Reservation>();
 

@@ -213,6 +213,7 @@ export class AuthzService {
       reason,
       decision_id: decisionId,
       payer: caller.name,
+      expires_at: new Date(now + this.config.reservationTtlMs).toISOString(),
     };
     this.append(fields, now);
     return reason === null

@@ -145,7 +145,7 @@ export class AuthzState {
           credits: row.credits,
           destination: row.destination,
           decidedAt: at,
-          expiresAt: at + this.reservationTtlMs,
+          expiresAt: row.expires_at === undefined ? at + this.reservationTtlMs : Date.parse(row.expires_at),
           settledAt: null,
           cancelledAt: null,
           receiptId: null,
@@ -233,11 +233,14 @@ export class AuthzState {
     return isHeld(decision, now);
   }
 
+  /**
+   * Forgets decisions one budget window after their reservation lapsed, in decision order: one that lapses
+   * later (decided under a longer reservation time) keeps those after it a while longer.
+   */
   private forget(now: number): void {
-    const keep = this.reservationTtlMs + this.budgetWindowMs;
     for (
       let d = this.byDecision.peek();
-      d !== undefined && d.decidedAt + keep <= now;
+      d !== undefined && d.expiresAt + this.budgetWindowMs <= now;
       d = this.byDecision.peek()
     ) {
       this.byDecision.shift();
