@@ -1,8 +1,11 @@
 import { fundEvm, fundSolana } from "@svc/devnet";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually } from "./support/eventually.ts";
+import { RpcGate } from "./support/rpc-gate.ts";
 import {
   createTestServer,
+  evmThroughGate,
   expectErrorShape,
   seedAccount,
   sharedDevnet,
@@ -221,5 +224,53 @@ describe("faucet and balance", () => {
     );
     expect(paid.status, paid.text).toBe(201);
     expect((await receives(wallet.id, "solana")).total).toBe(1);
+  });
+});
+
+describe("the faucet behind a load balancer whose nodes take turns, one of them behind", () => {
+  it("answers the confirmed payment with its receive, though the node asked next does not show it yet", async () => {
+    const gate = await RpcGate.start((await sharedDevnet()).evm.rpcUrl);
+    // Every other receipt lookup reaches a node that has not seen the transaction yet.
+    let receiptLookups = 0;
+    let behindAnswers = 0;
+    gate.decide = ({ methods, body }) => {
+      if (methods.length !== 1 || methods[0] !== "eth_getTransactionReceipt" || ++receiptLookups % 2 === 1)
+        return "forward";
+      behindAnswers++;
+      const { id } = JSON.parse(body) as { id: number };
+      return { gatewayAnswers: { status: 200, body: JSON.stringify({ jsonrpc: "2.0", id, result: null }) } };
+    };
+    const faucetKey = generatePrivateKey();
+    await fundEvm(await sharedDevnet(), privateKeyToAccount(faucetKey).address, {
+      eth: 10n ** 18n,
+      usdc: 100_000_000n,
+    });
+    const balanced = await createTestServer({
+      env: { ...(await evmThroughGate(gate)), SVC_FAUCET_EVM_PRIVATE_KEY: faucetKey },
+    });
+    try {
+      const owner = await seedAccount(balanced.api);
+      const wallet = await balanced.api.post(
+        "/v1/wallets",
+        { name: "balanced", chains: ["base"] },
+        owner.apiKey,
+      );
+      const paid = await balanced.api.post(
+        `/v1/wallets/${wallet.body.id}/faucet`,
+        { chain: "base", token: "USDC", amount: "3" },
+        owner.apiKey,
+      );
+      expect(paid.status, paid.text).toBe(201);
+      expect(paid.body).toMatchObject({ type: "receive", amount: "3", status: "confirmed" });
+      expect(behindAnswers).toBeGreaterThan(0);
+      const listed = await balanced.api.get(
+        `/v1/wallets/${wallet.body.id}/transactions?type=receive`,
+        owner.apiKey,
+      );
+      expect(listed.body.data.map((t: { id: string }) => t.id)).toEqual([paid.body.id]);
+    } finally {
+      await balanced.close();
+      await gate.close();
+    }
   });
 });

@@ -1,11 +1,18 @@
 import { randomUUID } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import { createKeyPairSignerFromPrivateKeyBytes } from "@solana/kit";
 import { and, asc, eq, gt, inArray, sql } from "drizzle-orm";
 import type { Logger } from "pino";
-import { ChainError, ChainUnavailableError, chainCall, NonceTakenError } from "../chains/errors.ts";
+import {
+  ChainError,
+  ChainUnavailableError,
+  chainCall,
+  NonceTakenError,
+  TransactionNotFoundError,
+} from "../chains/errors.ts";
 import { evmAddressOf } from "../chains/evm-keys.ts";
 import type { ChainRegistry } from "../chains/registry.ts";
-import type { ChainClient, SignedTransfer, TokenInfo } from "../chains/types.ts";
+import type { ChainClient, IncomingTransfer, SignedTransfer, TokenInfo } from "../chains/types.ts";
 import { faucetGrants, wallets } from "../internal/db/schema.ts";
 import type { Db } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
@@ -122,12 +129,9 @@ export class Faucet {
       throw error;
     }
     await db.update(faucetGrants).set({ txHash: signed.txHash }).where(eq(faucetGrants.id, grantId));
-    await chainCall(request.chain, () => this.#confirmed(client, signed, account, grantId));
-
-    const transfers = await chainCall(request.chain, () => client.getIncomingTransfers(signed.txHash, [to]));
-    const transfer = transfers[0];
-    if (!transfer)
-      throw errors.internal(new Error(`faucet payment ${signed.txHash} shows no transfer to ${to}`));
+    const deadline = Date.now() + CONFIRMATION_TIMEOUT_MS;
+    await chainCall(request.chain, () => this.#confirmed(client, signed, account, grantId, deadline));
+    const transfer = await chainCall(request.chain, () => paidTransfer(client, signed.txHash, to, deadline));
     const watched = { walletId: wallet.id, address: to };
     const row =
       (await recordIncoming(db, client, transfer, watched)) ??
@@ -251,9 +255,9 @@ export class Faucet {
     signed: SignedTransfer,
     account: FaucetAccount,
     grantId: string,
+    deadline: number,
   ): Promise<void> {
     const from = await faucetAddress(client, account);
-    const deadline = Date.now() + CONFIRMATION_TIMEOUT_MS;
     for (;;) {
       const status = await client.getTransferStatus(signed, from);
       if (status.state === "confirmed") return;
@@ -266,7 +270,7 @@ export class Faucet {
       }
       // Still pending: the watcher records it when it lands; the grant stays counted meanwhile.
       if (Date.now() > deadline) throw errors.chainUnavailable(client.config.name);
-      await new Promise((resolve) => setTimeout(resolve, CONFIRMATION_POLL_MS));
+      await sleep(CONFIRMATION_POLL_MS);
     }
   }
 
@@ -290,6 +294,29 @@ export class Faucet {
       next.catch(() => undefined),
     );
     return next;
+  }
+}
+
+/**
+ * The transfer a confirmed faucet payment made to `to`, as the node shows it. A node behind the one that
+ * confirmed it (a load balancer's other node) may not show it yet: asked again until `deadline`, then 502
+ * `chain_unavailable` (the payment stands; the watcher records it when the node catches up).
+ */
+async function paidTransfer(
+  client: ChainClient,
+  txHash: string,
+  to: string,
+  deadline: number,
+): Promise<IncomingTransfer> {
+  for (;;) {
+    const transfers = await client.getIncomingTransfers(txHash, [to]).catch((error: unknown) => {
+      if (error instanceof TransactionNotFoundError) return [];
+      throw error;
+    });
+    const transfer = transfers[0];
+    if (transfer) return transfer;
+    if (Date.now() > deadline) throw errors.chainUnavailable(client.config.name);
+    await sleep(CONFIRMATION_POLL_MS);
   }
 }
 
