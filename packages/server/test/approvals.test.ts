@@ -217,6 +217,39 @@ describe("a spend above approvalAbove", () => {
     expect(expectErrorShape(approve).reason).toBe("already_decided");
   });
 
+  it("revoking two keys at once, each holding spends of one wallet from two different hours, ends them all (no deadlock between the revocations)", async () => {
+    const HOUR = 3_600_000;
+    for (let trial = 0; trial < 3; trial++) {
+      const wallet = await fundedWallet({ approvalAbove: "1", dailyLimit: "100000" });
+      const keys = await Promise.all(
+        ["first", "second"].map(async (name) => {
+          const created = await server.api.post("/v1/api-keys", { name, role: "agent" }, owner.apiKey);
+          return created.body as { id: string; key: string };
+        }),
+      );
+      const holdSpends = async () => {
+        for (let i = 0; i < 12; i++)
+          for (const key of keys) expect((await send(wallet.id, "1.5", key.key)).status).toBe(202);
+      };
+      // Half of them a minute before an hour begins, half a minute after: two hourly buckets of the daily
+      // window, each spend well within its approval deadline.
+      server.clock.jumpTo(new Date(Math.ceil(Date.now() / HOUR) * HOUR + HOUR - 60_000));
+      try {
+        await holdSpends();
+        server.clock.advance(2 * 60_000);
+        await holdSpends();
+        const revocations = await Promise.all(
+          keys.map((key) => server.api.delete(`/v1/api-keys/${key.id}`, owner.apiKey)),
+        );
+        expect(revocations.map((r) => r.status)).toEqual([204, 204]);
+        const stillHeld = await server.api.get("/v1/approvals?status=pending&limit=100", owner.apiKey);
+        expect(stillHeld.body.data.filter((a: { walletId: string }) => a.walletId === wallet.id)).toEqual([]);
+      } finally {
+        server.clock.reset();
+      }
+    }
+  });
+
   it("not decided before its deadline: expires rejected, its room given back", async () => {
     const wallet = await fundedWallet({ approvalAbove: "5", dailyLimit: "10" });
     const held = await send(wallet.id, "9");

@@ -451,7 +451,14 @@ describe("webhook deliveries", () => {
         details: { max: MAX_QUEUED_REDELIVERIES },
       });
     }
+    // Deleting the endpoint drops its queue: a new endpoint does not start with room taken, nor the old
+    // queue stay behind for good.
     expect((await server.api.delete(`/v1/webhook-endpoints/${endpoint.id}`, owner.apiKey)).status).toBe(204);
+    const left = await selectRows<{ n: number }>(
+      server.service.store.db,
+      sql`SELECT count(*)::int AS n FROM webhook_redeliveries WHERE endpoint_id = ${endpoint.id}`,
+    );
+    expect(left).toEqual([{ n: 0 }]);
   });
 
   it("give an event up 3 days after its first attempt, log it, and go on to the next", async () => {

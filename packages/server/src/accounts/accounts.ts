@@ -4,7 +4,6 @@ import { newId } from "../internal/crypto.ts";
 import { accounts, endedAccessTokens } from "../internal/db/schema.ts";
 import { type Db, selectRows, type Tx, withDomainErrors } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
-import type { VerifiedAccessToken } from "./access-tokens.ts";
 
 /** argon2id, 64 MiB, 3 passes: OWASP's first recommended setting. */
 // `algorithm: 2` is Argon2id (a const enum in the package that verbatimModuleSyntax cannot import).
@@ -78,33 +77,20 @@ export async function getAccount(db: Db, accountId: string): Promise<Account> {
 
 /**
  * Refuses an access token whose account is gone (401 `invalid_credentials`) or which its owner ended by
- * logging out (401 `token_ended`); checked for every request an access token makes.
+ * logging out (401 `token_ended`); checked for every request an access token makes, in one read. With
+ * `hold`, inside a spend's transaction, the account's row stays locked `FOR SHARE` until it ends, which a
+ * logout ({@link endAccessToken}) locks for update: a logout waits for a spend already being admitted, and
+ * every later one sees the token ended.
  */
-export async function ensureAccessTokenLive(db: Db, token: VerifiedAccessToken): Promise<void> {
-  // Whether the token's account exists, and whether its owner ended the token: one read per request.
-  const [row] = await selectRows<{ account: boolean; ended: boolean }>(
-    db,
-    sql`SELECT EXISTS (SELECT 1 FROM accounts WHERE id = ${token.accountId}) AS account,
-               EXISTS (SELECT 1 FROM ended_access_tokens WHERE jti = ${token.tokenId}) AS ended`,
-  );
-  if (!row?.account) throw errors.invalidCredentials();
-  if (row.ended) throw errors.tokenEnded();
-}
-
-/**
- * Holds a login access token live until the transaction ends, for a spend it asked for: ended since its
- * request was authenticated, it refuses the spend (401 `token_ended`). Its account's row is held `FOR SHARE`,
- * which a logout ({@link endAccessToken}) locks for update: a logout waits for a spend already being
- * admitted, and every later one sees the token ended.
- */
-export async function holdLiveAccessToken(
-  tx: Tx,
+export async function ensureAccessTokenLive(
+  db: Db | Tx,
   token: { accountId: string; tokenId: string },
+  options: { hold?: boolean } = {},
 ): Promise<void> {
   const [row] = await selectRows<{ ended: boolean }>(
-    tx,
+    db,
     sql`SELECT EXISTS (SELECT 1 FROM ended_access_tokens WHERE jti = ${token.tokenId}) AS ended
-        FROM accounts WHERE id = ${token.accountId} FOR SHARE`,
+        FROM accounts WHERE id = ${token.accountId} ${options.hold ? sql`FOR SHARE` : sql``}`,
   );
   if (!row) throw errors.invalidCredentials();
   if (row.ended) throw errors.tokenEnded();
@@ -113,15 +99,16 @@ export async function holdLiveAccessToken(
 /**
  * Locks the account's row until the transaction ends. What is counted against one of the account's limits
  * (wallets, API keys, webhook endpoints) is counted and inserted under it, so racing creations cannot pass
- * the limit together; a logout takes it too ({@link endAccessToken}).
+ * the limit together; a logout takes it too ({@link endAccessToken}), against a spend's `FOR SHARE`. It is
+ * `FOR NO KEY UPDATE`, so rows that only refer to the account (its events) are written meanwhile.
  */
 export async function lockAccount(tx: Tx, accountId: string): Promise<void> {
-  await selectRows(tx, sql`SELECT id FROM accounts WHERE id = ${accountId} FOR UPDATE`);
+  await selectRows(tx, sql`SELECT id FROM accounts WHERE id = ${accountId} FOR NO KEY UPDATE`);
 }
 
 /**
  * Ends a login access token before it expires (logging out): it is refused from then on, on every
- * instance, by spends already being admitted too (they finish first: {@link holdLiveAccessToken}).
+ * instance, by spends already being admitted too (they finish first: {@link ensureAccessTokenLive} with `hold`).
  * Ending it twice is ending it once; rows of tokens that would have expired by now go.
  */
 export async function endAccessToken(

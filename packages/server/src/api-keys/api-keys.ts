@@ -153,28 +153,21 @@ export async function revokeApiKey<T = undefined>(
 
 /**
  * Refuses a key revoked (or expired) since its request was authenticated, 401 as its next request would be.
- * The guards ask once the request's body has arrived (a client may take its time sending it).
+ * The guards ask once the request's body has arrived (a client may take its time sending it). With `hold`,
+ * inside a spend's transaction, the key's row stays locked `FOR SHARE` until it ends: a revocation that
+ * comes after waits for the spend, so what the key spent was decided before the revocation answered.
  */
-export async function ensureApiKeyLive(db: Db, keyId: string, at: Date): Promise<void> {
-  const [row] = await db
+export async function ensureApiKeyLive(
+  db: Db | Tx,
+  keyId: string,
+  at: Date,
+  options: { hold?: boolean } = {},
+): Promise<void> {
+  const read = db
     .select({ revokedAt: apiKeys.revokedAt, expiresAt: apiKeys.expiresAt })
     .from(apiKeys)
     .where(eq(apiKeys.id, keyId));
-  refuseUnlessLive(row, at);
-}
-
-/**
- * Holds an API key live until the transaction ends, for a spend it asked for: a key revoked (or expired)
- * since its request was authenticated refuses the spend, 401 as its next request would be; a revocation
- * that comes after waits for the spend's transaction, so what the key spent was decided before the
- * revocation answered.
- */
-export async function holdLiveApiKey(tx: Tx, keyId: string, at: Date): Promise<void> {
-  const [row] = await tx
-    .select({ revokedAt: apiKeys.revokedAt, expiresAt: apiKeys.expiresAt })
-    .from(apiKeys)
-    .where(eq(apiKeys.id, keyId))
-    .for("share");
+  const [row] = options.hold ? await read.for("share") : await read;
   refuseUnlessLive(row, at);
 }
 

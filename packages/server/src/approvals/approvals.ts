@@ -204,19 +204,25 @@ export async function expireApprovals(deps: DecisionDeps, limit = 100): Promise<
 
 /**
  * Ends, within the caller's transaction, every spend that the API key asked for and that still waits for
- * approval: `rejected` with failureReason `requester_revoked`, its reservation given back. The caller
- * revokes the key in the same transaction, and gives the rows' authorizations back after the commit
- * ({@link giveBackAuthorization}).
+ * approval: `rejected` with failureReason `requester_revoked` (`approval_expired` once past its deadline),
+ * its reservation given back. The caller revokes the key in the same transaction, and gives the rows'
+ * authorizations back after the commit ({@link giveBackAuthorization}).
+ *
+ * Reservations are given back by wallet, then oldest hour first: the order in which every other writer
+ * takes a wallet's hourly rows (an approval moves one from its hour to the current one), so two
+ * revocations, or a revocation and an approval, cannot deadlock on them.
  */
 export async function endSpendsHeldFor(tx: Tx, keyId: string, now: Date): Promise<TransactionRow[]> {
   const held = await tx
-    .select({ id: transactions.id })
+    .select()
     .from(transactions)
     .where(and(eq(transactions.requestedByKeyId, keyId), eq(transactions.status, "pending_approval")))
-    .orderBy(asc(transactions.id))
+    .orderBy(asc(transactions.walletId), asc(transactions.createdAt), asc(transactions.id))
     .for("update");
   const ended: TransactionRow[] = [];
-  for (const { id } of held) ended.push(await endUnsent(tx, id, "revoked", now));
+  for (const row of held) {
+    ended.push(await endUnsent(tx, row.id, isPastDeadline(row, now) ? "expired" : "revoked", now));
+  }
   return ended;
 }
 

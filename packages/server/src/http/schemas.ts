@@ -160,7 +160,10 @@ export const transactionView = z
         "pending → confirmed | failed; a spend held for approval: pending_approval → pending (approved) | rejected (rejected or expired)",
     }),
     confirmedAt: timestamp.optional(),
-    failureReason: z.string().optional(),
+    failureReason: z.string().optional().meta({
+      description:
+        "Why it failed or was rejected: for a failure, a sentence naming what refused it (the node, the chain, an x402 resource); for a held spend, `approval_rejected`, `approval_expired` or `requester_revoked` (the key that asked for it was revoked)",
+    }),
     spendDecisionId: z.string().optional(),
     resource: z.string().optional().meta({ description: "x402: the URL of the resource paid for" }),
     approval: z

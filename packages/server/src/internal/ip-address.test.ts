@@ -14,9 +14,22 @@ describe("addressLimitKey", () => {
     expect(addressLimitKey("2001:db8:1:2::7")).toBe("2001:db8:1:2::/64");
     expect(addressLimitKey("2001:0db8:0001:0002:ffff:ffff:ffff:ffff")).toBe("2001:db8:1:2::/64");
     expect(addressLimitKey("2001:db8:1:3::7")).toBe("2001:db8:1:3::/64");
-    expect(addressLimitKey("::1")).toBe("0:0:0:0::/64");
-    expect(addressLimitKey("::ffff:203.0.113.7")).toBe("203.0.113.7");
+    expect(addressLimitKey("::1")).toBe("0.0.0.1");
+    expect(addressLimitKey("2001:db8:1:2::1%eth0")).toBe("2001:db8:1:2::/64");
     expect(addressLimitKey("203.0.113.7")).toBe("203.0.113.7");
     expect(addressLimitKey("not an address")).toBe("not an address");
+  });
+
+  it("counts an IPv4 client arriving in an IPv6 form by its IPv4 address: mapped, translated, compatible, NAT64", () => {
+    for (const form of [
+      "::ffff:203.0.113.7",
+      "::ffff:0:203.0.113.7",
+      "::203.0.113.7",
+      "64:ff9b::203.0.113.7",
+      "64:ff9b::cb00:7107",
+    ]) {
+      expect(addressLimitKey(form), form).toBe("203.0.113.7");
+    }
+    expect(addressLimitKey("64:ff9b::203.0.113.8")).toBe("203.0.113.8");
   });
 });

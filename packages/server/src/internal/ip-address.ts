@@ -40,15 +40,24 @@ function ipv4Value(address: string): bigint {
 }
 
 /**
- * What a per-address limit counts a client by: an IPv4 address itself (an IPv4-mapped IPv6 one too), an
- * IPv6 address by its /64. One host is commonly given a whole /64, so counting single IPv6 addresses would
- * let it spread its requests over 2^64 budgets. Anything unparsable counts as itself.
+ * The /96 prefixes whose last 32 bits are an IPv4 address: IPv4-mapped (`::ffff:0:0/96`), IPv4-translated
+ * (`::ffff:0:0:0/96`), IPv4-compatible (`::/96`) and the NAT64 well-known prefix (`64:ff9b::/96`).
+ */
+const IPV4_CARRYING_PREFIXES = [0xffffn, 0xffff0000n, 0n, 0x64ff9bn << 64n];
+
+/**
+ * What a per-address limit counts a client by: an IPv4 address itself, also when it comes inside an IPv6
+ * form (mapped, translated or NAT64: behind such a gateway every IPv4 client would otherwise share one
+ * budget); any other IPv6 address by its /64. One host is commonly given a whole /64, so counting single
+ * IPv6 addresses would let it spread its requests over 2^64 budgets (a host given a /48 still has 65,536).
+ * A zone suffix (`%eth0`) is ignored; anything unparsable counts as itself.
  * @example addressLimitKey("2001:db8:1:2::7") // "2001:db8:1:2::/64"
  */
 export function addressLimitKey(address: string): string {
-  const parsed = parseAddress(address);
-  if (parsed?.family !== 6) return address;
-  if (parsed.value >> 32n === 0xffffn) {
+  const parsed = parseAddress(address.split("%")[0] ?? address);
+  if (!parsed) return address;
+  if (parsed.family === 4) return address;
+  if (IPV4_CARRYING_PREFIXES.includes(parsed.value >> 32n)) {
     return [24n, 16n, 8n, 0n].map((shift) => (parsed.value >> shift) & 0xffn).join(".");
   }
   const groups = [112n, 96n, 80n, 64n].map((shift) => ((parsed.value >> shift) & 0xffffn).toString(16));

@@ -1,6 +1,6 @@
 import { and, eq } from "drizzle-orm";
-import { holdLiveAccessToken } from "../accounts/accounts.ts";
-import { holdLiveApiKey } from "../api-keys/api-keys.ts";
+import { ensureAccessTokenLive } from "../accounts/accounts.ts";
+import { ensureApiKeyLive } from "../api-keys/api-keys.ts";
 import type { SignedTransfer } from "../chains/types.ts";
 import { recordEvent } from "../events/events.ts";
 import { attachTransaction, type IdempotencyClaim } from "../idempotency/idempotency.ts";
@@ -56,8 +56,8 @@ export async function holdAskingCredential(
   credential: AskingCredential | undefined,
   now: Date,
 ): Promise<void> {
-  if (credential?.kind === "api_key") await holdLiveApiKey(tx, credential.keyId, now);
-  else if (credential?.kind === "access_token") await holdLiveAccessToken(tx, credential);
+  if (credential?.kind === "api_key") await ensureApiKeyLive(tx, credential.keyId, now, { hold: true });
+  else if (credential?.kind === "access_token") await ensureAccessTokenLive(tx, credential, { hold: true });
 }
 
 /**

@@ -155,11 +155,17 @@ export async function findEndpoint(db: Db, accountId: string, id: string): Promi
  */
 export async function deleteEndpoint(db: Db, accountId: string, id: string, now: Date): Promise<void> {
   const ofAccount = and(eq(webhookEndpoints.id, id), eq(webhookEndpoints.accountId, accountId));
-  const [deleted] = await db
-    .update(webhookEndpoints)
-    .set({ deletedAt: now })
-    .where(and(ofAccount, isNull(webhookEndpoints.deletedAt)))
-    .returning({ id: webhookEndpoints.id });
+  const deleted = await db.transaction(async (tx) => {
+    // Under the lock redeliveries are queued under: none is queued for it once it is gone.
+    await lockAccount(tx, accountId);
+    const [row] = await tx
+      .update(webhookEndpoints)
+      .set({ deletedAt: now })
+      .where(and(ofAccount, isNull(webhookEndpoints.deletedAt)))
+      .returning({ id: webhookEndpoints.id });
+    if (row) await tx.delete(webhookRedeliveries).where(eq(webhookRedeliveries.endpointId, id));
+    return row;
+  });
   if (deleted) return;
   const [existing] = await db.select({ id: webhookEndpoints.id }).from(webhookEndpoints).where(ofAccount);
   if (!existing) throw errors.webhookEndpointNotFound(id);
@@ -224,6 +230,12 @@ export async function requestRedelivery(
     throw errors.eventNotSubscribed(eventId, event.type, endpointId);
   await db.transaction(async (tx) => {
     await lockAccount(tx, accountId);
+    // Deleted since it was read above: deleting takes the same lock, and drops the endpoint's queue.
+    const live = await tx.$count(
+      webhookEndpoints,
+      and(eq(webhookEndpoints.id, endpointId), isNull(webhookEndpoints.deletedAt)),
+    );
+    if (live === 0) throw errors.webhookEndpointNotFound(endpointId);
     const queued = await tx.$count(webhookRedeliveries, eq(webhookRedeliveries.endpointId, endpointId));
     if (queued >= MAX_QUEUED_REDELIVERIES)
       throw errors.tooManyRedeliveries(endpointId, MAX_QUEUED_REDELIVERIES);

@@ -33,7 +33,7 @@ export function registerRevokeApiKey(app: App, services: Services): void {
         alsoInTransaction: (tx, now) => endSpendsHeldFor(tx, request.params.id, now),
         now: services.now(),
       });
-      for (const spend of ended ?? []) await giveBackAuthorization(spendDeps(services), spend);
+      await Promise.all((ended ?? []).map((spend) => giveBackAuthorization(spendDeps(services), spend)));
       return reply.status(204).send(null);
     },
   });
