@@ -6,6 +6,7 @@ import { AccessTokens } from "./accounts/access-tokens.ts";
 import { createApp } from "./app.ts";
 import { AuthzdClient } from "./authzd/client.ts";
 import { type ChainRegistry, createChainRegistry } from "./chains/registry.ts";
+import { sweepEvents } from "./events/events.ts";
 import { Faucet, type FaucetAccounts } from "./faucet/faucet.ts";
 import type { App } from "./http/types.ts";
 import { sweepIdempotencyKeys } from "./idempotency/idempotency.ts";
@@ -29,8 +30,8 @@ import { OutboundFetcher } from "./x402/outbound-fetch.ts";
 
 /** How long a webhook receiver has to answer one delivery. */
 const WEBHOOK_TIMEOUT_MS = 10_000;
-/** How often finished Idempotency-Keys past their 24 h are deleted. */
-const IDEMPOTENCY_SWEEP_EVERY_MS = 3_600_000;
+/** How often what is kept for a while (finished Idempotency-Keys, events) is swept. */
+const SWEEP_EVERY_MS = 3_600_000;
 
 /** A running service: its address, its parts for tests, and how to stop it. */
 export interface RunningService {
@@ -196,16 +197,26 @@ export async function startService(config: Config, options: StartOptions = {}): 
       config.webhookPollMs,
     );
     webhooks.start();
-    // Finished Idempotency-Keys are kept 24 h, then go: swept at start and every hour.
-    const sweepKeys = () =>
-      sweepIdempotencyKeys(store.db, now())
-        .then((swept) => swept > 0 && logger.info({ swept }, "expired Idempotency-Keys deleted"))
-        .catch((error: unknown) =>
-          logger.warn({ err: error }, "could not sweep Idempotency-Keys; will retry"),
-        );
-    void sweepKeys();
-    const keySweeps = setInterval(sweepKeys, IDEMPOTENCY_SWEEP_EVERY_MS);
-    keySweeps.unref();
+    // Finished Idempotency-Keys are kept 24 h, events SVC_EVENT_RETENTION_DAYS, then go: swept at start
+    // and every hour.
+    const sweep = async () => {
+      const sweeps = [
+        { what: "expired Idempotency-Keys", run: () => sweepIdempotencyKeys(store.db, now()) },
+        {
+          what: "events past their retention",
+          run: () =>
+            sweepEvents(store.db, new Date(now().getTime() - config.eventRetentionDays * 86_400_000)),
+        },
+      ];
+      for (const { what, run } of sweeps) {
+        await run()
+          .then((swept) => swept > 0 && logger.info({ swept }, `${what} deleted`))
+          .catch((error: unknown) => logger.warn({ err: error }, `could not sweep ${what}; will retry`));
+      }
+    };
+    void sweep();
+    const sweeps = setInterval(sweep, SWEEP_EVERY_MS);
+    sweeps.unref();
     const limiter = rateLimiter;
     const localChains = local;
     const outboundFetcher = outbound;
@@ -218,7 +229,7 @@ export async function startService(config: Config, options: StartOptions = {}): 
       confirmer,
       webhooks,
       close: async () => {
-        clearInterval(keySweeps);
+        clearInterval(sweeps);
         await webhooks.stop();
         await confirmer.stop();
         await watcher.stop();

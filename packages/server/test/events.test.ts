@@ -1,6 +1,7 @@
 import { fundEvm } from "@svc/devnet";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { sweepEvents } from "../src/events/events.ts";
 import { failSpend } from "../src/spends/admission.ts";
 import {
   confirmTransactions,
@@ -385,6 +386,60 @@ describe("the event cursor on PostgreSQL", () => {
       await client.end().catch(() => {});
       await pgServer.close();
       await database.drop();
+    }
+  });
+});
+
+describe("events past their retention", () => {
+  it("are deleted by the sweep with their webhook delivery records and queued redeliveries; later ones stay", async () => {
+    const own = await createTestServer();
+    try {
+      const owner = await seedAccount(own.api);
+      // An endpoint nobody answers: each event's failed attempt is logged against it.
+      const endpoint = await own.api.post(
+        "/v1/webhook-endpoints",
+        { url: "http://127.0.0.1:9/hook" },
+        owner.apiKey,
+      );
+      expect(endpoint.status, endpoint.text).toBe(201);
+      expect((await own.api.post("/v1/api-keys", { name: "old" }, owner.apiKey)).status).toBe(201);
+      const oldEvents = await eventually(async () => {
+        const page = await own.api.get("/v1/events?type=api_key.created", owner.apiKey);
+        return page.body.data.length === 2 && (page.body.data as EventView[]);
+      });
+      const logged = await eventually(async () => {
+        const page = await own.api.get(`/v1/webhook-endpoints/${endpoint.body.id}/deliveries`, owner.apiKey);
+        return page.body.data.length > 0 && page.body.data;
+      });
+      expect(oldEvents.map((e) => e.id)).toContain(logged[0].eventId);
+      const queued = await own.api.post(
+        `/v1/webhook-endpoints/${endpoint.body.id}/redeliver`,
+        { eventId: oldEvents[1]?.id },
+        owner.apiKey,
+      );
+      expect(queued.status).toBe(202);
+
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const cutoff = new Date();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect((await own.api.post("/v1/api-keys", { name: "new" }, owner.apiKey)).status).toBe(201);
+
+      expect(await sweepEvents(own.service.store.db, cutoff)).toBeGreaterThanOrEqual(2);
+      const left = await eventually(async () => {
+        const page = await own.api.get("/v1/events", owner.apiKey);
+        return page.body.data.length > 0 && (page.body.data as EventView[]);
+      });
+      expect(left.map((e) => [e.type, e.data.name])).toEqual([["api_key.created", "new"]]);
+      const deliveries = await own.api.get(
+        `/v1/webhook-endpoints/${endpoint.body.id}/deliveries`,
+        owner.apiKey,
+      );
+      const oldIds = new Set(oldEvents.map((e) => e.id));
+      expect(deliveries.body.data.filter((d: { eventId: string }) => oldIds.has(d.eventId))).toEqual([]);
+      // Nothing older is left for a second sweep.
+      expect(await sweepEvents(own.service.store.db, cutoff)).toBe(0);
+    } finally {
+      await own.close();
     }
   });
 });

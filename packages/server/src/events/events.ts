@@ -6,7 +6,7 @@
 import { and, asc, eq, gt, inArray, isNotNull, or, type SQL, sql } from "drizzle-orm";
 import { newId } from "../internal/crypto.ts";
 import { events } from "../internal/db/schema.ts";
-import { type Db, statementsByShape, type Tx } from "../internal/db/store.ts";
+import { type Db, selectRows, statementsByShape, type Tx } from "../internal/db/store.ts";
 
 export const EVENT_TYPES = [
   "transaction.created",
@@ -177,4 +177,36 @@ export async function listEvents(
     .limit(limit);
   const last = rows.at(-1);
   return { rows, nextCursor: last ? { txId: last.txId, seq: last.seq } : after };
+}
+
+/** Events a sweep deletes per statement: short statements, whatever the backlog. */
+const SWEEP_BATCH = 1_000;
+
+/**
+ * Deletes the events written before `before`, oldest first and in batches, with the webhook delivery
+ * records and queued redeliveries of them; returns how many events went. Without it the table grows by
+ * every change, for good. A webhook endpoint that has not received an event by then no longer does.
+ * @example await sweepEvents(db, new Date(Date.now() - 30 * 86_400_000));
+ */
+export async function sweepEvents(db: Db, before: Date): Promise<number> {
+  let swept = 0;
+  for (;;) {
+    // The referring rows go in the same statement: a foreign key without action is checked at its end.
+    const deleted = await selectRows<{ id: string }>(
+      db,
+      sql`
+      WITH old AS (
+        SELECT id FROM events WHERE created_at < ${before.toISOString()}::timestamptz
+        ORDER BY created_at LIMIT ${SWEEP_BATCH}
+      ), deliveries AS (
+        DELETE FROM webhook_deliveries WHERE event_id IN (SELECT id FROM old)
+      ), redeliveries AS (
+        DELETE FROM webhook_redeliveries WHERE event_id IN (SELECT id FROM old)
+      )
+      DELETE FROM events WHERE id IN (SELECT id FROM old) RETURNING id`,
+    );
+    const count = deleted.length;
+    swept += count;
+    if (count < SWEEP_BATCH) return swept;
+  }
 }

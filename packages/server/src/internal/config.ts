@@ -126,6 +126,7 @@ const envSchema = z.object({
   SVC_REQUEST_TIMEOUT_MS: positiveInt.default(30_000),
   SVC_MAX_WALLETS_PER_ACCOUNT: positiveInt.default(1000),
   SVC_MAX_API_KEYS_PER_ACCOUNT: positiveInt.default(100),
+  SVC_EVENT_RETENTION_DAYS: positiveInt.default(30),
   SVC_NETWORK_PROFILE: z.enum(["devnet", "testnet", "mainnet"]).default("devnet"),
   SVC_RPC_BASE: httpUrl.optional(),
   SVC_RPC_ETHEREUM: httpUrl.optional(),
@@ -251,6 +252,11 @@ export interface Config {
    * the receive scans of every account grow with them) and API keys that are not revoked.
    */
   accountLimits: { wallets: number; apiKeys: number };
+  /**
+   * How long events are kept (`GET /v1/events`, webhook deliveries): older ones are deleted hourly, with
+   * their delivery records.
+   */
+  eventRetentionDays: number;
   network: NetworkConfig;
   /**
    * The authorization daemon that spend decisions are verified with, as the service's own identity (holding
@@ -314,6 +320,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     webhookPollMs: e.SVC_WEBHOOK_POLL_MS,
     requestTimeoutMs: e.SVC_REQUEST_TIMEOUT_MS,
     accountLimits: { wallets: e.SVC_MAX_WALLETS_PER_ACCOUNT, apiKeys: e.SVC_MAX_API_KEYS_PER_ACCOUNT },
+    eventRetentionDays: e.SVC_EVENT_RETENTION_DAYS,
     network: networkConfig(e),
     authzd: authzdConfig(e),
     outboundAllow:
