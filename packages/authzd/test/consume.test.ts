@@ -6,8 +6,12 @@
  * when the spend was refused before anything was signed. All of it is on the audit chain and survives a
  * restart.
  */
+import fs from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually } from "../../../test/support/eventually.ts";
+import { writeAnchorSync } from "../src/audit/anchor.ts";
+import { type AuditRow, encodeRow } from "../src/audit/rows.ts";
+import { homePaths } from "../src/internal/home.ts";
 import { runCli, SPEND, startTestDaemon, type TestDaemon } from "./harness.ts";
 
 interface Verdict {
@@ -383,6 +387,36 @@ describe("a decision keeps the reservation time it was decided under, across res
       expect(verified.code, verified.stderr).toBe(0);
     } finally {
       await daemon.stop({ removeHome: true });
+    }
+  });
+});
+
+describe("a decided row whose recorded expires_at cannot be right", () => {
+  it("stops the daemon from starting rather than holding the reservation for good", async () => {
+    const daemon = await startTestDaemon({});
+    const payer = await daemon.identity("payer", SPENDER, { budgetCredits: 5 });
+    await client(daemon).authorize(payer, { credits: 1 });
+    await daemon.stop();
+    // The log is hash-chained but keyless: whoever can write the files can rewrite its last row, re-hash it
+    // and move the head anchor to it.
+    const { auditLog, auditHead } = homePaths(daemon.home);
+    const lines = fs
+      .readFileSync(auditLog, "utf8")
+      .split("\n")
+      .filter((line) => line !== "");
+    const decided = (JSON.parse(lines.at(-1) as string) as { row: AuditRow }).row;
+    expect(decided.kind).toBe("spend_authorization_decided");
+    try {
+      for (const expiresAt of ["9999-12-31T00:00:00.000Z", "not a time", null]) {
+        const { line, hash } = encodeRow({ ...decided, expires_at: expiresAt } as AuditRow);
+        fs.writeFileSync(auditLog, [...lines.slice(0, -1), ""].join("\n") + line);
+        writeAnchorSync(auditHead, { rows: lines.length, headHash: hash });
+        await expect(startTestDaemon({}, { home: daemon.home }), String(expiresAt)).rejects.toThrow(
+          /expires_at .* refusing to replay it/,
+        );
+      }
+    } finally {
+      fs.rmSync(daemon.home, { recursive: true, force: true });
     }
   });
 });

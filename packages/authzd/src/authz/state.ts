@@ -1,4 +1,5 @@
 import type { AuditRow } from "../audit/rows.ts";
+import { MAX_RESERVATION_TTL_MS } from "../internal/config.ts";
 import { type BudgetUsage, isHeld, PayerLedger, Queue, type Reservation } from "./budget.ts";
 
 /** Capabilities an identity can hold. */
@@ -145,7 +146,7 @@ export class AuthzState {
           credits: row.credits,
           destination: row.destination,
           decidedAt: at,
-          expiresAt: row.expires_at === undefined ? at + this.reservationTtlMs : Date.parse(row.expires_at),
+          expiresAt: row.expires_at === undefined ? at + this.reservationTtlMs : recordedExpiry(row, at),
           settledAt: null,
           cancelledAt: null,
           receiptId: null,
@@ -263,4 +264,19 @@ export class AuthzState {
     }
     return ledger;
   }
+}
+
+/**
+ * A decided row's recorded `expires_at`, which must be a time after the row's own and at most the longest
+ * reservation time later: the daemon writes nothing else, and an unreadable or far one would keep a
+ * reservation held (and every later decision remembered) for good.
+ */
+function recordedExpiry(row: { decision_id: string; expires_at?: unknown }, at: number): number {
+  const expiry = typeof row.expires_at === "string" ? Date.parse(row.expires_at) : Number.NaN;
+  if (!Number.isFinite(expiry) || expiry <= at || expiry - at > MAX_RESERVATION_TTL_MS) {
+    throw new Error(
+      `the audit row deciding ${row.decision_id} has expires_at ${JSON.stringify(row.expires_at)}, not a time within ${MAX_RESERVATION_TTL_MS / 86_400_000} days after the row's own; refusing to replay it`,
+    );
+  }
+  return expiry;
 }

@@ -40,8 +40,12 @@ describe("loadConfig", () => {
       [
         'SPEND_AUTHZ_ENABLED: expected 1 or 0, got "yes"',
         'AUTHZD_PORT: expected an integer between 0 and 65535, got "http"',
-        'AUTHZD_BUDGET_WINDOW_SECONDS: expected a positive number of seconds, got "-1"',
+        'AUTHZD_BUDGET_WINDOW_SECONDS: expected a positive number of seconds, at most 31622400, got "-1"',
       ].join("\n"),
+    );
+    // A reservation time whose expiries would not be dates (or hold a reservation for months) is refused.
+    expect(() => loadConfig({ AUTHZD_RESERVATION_TTL_SECONDS: "9000000000000" })).toThrow(
+      'AUTHZD_RESERVATION_TTL_SECONDS: expected a positive number of seconds, at most 2592000, got "9000000000000"',
     );
   });
 

@@ -42,6 +42,9 @@ export class ConfigError extends Error {
 
 type Env = Readonly<Record<string, string | undefined>>;
 
+/** The longest reservation time: a reservation is a spend in flight, and a month is far past any. */
+export const MAX_RESERVATION_TTL_MS = 30 * 86_400_000;
+
 /**
  * Parses the daemon's environment variables. This is the only place that reads `process.env`.
  *
@@ -61,12 +64,12 @@ export function loadConfig(env: Env = process.env): Config {
     }
     return value;
   };
-  const seconds = (name: string, fallback: number): number => {
+  const seconds = (name: string, fallback: number, max = 366 * 86_400): number => {
     const raw = env[name];
     if (raw === undefined || raw === "") return fallback * 1000;
     const value = Number(raw);
-    if (!/^\d+(\.\d+)?$/.test(raw) || !(value > 0)) {
-      problems.push(`${name}: expected a positive number of seconds, got "${raw}"`);
+    if (!/^\d+(\.\d+)?$/.test(raw) || !(value > 0) || value > max) {
+      problems.push(`${name}: expected a positive number of seconds, at most ${max}, got "${raw}"`);
       return fallback * 1000;
     }
     return Math.round(value * 1000);
@@ -108,7 +111,7 @@ export function loadConfig(env: Env = process.env): Config {
     spendAuthzEnabled: enabledRaw === "1",
     defaultBudgetCredits: int("AUTHZD_BUDGET_CREDITS", 1000, 0, Number.MAX_SAFE_INTEGER),
     budgetWindowMs: seconds("AUTHZD_BUDGET_WINDOW_SECONDS", 86_400),
-    reservationTtlMs: seconds("AUTHZD_RESERVATION_TTL_SECONDS", 600),
+    reservationTtlMs: seconds("AUTHZD_RESERVATION_TTL_SECONDS", 600, MAX_RESERVATION_TTL_MS / 1000),
     maxPerCallCap,
     // 0 switches the limiter off (the benchmark does, to measure the daemon rather than the limiter).
     spendRateLimit: ratePerSecond === 0 ? null : { perSecond: ratePerSecond, burst: rateBurst },
