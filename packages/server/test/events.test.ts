@@ -1,7 +1,9 @@
 import { fundEvm } from "@svc/devnet";
+import { sql } from "drizzle-orm";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sweepEvents } from "../src/events/events.ts";
+import { selectRows } from "../src/internal/db/store.ts";
 import { failSpend } from "../src/spends/admission.ts";
 import {
   confirmTransactions,
@@ -438,6 +440,92 @@ describe("events past their retention", () => {
       expect(deliveries.body.data.filter((d: { eventId: string }) => oldIds.has(d.eventId))).toEqual([]);
       // Nothing older is left for a second sweep.
       expect(await sweepEvents(own.service.store.db, cutoff)).toBe(0);
+    } finally {
+      await own.close();
+    }
+  });
+});
+
+describe("the retention sweep beside webhook work, on PostgreSQL", () => {
+  it("a redelivery asked for while the sweep deletes its event is 404, not 500", async () => {
+    const database = await createFreshDatabase(
+      process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test",
+    );
+    const pgServer = await createTestServer({ store: { databaseUrl: database.url } });
+    const client = new pg.Client({ connectionString: database.url });
+    try {
+      const owner = await seedAccount(pgServer.api);
+      const endpoint = await pgServer.api.post(
+        "/v1/webhook-endpoints",
+        { url: "http://127.0.0.1:9/hook" },
+        owner.apiKey,
+      );
+      expect(endpoint.status, endpoint.text).toBe(201);
+      expect((await pgServer.api.post("/v1/api-keys", { name: "old" }, owner.apiKey)).status).toBe(201);
+      const old = await eventually(async () => {
+        const page = await pgServer.api.get("/v1/events?type=api_key.created", owner.apiKey);
+        return page.body.data.length === 2 && (page.body.data as EventView[])[1];
+      });
+      // Another session holds the account's row, so the redelivery request waits at its first lock.
+      await client.connect();
+      await client.query("BEGIN");
+      await client.query("SELECT id FROM accounts WHERE id = $1 FOR UPDATE", [owner.userId]);
+      const asked = pgServer.api.post(
+        `/v1/webhook-endpoints/${endpoint.body.id}/redeliver`,
+        { eventId: old.id },
+        owner.apiKey,
+      );
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(await sweepEvents(pgServer.service.store.db, new Date(Date.now() + 60_000))).toBeGreaterThan(0);
+      await client.query("COMMIT");
+      const answer = await asked;
+      expect(answer.status, answer.text).toBe(404);
+      expect(expectErrorShape(answer)).toMatchObject({
+        code: "NotFound",
+        message: `Event ${old.id} not found`,
+      });
+    } finally {
+      await client.end().catch(() => undefined);
+      await pgServer.close();
+      await database.drop();
+    }
+  });
+});
+
+describe("an endpoint's failed attempts", () => {
+  it("belong to their event: the next event after one the sweep deleted starts with none", async () => {
+    const own = await createTestServer();
+    try {
+      const owner = await seedAccount(own.api);
+      const endpoint = await own.api.post(
+        "/v1/webhook-endpoints",
+        { url: "http://127.0.0.1:9/hook", events: ["api_key.created"] },
+        owner.apiKey,
+      );
+      expect(endpoint.status, endpoint.text).toBe(201);
+      const attemptsOnRecord = async () =>
+        (
+          await selectRows<{ attempts: number }>(
+            own.service.store.db,
+            sql`SELECT attempts FROM webhook_endpoints WHERE id = ${endpoint.body.id}`,
+          )
+        )[0]?.attempts;
+      // Event A fails twice (its second attempt 5 s after the first, by the service's clock).
+      expect((await own.api.post("/v1/api-keys", { name: "a" }, owner.apiKey)).status).toBe(201);
+      await eventually(async () => (await attemptsOnRecord()) === 1, { describe: "A's first attempt" });
+      own.clock.advance(6_000);
+      await eventually(async () => (await attemptsOnRecord()) === 2, { describe: "A's second attempt" });
+
+      expect(await sweepEvents(own.service.store.db, new Date(Date.now() + 1_000))).toBeGreaterThan(0);
+      await new Promise((resolve) => setTimeout(resolve, 1_100));
+      expect((await own.api.post("/v1/api-keys", { name: "b" }, owner.apiKey)).status).toBe(201);
+      own.clock.advance(60_000); // A's next attempt was due 30 s after its second
+      const deliveries = await eventually(async () => {
+        const page = await own.api.get(`/v1/webhook-endpoints/${endpoint.body.id}/deliveries`, owner.apiKey);
+        return page.body.data.length > 0 && (page.body.data as { eventId: string; attempt: number }[]);
+      });
+      expect(deliveries.map((d) => d.attempt)).toEqual([1]);
+      expect(await attemptsOnRecord()).toBe(1);
     } finally {
       await own.close();
     }

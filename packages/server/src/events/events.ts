@@ -5,7 +5,7 @@
  */
 import { and, asc, eq, gt, inArray, isNotNull, or, type SQL, sql } from "drizzle-orm";
 import { newId } from "../internal/crypto.ts";
-import { events } from "../internal/db/schema.ts";
+import { events, webhookDeliveries, webhookRedeliveries } from "../internal/db/schema.ts";
 import { type Db, selectRows, statementsByShape, type Tx } from "../internal/db/store.ts";
 
 export const EVENT_TYPES = [
@@ -186,27 +186,45 @@ const SWEEP_BATCH = 1_000;
  * Deletes the events written before `before`, oldest first and in batches, with the webhook delivery
  * records and queued redeliveries of them; returns how many events went. Without it the table grows by
  * every change, for good. A webhook endpoint that has not received an event by then no longer does.
+ *
+ * Each batch locks its events first, then their queued redeliveries, skipping what others hold (`SKIP
+ * LOCKED`, so the sweep never waits on a deliverer): an event that a delivery record or redelivery is being
+ * written for, or whose redelivery is being sent, stays for a later sweep; one written for afterwards waits
+ * and then finds the event gone. None is left referring to a deleted event.
  * @example await sweepEvents(db, new Date(Date.now() - 30 * 86_400_000));
  */
 export async function sweepEvents(db: Db, before: Date): Promise<number> {
   let swept = 0;
   for (;;) {
-    // The referring rows go in the same statement: a foreign key without action is checked at its end.
-    const deleted = await selectRows<{ id: string }>(
-      db,
-      sql`
-      WITH old AS (
-        SELECT id FROM events WHERE created_at < ${before.toISOString()}::timestamptz
-        ORDER BY created_at LIMIT ${SWEEP_BATCH}
-      ), deliveries AS (
-        DELETE FROM webhook_deliveries WHERE event_id IN (SELECT id FROM old)
-      ), redeliveries AS (
-        DELETE FROM webhook_redeliveries WHERE event_id IN (SELECT id FROM old)
-      )
-      DELETE FROM events WHERE id IN (SELECT id FROM old) RETURNING id`,
-    );
-    const count = deleted.length;
-    swept += count;
-    if (count < SWEEP_BATCH) return swept;
+    const batch = await db.transaction(async (tx) => {
+      const old = await selectRows<{ id: string }>(
+        tx,
+        sql`SELECT id FROM events WHERE created_at < ${before.toISOString()}::timestamptz
+            ORDER BY created_at LIMIT ${SWEEP_BATCH} FOR UPDATE SKIP LOCKED`,
+      );
+      if (old.length === 0) return { read: 0, deleted: 0 };
+      const candidates = old.map((row) => row.id);
+      const queued = await tx
+        .select({ id: webhookRedeliveries.id, eventId: webhookRedeliveries.eventId })
+        .from(webhookRedeliveries)
+        .where(inArray(webhookRedeliveries.eventId, candidates))
+        .for("update", { skipLocked: true });
+      const all = await tx
+        .select({ id: webhookRedeliveries.id, eventId: webhookRedeliveries.eventId })
+        .from(webhookRedeliveries)
+        .where(inArray(webhookRedeliveries.eventId, candidates));
+      // A redelivery being sent now holds its row: its event waits for a later sweep.
+      const locked = new Set(queued.map((row) => row.id));
+      const busy = new Set(all.filter((row) => !locked.has(row.id)).map((row) => row.eventId));
+      const ids = candidates.filter((id) => !busy.has(id));
+      if (ids.length > 0) {
+        await tx.delete(webhookDeliveries).where(inArray(webhookDeliveries.eventId, ids));
+        await tx.delete(webhookRedeliveries).where(inArray(webhookRedeliveries.eventId, ids));
+        await tx.delete(events).where(inArray(events.id, ids));
+      }
+      return { read: old.length, deleted: ids.length };
+    });
+    swept += batch.deleted;
+    if (batch.read < SWEEP_BATCH) return swept;
   }
 }

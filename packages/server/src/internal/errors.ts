@@ -339,7 +339,7 @@ export const errors = {
     new AppError(
       409,
       "ValidationError",
-      `Event ${eventId} is a ${type}, which webhook endpoint ${endpointId} does not receive`,
+      `Event ${eventId} is of type ${type}, which webhook endpoint ${endpointId} does not receive`,
       "event_not_subscribed",
       { eventId, type },
     ),

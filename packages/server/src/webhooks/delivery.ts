@@ -252,6 +252,7 @@ export class WebhookDeliverer {
       cursorTxId: event.txId,
       cursorSeq: event.seq,
       attempts: 0,
+      attemptsEventId: null,
       firstAttemptAt: null,
       nextAttemptAt: null,
     };
@@ -264,8 +265,10 @@ export class WebhookDeliverer {
       return this.#record(endpoint, passed, {
         delivery: { eventId: event.id, status: "succeeded", redelivery: false, outcome, at },
       });
-    const attempts = endpoint.attempts + 1;
-    const firstAttemptAt = endpoint.firstAttemptAt ?? at;
+    // The attempts on record are this event's, unless the event they were made at has been deleted since.
+    const earlier = endpoint.attemptsEventId === event.id;
+    const attempts = (earlier ? endpoint.attempts : 0) + 1;
+    const firstAttemptAt = (earlier ? endpoint.firstAttemptAt : null) ?? at;
     const next = nextAttemptAt(firstAttemptAt, attempts, at);
     if (next === undefined) {
       this.deps.log.warn(
@@ -279,7 +282,14 @@ export class WebhookDeliverer {
     // Due later: the lease is let go and the poll that finds it due takes it again.
     await this.#record(
       endpoint,
-      { attempts, firstAttemptAt, nextAttemptAt: next, leaseOwner: null, leasedUntil: null },
+      {
+        attempts,
+        attemptsEventId: event.id,
+        firstAttemptAt,
+        nextAttemptAt: next,
+        leaseOwner: null,
+        leasedUntil: null,
+      },
       { delivery: { eventId: event.id, status: "failed", redelivery: false, outcome, at } },
     );
     return undefined;
@@ -367,6 +377,7 @@ export class WebhookDeliverer {
     const { delivery, redeliveryId } = done;
     if (delivery) {
       // The attempt's number counts every attempt at this event on this endpoint, redeliveries included.
+      // An event the retention sweep deleted meanwhile (it locks what it deletes) has nothing to log it against.
       parts.push(sql`, logged AS (
         INSERT INTO ${webhookDeliveries} (endpoint_id, event_id, attempt, status, redelivery, response_status, error, at)
         SELECT ${endpoint.id}, ${delivery.eventId},
@@ -374,7 +385,7 @@ export class WebhookDeliverer {
                     WHERE endpoint_id = ${endpoint.id} AND event_id = ${delivery.eventId}), 0) + 1,
           ${delivery.status}, ${delivery.redelivery}, ${delivery.outcome.responseStatus},
           ${delivery.outcome.error}, ${delivery.at ?? this.deps.now()}
-        FROM held)`);
+        FROM held WHERE EXISTS (SELECT 1 FROM ${events} WHERE id = ${delivery.eventId} FOR KEY SHARE))`);
     }
     if (redeliveryId !== undefined) {
       parts.push(sql`, dropped AS (
@@ -428,6 +439,7 @@ type EndpointState = Partial<
     | "cursorTxId"
     | "cursorSeq"
     | "attempts"
+    | "attemptsEventId"
     | "firstAttemptAt"
     | "nextAttemptAt"
     | "leaseOwner"
@@ -438,6 +450,7 @@ const STATE_COLUMNS: Record<keyof EndpointState, string> = {
   cursorTxId: "cursor_tx_id",
   cursorSeq: "cursor_seq",
   attempts: "attempts",
+  attemptsEventId: "attempts_event_id",
   firstAttemptAt: "first_attempt_at",
   nextAttemptAt: "next_attempt_at",
   leaseOwner: "lease_owner",

@@ -8,7 +8,7 @@ import { lockAccount } from "../accounts/accounts.ts";
 import type { EventType } from "../events/events.ts";
 import { newId } from "../internal/crypto.ts";
 import { events, webhookDeliveries, webhookEndpoints, webhookRedeliveries } from "../internal/db/schema.ts";
-import type { Db } from "../internal/db/store.ts";
+import type { Db, Tx } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 import type { Keyring } from "../wallets/keyring.ts";
 import type { OutboundFetcher } from "../x402/outbound-fetch.ts";
@@ -134,7 +134,7 @@ export async function listEndpoints(db: Db, accountId: string): Promise<WebhookE
 }
 
 /** An endpoint of the account that is not deleted; NotFound otherwise (another account's included). */
-export async function findEndpoint(db: Db, accountId: string, id: string): Promise<WebhookEndpointRow> {
+export async function findEndpoint(db: Db | Tx, accountId: string, id: string): Promise<WebhookEndpointRow> {
   const [row] = await db
     .select()
     .from(webhookEndpoints)
@@ -220,22 +220,19 @@ export async function requestRedelivery(
   endpointId: string,
   eventId: string,
 ): Promise<void> {
-  const endpoint = await findEndpoint(db, accountId, endpointId);
-  const [event] = await db
-    .select({ type: events.type })
-    .from(events)
-    .where(and(eq(events.id, eventId), eq(events.accountId, accountId)));
-  if (!event) throw errors.eventNotFound(eventId);
-  if (endpoint.eventTypes !== null && !endpoint.eventTypes.includes(event.type))
-    throw errors.eventNotSubscribed(eventId, event.type, endpointId);
   await db.transaction(async (tx) => {
+    // Deleting the endpoint takes this lock too (and drops its queue).
     await lockAccount(tx, accountId);
-    // Deleted since it was read above: deleting takes the same lock, and drops the endpoint's queue.
-    const live = await tx.$count(
-      webhookEndpoints,
-      and(eq(webhookEndpoints.id, endpointId), isNull(webhookEndpoints.deletedAt)),
-    );
-    if (live === 0) throw errors.webhookEndpointNotFound(endpointId);
+    const endpoint = await findEndpoint(tx, accountId, endpointId);
+    // Held against the retention sweep, which skips what is held and deletes what it holds itself.
+    const [event] = await tx
+      .select({ type: events.type })
+      .from(events)
+      .where(and(eq(events.id, eventId), eq(events.accountId, accountId)))
+      .for("key share");
+    if (!event) throw errors.eventNotFound(eventId);
+    if (endpoint.eventTypes !== null && !endpoint.eventTypes.includes(event.type))
+      throw errors.eventNotSubscribed(eventId, event.type, endpointId);
     const queued = await tx.$count(webhookRedeliveries, eq(webhookRedeliveries.endpointId, endpointId));
     if (queued >= MAX_QUEUED_REDELIVERIES)
       throw errors.tooManyRedeliveries(endpointId, MAX_QUEUED_REDELIVERIES);

@@ -228,6 +228,8 @@ export const webhookEndpoints = pgTable("webhook_endpoints", {
   /** The snapshot the endpoint was created in: events it sees committed before, and are not sent. */
   startSnapshot: text("start_snapshot").notNull(),
   attempts: integer("attempts").notNull(),
+  /** The event `attempts` and `firstAttemptAt` are about; another event after the cursor starts afresh. */
+  attemptsEventId: text("attempts_event_id"),
   firstAttemptAt: timestamp("first_attempt_at", { withTimezone: true, mode: "date" }),
   nextAttemptAt: timestamp("next_attempt_at", { withTimezone: true, mode: "date" }),
   leaseOwner: text("lease_owner"),
