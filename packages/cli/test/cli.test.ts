@@ -100,6 +100,31 @@ describe("svc login", () => {
   });
 });
 
+describe("svc login at the account's API key limit", () => {
+  it("logging in again makes room by revoking the file's old key first", async () => {
+    const limited = await createTestServer({ env: { SVC_MAX_API_KEYS_PER_ACCOUNT: "2" } });
+    const ownHome = fs.mkdtempSync(path.join(os.tmpdir(), "svc-cli-limit-"));
+    const ownEnv = { HOME: ownHome, SVC_CONFIG: path.join(ownHome, "svc.json") };
+    try {
+      const user = await seedAccount(limited.api, "at-limit"); // holds one key: the CLI's makes two
+      const login = () =>
+        svc(["login", "--email", user.email, "--base-url", limited.url, "--json"], {
+          ...ownEnv,
+          SVC_PASSWORD: user.password,
+        });
+      const first = await login();
+      expectOk(first);
+      const again = await login();
+      expectOk(again);
+      const keys = (await svc(["keys", "list", "--json"], ownEnv)).json<{ id: string }[]>();
+      expect(keys.map((key) => key.id).sort()).toEqual([user.apiKeyId, again.json().keyId].sort());
+    } finally {
+      await limited.close();
+      fs.rmSync(ownHome, { recursive: true, force: true });
+    }
+  });
+});
+
 describe("wallets, faucet and balance", () => {
   it("creates wallets with a policy, lists and shows them", async () => {
     const created = await svc(

@@ -1,5 +1,11 @@
 import os from "node:os";
-import { type ApiKeyRole, SvcNotFoundError, SvcUnauthorizedError, SvcWallet } from "@svc/sdk";
+import {
+  type ApiKeyRole,
+  SvcNotFoundError,
+  SvcUnauthorizedError,
+  SvcValidationError,
+  SvcWallet,
+} from "@svc/sdk";
 import { type Command, Option } from "commander";
 import { readConfig, savedKeyBaseUrl, writeConfig } from "../config.ts";
 import type { Context } from "../context.ts";
@@ -116,15 +122,26 @@ export function addAccountCommands(program: Command, contextOf: (command: Comman
       const { accessToken } = await new SvcWallet({ baseUrl }).auth.login({ email, password });
       // The access token lasts an hour; the CLI keeps an admin key of its own instead, until revoked.
       const admin = new SvcWallet({ apiKey: accessToken, baseUrl });
-      const created = await admin.apiKeys.create({ name: `svc cli on ${os.hostname()}`, role: "admin" });
       const previous = await readConfig(ctx.configFile);
-      await writeConfig(ctx.configFile, { baseUrl, apiKey: created.key, keyId: created.id, email });
-      // The key this file held before is of no further use: revoke it (it may be gone or another account's).
-      if (previous.keyId && previous.baseUrl === baseUrl && previous.keyId !== created.id) {
-        await admin.apiKeys.revoke(previous.keyId).catch((error) => {
+      // The key this file held before is of no further use: revoked (it may be gone or another account's).
+      const previousKeyId = previous.keyId && previous.baseUrl === baseUrl ? previous.keyId : undefined;
+      const revokePrevious = async () => {
+        if (previousKeyId === undefined) return;
+        await admin.apiKeys.revoke(previousKeyId).catch((error) => {
           if (!(error instanceof SvcNotFoundError)) throw error;
         });
-      }
+      };
+      const createKey = () => admin.apiKeys.create({ name: `svc cli on ${os.hostname()}`, role: "admin" });
+      // Made before the old one goes, so a failure leaves the file's key working; but at the account's key
+      // limit, the old one must go first to make room.
+      const created = await createKey().catch(async (error: unknown) => {
+        if (!(error instanceof SvcValidationError && error.reason === "too_many_api_keys") || !previousKeyId)
+          throw error;
+        await revokePrevious();
+        return createKey();
+      });
+      await writeConfig(ctx.configFile, { baseUrl, apiKey: created.key, keyId: created.id, email });
+      if (previousKeyId !== created.id) await revokePrevious();
       ctx.print(
         { email, baseUrl, keyId: created.id, configFile: ctx.configFile },
         () =>
