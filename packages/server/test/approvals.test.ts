@@ -214,7 +214,11 @@ describe("a spend above approvalAbove", () => {
       undefined,
       owner.apiKey,
     );
-    expect(expectErrorShape(approve).reason).toBe("already_decided");
+    expect(expectErrorShape(approve)).toMatchObject({
+      reason: "already_decided",
+      message: expect.stringContaining("already decided: rejected (requester_revoked)"),
+      details: { approval: "rejected", failureReason: "requester_revoked" },
+    });
   });
 
   it("revoking two keys at once, each holding spends of one wallet from two different hours, ends them all (no deadlock between the revocations)", async () => {

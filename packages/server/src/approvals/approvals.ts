@@ -69,7 +69,8 @@ export async function approveSpend(
   asker: SpendAsker = {},
 ): Promise<TransactionRow> {
   const held = await findApproval(deps.db, accountId, transactionId);
-  if (held.status !== "pending_approval") throw errors.alreadyDecided(held.id, held.approvalStatus ?? "");
+  if (held.status !== "pending_approval")
+    throw errors.alreadyDecided(held.id, held.approvalStatus ?? "", endedWhy(held));
   const asked = deps.now?.() ?? new Date();
   // The confirmer has not come by to end it yet.
   if (isPastDeadline(held, asked)) return refuseExpired(deps, held.id, asked);
@@ -226,6 +227,11 @@ export async function endSpendsHeldFor(tx: Tx, keyId: string, now: Date): Promis
   return ended;
 }
 
+/** Why a held spend ended unsent (`requester_revoked`, say); null for one that was approved. */
+function endedWhy(row: TransactionRow): string | null {
+  return row.status === "rejected" ? row.failureReason : null;
+}
+
 /** Whether a held spend's deadline has passed at `now`. */
 function isPastDeadline(held: TransactionRow, now: Date): boolean {
   return held.approvalExpiresAt !== null && held.approvalExpiresAt <= now;
@@ -271,7 +277,8 @@ export async function listApprovals(
 async function lockHeld(tx: Tx, transactionId: string): Promise<TransactionRow> {
   const [row] = await tx.select().from(transactions).where(eq(transactions.id, transactionId)).for("update");
   if (!row) throw errors.approvalNotFound(transactionId);
-  if (row.status !== "pending_approval") throw errors.alreadyDecided(row.id, row.approvalStatus ?? "");
+  if (row.status !== "pending_approval")
+    throw errors.alreadyDecided(row.id, row.approvalStatus ?? "", endedWhy(row));
   return row;
 }
 

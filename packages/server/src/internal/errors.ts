@@ -111,13 +111,13 @@ export const errors = {
   emailTaken: () =>
     new AppError(409, "ValidationError", "An account with this email already exists", "email_taken"),
   /** A spend's approval was already approved, rejected or expired. */
-  alreadyDecided: (transactionId: string, approval: string) =>
+  alreadyDecided: (transactionId: string, approval: string, failureReason?: string | null) =>
     new AppError(
       409,
       "ValidationError",
-      `The approval of ${transactionId} was already decided: ${approval}`,
+      `The approval of ${transactionId} was already decided: ${approval}${failureReason ? ` (${failureReason})` : ""}`,
       "already_decided",
-      { transactionId, approval },
+      { transactionId, approval, ...(failureReason ? { failureReason } : {}) },
     ),
   walletArchived: (walletId: string) =>
     new AppError(409, "ValidationError", `Wallet ${walletId} is archived`, "wallet_archived"),
@@ -355,7 +355,7 @@ export const errors = {
     new AppError(
       409,
       "ValidationError",
-      `An account has at most ${max} wallets, archived ones included (SVC_MAX_WALLETS_PER_ACCOUNT)`,
+      `An account has at most ${max} wallets, archived ones included (they still receive, so they count); the operator sets the limit (SVC_MAX_WALLETS_PER_ACCOUNT)`,
       "too_many_wallets",
       { max },
     ),
@@ -363,7 +363,7 @@ export const errors = {
     new AppError(
       409,
       "ValidationError",
-      `An account has at most ${max} API keys that are not revoked, expired ones included; revoke one first (SVC_MAX_API_KEYS_PER_ACCOUNT)`,
+      `An account has at most ${max} API keys that are not revoked, expired ones included; revoke one first (DELETE /v1/api-keys/:id), or ask the operator to raise SVC_MAX_API_KEYS_PER_ACCOUNT`,
       "too_many_api_keys",
       { max },
     ),

@@ -54,6 +54,8 @@ export function registerListEvents(app: App, services: Services): void {
       tags: ["events"],
       summary:
         "Events oldest first after a cursor; poll from nextCursor. Admin credentials see every event, other keys those of their wallets.",
+      description:
+        "Events are kept `SVC_EVENT_RETENTION_DAYS` (default 30), then deleted with their webhook delivery records: a cursor from before then goes on from the oldest event left.",
       querystring: z.strictObject({
         after: z
           .string()
