@@ -228,7 +228,10 @@ describe("login rate limits", () => {
       expect(attempts.map((r) => r.status)).toEqual([401, 401, 401, 429]);
       const limitedResponse = attempts[3];
       if (!limitedResponse) throw new Error("no response");
-      expect(expectErrorShape(limitedResponse).code).toBe("RateLimitExceeded");
+      expect(expectErrorShape(limitedResponse)).toMatchObject({
+        code: "RateLimitExceeded",
+        details: { scope: "login_email" },
+      });
       expect(Number(limitedResponse.headers.get("retry-after"))).toBeGreaterThan(0);
       // Even the right password is refused while the email is limited.
       const right = await limited.api.post("/v1/auth/login", { email, password: "twelve-chars-at-least" });

@@ -193,7 +193,14 @@ describe("rate limiting", () => {
       for (let i = 0; i < 7; i++) statuses.push((await limited.api.get("/v1/wallets", a.apiKey)).status);
       expect(statuses).toEqual([200, 200, 200, 200, 200, 429, 429]);
       const last = await limited.api.get("/v1/wallets", a.apiKey);
-      expect(expectErrorShape(last).code).toBe("RateLimitExceeded");
+      // It says which limit: this credential's, not the address's.
+      expect(expectErrorShape(last)).toMatchObject({
+        code: "RateLimitExceeded",
+        message: expect.stringMatching(
+          /^Too many requests with this credential \(SVC_RATE_LIMIT_PER_MINUTE\); retry after \d+s$/,
+        ),
+        details: { scope: "credential" },
+      });
       const retryAfter = Number(last.headers.get("retry-after"));
       expect(retryAfter).toBeGreaterThan(0);
       expect(retryAfter).toBeLessThanOrEqual(60);
@@ -210,6 +217,8 @@ describe("rate limiting", () => {
       const statuses = [];
       for (let i = 0; i < 6; i++) statuses.push((await limited.api.get("/healthz")).status);
       expect(statuses).toEqual([200, 200, 200, 200, 429, 429]);
+      const refused = await limited.api.get("/healthz");
+      expect(expectErrorShape(refused).details).toMatchObject({ scope: "address" });
     } finally {
       await limited.close();
     }

@@ -303,7 +303,10 @@ describe("registration limit", () => {
       expect((await register({ email: email(), password })).status).toBe(201);
       const refused = await register({ email: email(), password });
       expect(refused.status).toBe(429);
-      expect(expectErrorShape(refused).code).toBe("RateLimitExceeded");
+      expect(expectErrorShape(refused)).toMatchObject({
+        code: "RateLimitExceeded",
+        details: { scope: "registration" },
+      });
       expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
     } finally {
       await limited.close();

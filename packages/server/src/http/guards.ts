@@ -1,8 +1,8 @@
-import type { FastifyContextConfig, FastifyRequest, RouteOptions } from "fastify";
+import type { FastifyContextConfig, RouteOptions } from "fastify";
 import { ensureAccessTokenLive } from "../accounts/accounts.ts";
 import { authenticateApiKey, ensureApiKeyLive } from "../api-keys/api-keys.ts";
 import { API_KEY_PREFIX } from "../internal/crypto.ts";
-import { errors } from "../internal/errors.ts";
+import { errors, type RateLimitScope } from "../internal/errors.ts";
 import { addressLimitKey } from "../internal/ip-address.ts";
 import { describeCredential, hasRole, mayActOnWallet } from "./access.ts";
 import { DOCS_PREFIX } from "./openapi.ts";
@@ -12,17 +12,16 @@ import type { App, Principal, Role, Services } from "./types.ts";
 const MINUTE_MS = 60_000;
 
 /**
- * Counts a request against a limit; throws RateLimitExceeded when it is over. Never fails open: a shared
- * limiter that is down is backed by counters in this process (FailoverRateLimiter).
+ * Counts a request against a limit; throws RateLimitExceeded, naming the limit, when it is over. Never fails
+ * open: a shared limiter that is down is backed by counters in this process (FailoverRateLimiter).
  */
 export async function enforceRateLimit(
   services: Services,
-  _request: FastifyRequest,
-  key: string,
-  limit: number,
+  counted: { key: string; limit: number; scope: RateLimitScope },
 ): Promise<void> {
-  const decision = await services.rateLimiter.hit(key, limit, MINUTE_MS);
-  if (!decision.allowed) throw errors.rateLimited(Math.max(1, Math.ceil(decision.retryAfterMs / 1000)));
+  const decision = await services.rateLimiter.hit(counted.key, counted.limit, MINUTE_MS);
+  if (!decision.allowed)
+    throw errors.rateLimited(counted.scope, Math.max(1, Math.ceil(decision.retryAfterMs / 1000)));
 }
 
 /**
@@ -97,11 +96,15 @@ export function installGuards(app: App, services: Services, ownRequests: OwnRequ
   // Both run before the body is read: an unauthenticated caller costs no parsing.
   app.addHook("onRequest", async (request) => {
     const address = addressLimitKey(ownRequests.clientOf(request) ?? request.ip);
-    await enforceRateLimit(services, request, `addr:${address}`, limits.perAddress);
+    await enforceRateLimit(services, { key: `addr:${address}`, limit: limits.perAddress, scope: "address" });
     if (request.routeOptions.config.auth === "public" || !request.routeOptions.url) return;
     // A credential that fails authentication has no identity to count by: the per-address limit covers it.
     const principal = await authenticate(services, request.headers.authorization);
-    await enforceRateLimit(services, request, credentialLimitKey(principal), limits.perCredential);
+    await enforceRateLimit(services, {
+      key: credentialLimitKey(principal),
+      limit: limits.perCredential,
+      scope: "credential",
+    });
     request.principal = principal;
     const needed = request.routeOptions.config.role ?? "admin";
     if (!hasRole(request.principal, needed)) {

@@ -89,6 +89,16 @@ export class AppError<Details extends ErrorDetails | undefined = ErrorDetails | 
   }
 }
 
+/** Which limit a 429 hit (`details.scope`), and what it counts, as its message says. */
+const RATE_LIMIT_SCOPES = {
+  address: "requests from this client address (SVC_RATE_LIMIT_PER_ADDRESS_PER_MINUTE)",
+  credential: "requests with this credential (SVC_RATE_LIMIT_PER_MINUTE)",
+  login_email: "login attempts for this email",
+  login_address: "login attempts from this client address",
+  registration: "registrations from this client address",
+} as const;
+export type RateLimitScope = keyof typeof RATE_LIMIT_SCOPES;
+
 /** Error factories: one per situation in api.md's error table. */
 export const errors = {
   invalidBody: (message: string, details?: ValidationDetails) =>
@@ -378,15 +388,13 @@ export const errors = {
   routeNotFound: (method: string, url: string) =>
     new AppError(404, "NotFound", `No route ${method} ${url.split("?")[0]}`, "route_not_found"),
 
-  rateLimited: (retryAfterSeconds: number) =>
+  rateLimited: (scope: RateLimitScope, retryAfterSeconds: number) =>
     new AppError(
       429,
       "RateLimitExceeded",
-      `Too many requests; retry after ${retryAfterSeconds}s`,
+      `Too many ${RATE_LIMIT_SCOPES[scope]}; retry after ${retryAfterSeconds}s`,
       undefined,
-      {
-        retryAfterSeconds,
-      },
+      { scope, retryAfterSeconds },
     ),
 
   tooManyFetches: (max: number) =>

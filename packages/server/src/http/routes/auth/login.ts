@@ -41,8 +41,16 @@ export function registerLogin(app: App, services: Services): void {
     handler: async (request) => {
       const limit = services.config.rateLimits.loginAttempts;
       // Both limits count every attempt: guessing one account's password and spraying many accounts.
-      await enforceRateLimit(services, request, `login:email:${normaliseEmail(request.body.email)}`, limit);
-      await enforceRateLimit(services, request, `login:addr:${addressLimitKey(request.ip)}`, limit * 3);
+      await enforceRateLimit(services, {
+        key: `login:email:${normaliseEmail(request.body.email)}`,
+        limit,
+        scope: "login_email",
+      });
+      await enforceRateLimit(services, {
+        key: `login:addr:${addressLimitKey(request.ip)}`,
+        limit: limit * 3,
+        scope: "login_address",
+      });
       const accountId = await verifyLogin(services.store.db, request.body.email, request.body.password);
       return {
         accessToken: await services.accessTokens.issue(accountId),

@@ -13,12 +13,11 @@ export function registerRegister(app: App, services: Services): void {
     config: { auth: "public" },
     // Every attempt counts, refused ones included, before the body is read: sign-up spam costs one bucket.
     onRequest: async (request) =>
-      enforceRateLimit(
-        services,
-        request,
-        `register:addr:${addressLimitKey(request.ip)}`,
-        services.config.rateLimits.registrations,
-      ),
+      enforceRateLimit(services, {
+        key: `register:addr:${addressLimitKey(request.ip)}`,
+        limit: services.config.rateLimits.registrations,
+        scope: "registration",
+      }),
     schema: {
       operationId: "register",
       tags: ["auth"],
