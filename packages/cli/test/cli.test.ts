@@ -123,6 +123,56 @@ describe("svc login at the account's API key limit", () => {
       fs.rmSync(ownHome, { recursive: true, force: true });
     }
   });
+
+  it("when the room made is taken before the new key is made, the file no longer holds the revoked key", async () => {
+    const limited = await createTestServer({ env: { SVC_MAX_API_KEYS_PER_ACCOUNT: "2" } });
+    const ownHome = fs.mkdtempSync(path.join(os.tmpdir(), "svc-cli-limit-"));
+    const ownEnv = { HOME: ownHome, SVC_CONFIG: path.join(ownHome, "svc.json") };
+    const user = await seedAccount(limited.api, "room-taken");
+    // A proxy in front of the service; once told to, it has another key made as soon as a revocation is done.
+    let takeTheRoom = false;
+    const proxy = createServer(async (request, response) => {
+      const chunks: Buffer[] = [];
+      for await (const chunk of request) chunks.push(chunk as Buffer);
+      const forwarded = await fetch(`${limited.url}${request.url}`, {
+        method: request.method ?? "GET",
+        headers: Object.fromEntries(
+          Object.entries(request.headers).filter(([name]) => !["host", "connection"].includes(name)),
+        ) as Record<string, string>,
+        ...(chunks.length > 0 ? { body: Buffer.concat(chunks) } : {}),
+      });
+      const body = Buffer.from(await forwarded.arrayBuffer());
+      if (takeTheRoom && request.method === "DELETE" && request.url?.startsWith("/v1/api-keys/")) {
+        expect((await limited.api.post("/v1/api-keys", { name: "meanwhile" }, user.apiKey)).status).toBe(201);
+      }
+      response.writeHead(forwarded.status, { "content-type": forwarded.headers.get("content-type") ?? "" });
+      response.end(body);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    const proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    try {
+      const login = () =>
+        svc(["login", "--email", user.email, "--base-url", proxyUrl, "--json"], {
+          ...ownEnv,
+          SVC_PASSWORD: user.password,
+        });
+      expectOk(await login());
+      takeTheRoom = true;
+      const refused = await login();
+      expect(expectOneLineFailure(refused, 1)).toMatch(/too_many_api_keys/);
+      expect(JSON.parse(fs.readFileSync(ownEnv.SVC_CONFIG, "utf8"))).toEqual({
+        baseUrl: `${proxyUrl}/v1`,
+        email: user.email,
+      });
+      expect(expectOneLineFailure(await svc(["keys", "list"], ownEnv), 2)).toBe(
+        "error: No credential: run `svc login`, pass --api-key, or set SVC_API_KEY",
+      );
+    } finally {
+      proxy.close();
+      await limited.close();
+      fs.rmSync(ownHome, { recursive: true, force: true });
+    }
+  });
 });
 
 describe("wallets, faucet and balance", () => {

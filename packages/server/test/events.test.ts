@@ -10,6 +10,7 @@ import {
   recordTransaction,
   type TransactionRow,
 } from "../src/transactions/transactions.ts";
+import { RETRY_DELAYS_MS } from "../src/webhooks/delivery.ts";
 import { eventually } from "./support/eventually.ts";
 import { waitForHistory, waitForSettled } from "./support/spends.ts";
 import {
@@ -493,7 +494,7 @@ describe("the retention sweep beside webhook work, on PostgreSQL", () => {
 });
 
 describe("an endpoint's failed attempts", () => {
-  it("belong to their event: the next event after one the sweep deleted starts with none", async () => {
+  it("belong to their event: the next event after one the sweep deleted starts with none, and without its wait", async () => {
     const own = await createTestServer();
     try {
       const owner = await seedAccount(own.api);
@@ -510,16 +511,20 @@ describe("an endpoint's failed attempts", () => {
             sql`SELECT attempts FROM webhook_endpoints WHERE id = ${endpoint.body.id}`,
           )
         )[0]?.attempts;
-      // Event A fails twice (its second attempt 5 s after the first, by the service's clock).
+      // Event A fails five times, moving the service's clock to each retry: its next is due 30 min later.
       expect((await own.api.post("/v1/api-keys", { name: "a" }, owner.apiKey)).status).toBe(201);
       await eventually(async () => (await attemptsOnRecord()) === 1, { describe: "A's first attempt" });
-      own.clock.advance(6_000);
-      await eventually(async () => (await attemptsOnRecord()) === 2, { describe: "A's second attempt" });
+      for (const [attempt, delayMs] of RETRY_DELAYS_MS.slice(0, 4).entries()) {
+        own.clock.advance(delayMs + 1_000);
+        await eventually(async () => (await attemptsOnRecord()) === attempt + 2, {
+          describe: `A's attempt ${attempt + 2}`,
+        });
+      }
 
       expect(await sweepEvents(own.service.store.db, new Date(Date.now() + 1_000))).toBeGreaterThan(0);
       await new Promise((resolve) => setTimeout(resolve, 1_100));
       expect((await own.api.post("/v1/api-keys", { name: "b" }, owner.apiKey)).status).toBe(201);
-      own.clock.advance(60_000); // A's next attempt was due 30 s after its second
+      // B, the event after it now, does not wait out A's 30 minutes.
       const deliveries = await eventually(async () => {
         const page = await own.api.get(`/v1/webhook-endpoints/${endpoint.body.id}/deliveries`, owner.apiKey);
         return page.body.data.length > 0 && (page.body.data as { eventId: string; attempt: number }[]);

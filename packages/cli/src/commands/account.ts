@@ -138,7 +138,11 @@ export function addAccountCommands(program: Command, contextOf: (command: Comman
         if (!(error instanceof SvcValidationError && error.reason === "too_many_api_keys") || !previousKeyId)
           throw error;
         await revokePrevious();
-        return createKey();
+        return createKey().catch(async (second: unknown) => {
+          // The file's key is revoked now: it goes from the file, which says so by holding none.
+          await writeConfig(ctx.configFile, { baseUrl, email });
+          throw second;
+        });
       });
       await writeConfig(ctx.configFile, { baseUrl, apiKey: created.key, keyId: created.id, email });
       if (previousKeyId !== created.id) await revokePrevious();

@@ -189,8 +189,8 @@ const SWEEP_BATCH = 1_000;
  *
  * Each batch locks its events first, then their queued redeliveries, skipping what others hold (`SKIP
  * LOCKED`, so the sweep never waits on a deliverer): an event that a delivery record or redelivery is being
- * written for, or whose redelivery is being sent, stays for a later sweep; one written for afterwards waits
- * and then finds the event gone. None is left referring to a deleted event.
+ * written for, or whose redelivery is being finished, stays for a later sweep; one written for afterwards
+ * waits and then finds the event gone. None is left referring to a deleted event.
  * @example await sweepEvents(db, new Date(Date.now() - 30 * 86_400_000));
  */
 export async function sweepEvents(db: Db, before: Date): Promise<number> {
@@ -213,7 +213,8 @@ export async function sweepEvents(db: Db, before: Date): Promise<number> {
         .select({ id: webhookRedeliveries.id, eventId: webhookRedeliveries.eventId })
         .from(webhookRedeliveries)
         .where(inArray(webhookRedeliveries.eventId, candidates));
-      // A redelivery being sent now holds its row: its event waits for a later sweep.
+      // A redelivery whose finishing statement is running holds its row (and waits for the event's lock):
+      // its event waits for a later sweep. One merely being sent holds nothing; its attempt goes unlogged.
       const locked = new Set(queued.map((row) => row.id));
       const busy = new Set(all.filter((row) => !locked.has(row.id)).map((row) => row.eventId));
       const ids = candidates.filter((id) => !busy.has(id));
@@ -225,6 +226,7 @@ export async function sweepEvents(db: Db, before: Date): Promise<number> {
       return { read: old.length, deleted: ids.length };
     });
     swept += batch.deleted;
-    if (batch.read < SWEEP_BATCH) return swept;
+    // A batch that could delete nothing (all held) is left to the next sweep rather than read again at once.
+    if (batch.read < SWEEP_BATCH || batch.deleted === 0) return swept;
   }
 }

@@ -6,7 +6,7 @@
  * each endpoint from one instance, not from every instance. Everything an instance knows is in the store:
  * a restart carries on where the last attempt left off.
  */
-import { and, eq, sql } from "drizzle-orm";
+import { and, eq, type SQL, sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import { Webhook } from "standardwebhooks";
 import { type EventRow, type EventType, listEvents } from "../events/events.ts";
@@ -60,6 +60,15 @@ const EVENTS_PER_READ = 50;
 
 /** At most this much of a receiver's answer is kept, as the error of a failed attempt. */
 const ERROR_TEXT_CHARS = 200;
+
+/**
+ * SQL: whether the event an endpoint row (`endpoint`, an alias) has failed attempts at was deleted since
+ * (by the retention sweep). Its retry wait then no longer holds the events after it.
+ */
+function attemptsEventGone(endpoint: SQL): SQL {
+  return sql`(${endpoint}.attempts_event_id IS NOT NULL AND NOT EXISTS (
+    SELECT 1 FROM ${events} gone WHERE gone.id = ${endpoint}.attempts_event_id))`;
+}
 
 /** When the attempt after the `failedAttempts`-th failure is due, or undefined when the event is given up. */
 export function nextAttemptAt(firstAttemptAt: Date, failedAttempts: number, now: Date): Date | undefined {
@@ -148,7 +157,7 @@ export class WebhookDeliverer {
           AND NOT (e.id = ANY (${toTextArray(busy)}::text[]))
           AND (
             EXISTS (SELECT 1 FROM ${webhookRedeliveries} r WHERE r.endpoint_id = e.id)
-            OR ((e.next_attempt_at IS NULL OR e.next_attempt_at <= ${now}) AND EXISTS (
+            OR ((e.next_attempt_at IS NULL OR e.next_attempt_at <= ${now} OR ${attemptsEventGone(sql`e`)}) AND EXISTS (
               SELECT 1 FROM events v
               WHERE v.account_id = e.account_id
                 AND (v.tx_id, v.seq) > (e.cursor_tx_id, e.cursor_seq)
@@ -218,7 +227,11 @@ export class WebhookDeliverer {
         continue;
       }
 
-      if (endpoint.nextAttemptAt !== null && endpoint.nextAttemptAt > this.deps.now())
+      if (
+        endpoint.nextAttemptAt !== null &&
+        endpoint.nextAttemptAt > this.deps.now() &&
+        !(await this.#attemptsEventGone(endpoint))
+      )
         return this.#release(endpointId);
       const { rows } = await listEvents(
         this.deps.db,
@@ -293,6 +306,15 @@ export class WebhookDeliverer {
       { delivery: { eventId: event.id, status: "failed", redelivery: false, outcome, at } },
     );
     return undefined;
+  }
+
+  /** Whether the event the endpoint's waiting attempts were at has been deleted (its wait is then over). */
+  async #attemptsEventGone(endpoint: WebhookEndpointRow): Promise<boolean> {
+    const [row] = await selectRows<{ gone: boolean }>(
+      this.deps.db,
+      sql`SELECT ${attemptsEventGone(sql`e`)} AS gone FROM ${webhookEndpoints} e WHERE e.id = ${endpoint.id}`,
+    );
+    return row?.gone === true;
   }
 
   /** The event a redelivery names, if it is still the endpoint's account's. */
