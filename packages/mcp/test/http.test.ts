@@ -453,7 +453,7 @@ describe("/mcp under the service's rate limits", () => {
       const retryAfter = Number(response.headers.get("retry-after"));
       const error = await expectError(response, 429, { code: "RateLimitExceeded" });
       expect(retryAfter).toBeGreaterThanOrEqual(1);
-      expect(error.details).toEqual({ retryAfterSeconds: retryAfter });
+      expect(error.details).toEqual({ scope: "credential", retryAfterSeconds: retryAfter });
       expect(JSON.stringify(error)).not.toContain(apiKey);
       // /v1 answers the same key the same way.
       const v1 = await fetch(`${server.url}/v1/wallets`, { headers: { authorization: `Bearer ${apiKey}` } });
