@@ -14,6 +14,7 @@ import { RETRY_DELAYS_MS } from "../src/webhooks/delivery.ts";
 import { eventually } from "./support/eventually.ts";
 import { waitForHistory, waitForSettled } from "./support/spends.ts";
 import {
+  type ApiClient,
   createFreshDatabase,
   createTestServer,
   expectErrorShape,
@@ -393,30 +394,38 @@ describe("the event cursor on PostgreSQL", () => {
   });
 });
 
+/**
+ * An account with a webhook endpoint nobody answers (each failed attempt is logged against it), and two
+ * `api_key.created` events, listed: the seeded key's and one more ("A").
+ */
+async function accountWithUnansweredEndpoint(api: ApiClient, endpoint: Record<string, unknown> = {}) {
+  const owner = await seedAccount(api);
+  const created = await api.post(
+    "/v1/webhook-endpoints",
+    { url: "http://127.0.0.1:9/hook", ...endpoint },
+    owner.apiKey,
+  );
+  expect(created.status, created.text).toBe(201);
+  expect((await api.post("/v1/api-keys", { name: "A" }, owner.apiKey)).status).toBe(201);
+  const keyEvents = await eventually(async () => {
+    const page = await api.get("/v1/events?type=api_key.created", owner.apiKey);
+    return page.body.data.length === 2 && (page.body.data as EventView[]);
+  });
+  return { owner, endpointId: created.body.id as string, keyEvents };
+}
+
 describe("events past their retention", () => {
   it("are deleted by the sweep with their webhook delivery records and queued redeliveries; later ones stay", async () => {
     const own = await createTestServer();
     try {
-      const owner = await seedAccount(own.api);
-      // An endpoint nobody answers: each event's failed attempt is logged against it.
-      const endpoint = await own.api.post(
-        "/v1/webhook-endpoints",
-        { url: "http://127.0.0.1:9/hook" },
-        owner.apiKey,
-      );
-      expect(endpoint.status, endpoint.text).toBe(201);
-      expect((await own.api.post("/v1/api-keys", { name: "old" }, owner.apiKey)).status).toBe(201);
-      const oldEvents = await eventually(async () => {
-        const page = await own.api.get("/v1/events?type=api_key.created", owner.apiKey);
-        return page.body.data.length === 2 && (page.body.data as EventView[]);
-      });
+      const { owner, endpointId, keyEvents: oldEvents } = await accountWithUnansweredEndpoint(own.api);
       const logged = await eventually(async () => {
-        const page = await own.api.get(`/v1/webhook-endpoints/${endpoint.body.id}/deliveries`, owner.apiKey);
+        const page = await own.api.get(`/v1/webhook-endpoints/${endpointId}/deliveries`, owner.apiKey);
         return page.body.data.length > 0 && page.body.data;
       });
       expect(oldEvents.map((e) => e.id)).toContain(logged[0].eventId);
       const queued = await own.api.post(
-        `/v1/webhook-endpoints/${endpoint.body.id}/redeliver`,
+        `/v1/webhook-endpoints/${endpointId}/redeliver`,
         { eventId: oldEvents[1]?.id },
         owner.apiKey,
       );
@@ -433,10 +442,7 @@ describe("events past their retention", () => {
         return page.body.data.length > 0 && (page.body.data as EventView[]);
       });
       expect(left.map((e) => [e.type, e.data.name])).toEqual([["api_key.created", "new"]]);
-      const deliveries = await own.api.get(
-        `/v1/webhook-endpoints/${endpoint.body.id}/deliveries`,
-        owner.apiKey,
-      );
+      const deliveries = await own.api.get(`/v1/webhook-endpoints/${endpointId}/deliveries`, owner.apiKey);
       const oldIds = new Set(oldEvents.map((e) => e.id));
       expect(deliveries.body.data.filter((d: { eventId: string }) => oldIds.has(d.eventId))).toEqual([]);
       // Nothing older is left for a second sweep.
@@ -455,24 +461,14 @@ describe("the retention sweep beside webhook work, on PostgreSQL", () => {
     const pgServer = await createTestServer({ store: { databaseUrl: database.url } });
     const client = new pg.Client({ connectionString: database.url });
     try {
-      const owner = await seedAccount(pgServer.api);
-      const endpoint = await pgServer.api.post(
-        "/v1/webhook-endpoints",
-        { url: "http://127.0.0.1:9/hook" },
-        owner.apiKey,
-      );
-      expect(endpoint.status, endpoint.text).toBe(201);
-      expect((await pgServer.api.post("/v1/api-keys", { name: "old" }, owner.apiKey)).status).toBe(201);
-      const old = await eventually(async () => {
-        const page = await pgServer.api.get("/v1/events?type=api_key.created", owner.apiKey);
-        return page.body.data.length === 2 && (page.body.data as EventView[])[1];
-      });
+      const { owner, endpointId, keyEvents } = await accountWithUnansweredEndpoint(pgServer.api);
+      const old = keyEvents[1] as EventView;
       // Another session holds the account's row, so the redelivery request waits at its first lock.
       await client.connect();
       await client.query("BEGIN");
       await client.query("SELECT id FROM accounts WHERE id = $1 FOR UPDATE", [owner.userId]);
       const asked = pgServer.api.post(
-        `/v1/webhook-endpoints/${endpoint.body.id}/redeliver`,
+        `/v1/webhook-endpoints/${endpointId}/redeliver`,
         { eventId: old.id },
         owner.apiKey,
       );
@@ -497,22 +493,17 @@ describe("an endpoint's failed attempts", () => {
   it("belong to their event: the next event after one the sweep deleted starts with none, and without its wait", async () => {
     const own = await createTestServer();
     try {
-      const owner = await seedAccount(own.api);
-      const endpoint = await own.api.post(
-        "/v1/webhook-endpoints",
-        { url: "http://127.0.0.1:9/hook", events: ["api_key.created"] },
-        owner.apiKey,
-      );
-      expect(endpoint.status, endpoint.text).toBe(201);
+      const { owner, endpointId } = await accountWithUnansweredEndpoint(own.api, {
+        events: ["api_key.created"],
+      });
       const attemptsOnRecord = async () =>
         (
           await selectRows<{ attempts: number }>(
             own.service.store.db,
-            sql`SELECT attempts FROM webhook_endpoints WHERE id = ${endpoint.body.id}`,
+            sql`SELECT attempts FROM webhook_endpoints WHERE id = ${endpointId}`,
           )
         )[0]?.attempts;
       // Event A fails five times, moving the service's clock to each retry: its next is due 30 min later.
-      expect((await own.api.post("/v1/api-keys", { name: "a" }, owner.apiKey)).status).toBe(201);
       await eventually(async () => (await attemptsOnRecord()) === 1, { describe: "A's first attempt" });
       for (const [attempt, delayMs] of RETRY_DELAYS_MS.slice(0, 4).entries()) {
         own.clock.advance(delayMs + 1_000);
@@ -526,7 +517,7 @@ describe("an endpoint's failed attempts", () => {
       expect((await own.api.post("/v1/api-keys", { name: "b" }, owner.apiKey)).status).toBe(201);
       // B, the event after it now, does not wait out A's 30 minutes.
       const deliveries = await eventually(async () => {
-        const page = await own.api.get(`/v1/webhook-endpoints/${endpoint.body.id}/deliveries`, owner.apiKey);
+        const page = await own.api.get(`/v1/webhook-endpoints/${endpointId}/deliveries`, owner.apiKey);
         return page.body.data.length > 0 && (page.body.data as { eventId: string; attempt: number }[]);
       });
       expect(deliveries.map((d) => d.attempt)).toEqual([1]);
