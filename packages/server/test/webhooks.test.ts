@@ -132,6 +132,18 @@ async function accountEvents(api: ApiClient, token: string): Promise<{ id: strin
 const patchPolicy = (api: ApiClient, token: string, walletId: string, body: Record<string, unknown>) =>
   api.request("PATCH", `/v1/wallets/${walletId}/policy`, { token, body });
 
+/** An account with a wallet and an endpoint at `target` receiving `policy.updated`, and one such change. */
+async function onePolicyEventTo(target: Receiver) {
+  const owner = await seedAccount(server.api);
+  const wallet = await server.api.post("/v1/wallets", { name: "w", chains: ["base"] }, owner.apiKey);
+  const endpoint = await createEndpoint(server.api, owner.apiKey, {
+    url: target.url,
+    events: ["policy.updated"],
+  });
+  expect((await patchPolicy(server.api, owner.apiKey, wallet.body.id, { maxPerTx: "3" })).status).toBe(200);
+  return { owner, wallet, endpoint };
+}
+
 describe("webhook deliveries", () => {
   it("are signed as Standard Webhooks specifies, carry the event, and start after the endpoint's creation", async () => {
     const target = await receiver();
@@ -342,13 +354,7 @@ describe("webhook deliveries", () => {
 
   it("redeliver sends one event again; deleting an endpoint stops its deliveries", async () => {
     const target = await receiver();
-    const owner = await seedAccount(server.api);
-    const wallet = await server.api.post("/v1/wallets", { name: "w", chains: ["base"] }, owner.apiKey);
-    const endpoint = await createEndpoint(server.api, owner.apiKey, {
-      url: target.url,
-      events: ["policy.updated"],
-    });
-    expect((await patchPolicy(server.api, owner.apiKey, wallet.body.id, { maxPerTx: "3" })).status).toBe(200);
+    const { owner, wallet, endpoint } = await onePolicyEventTo(target);
     await eventually(() => target.acknowledged().length === 1, { describe: "the first delivery" });
     const [eventId] = target.acknowledged();
 
@@ -420,13 +426,7 @@ describe("webhook deliveries", () => {
   it(`queue at most ${MAX_QUEUED_REDELIVERIES} redeliveries per endpoint: asked for at once, the rest are 409 too_many_redeliveries`, async () => {
     const target = await receiver();
     target.delayMs = 30_000; // the endpoint is busy: nothing leaves the queue meanwhile
-    const owner = await seedAccount(server.api);
-    const wallet = await server.api.post("/v1/wallets", { name: "w", chains: ["base"] }, owner.apiKey);
-    const endpoint = await createEndpoint(server.api, owner.apiKey, {
-      url: target.url,
-      events: ["policy.updated"],
-    });
-    expect((await patchPolicy(server.api, owner.apiKey, wallet.body.id, { maxPerTx: "3" })).status).toBe(200);
+    const { owner, endpoint } = await onePolicyEventTo(target);
     await eventually(() => target.arrived === 1, { describe: "the first delivery, left unanswered" });
     const [event] = await accountEvents(server.api, owner.apiKey).then((all) =>
       all.filter((e) => e.type === "policy.updated"),

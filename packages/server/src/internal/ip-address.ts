@@ -54,9 +54,10 @@ const IPV4_CARRYING_PREFIXES = [0xffffn, 0xffff0000n, 0n, 0x64ff9bn << 64n];
  * @example addressLimitKey("2001:db8:1:2::7") // "2001:db8:1:2::/64"
  */
 export function addressLimitKey(address: string): string {
+  // Every request asks: an IPv4 address (no colon) is its own key, with nothing to parse.
+  if (!address.includes(":")) return address;
   const parsed = parseAddress(address.split("%")[0] ?? address);
-  if (!parsed) return address;
-  if (parsed.family === 4) return address;
+  if (parsed?.family !== 6) return address;
   if (IPV4_CARRYING_PREFIXES.includes(parsed.value >> 32n)) {
     return [24n, 16n, 8n, 0n].map((shift) => (parsed.value >> shift) & 0xffn).join(".");
   }

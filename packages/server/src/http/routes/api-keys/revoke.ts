@@ -33,7 +33,8 @@ export function registerRevokeApiKey(app: App, services: Services): void {
         alsoInTransaction: (tx, now) => endSpendsHeldFor(tx, request.params.id, now),
         now: services.now(),
       });
-      await Promise.all((ended ?? []).map((spend) => giveBackAuthorization(spendDeps(services), spend)));
+      const deps = spendDeps(services);
+      await Promise.all((ended ?? []).map((spend) => giveBackAuthorization(deps, spend)));
       return reply.status(204).send(null);
     },
   });
