@@ -1,11 +1,14 @@
 /**
  * The signed-in owner: the login access token (an admin credential for an hour) kept in the tab's
- * sessionStorage, so a reload keeps the session and closing the tab ends it. Nothing else is stored.
+ * sessionStorage, so a reload keeps the session and closing the tab ends it. Beside it, in localStorage,
+ * only each email's login device token (no credential): the service counts this browser's logins by it,
+ * so others guessing the owner's password cannot keep the owner out.
  */
 import { SvcWallet } from "@svc/sdk";
 import { useSyncExternalStore } from "react";
 
 const STORAGE_KEY = "svc.console.session";
+const DEVICE_TOKENS_KEY = "svc.console.login-devices";
 
 export interface Session {
   email: string;
@@ -44,9 +47,26 @@ export const API_BASE_URL = `${window.location.origin}/v1`;
 /** A client without a credential: register and log in. */
 export const publicClient = new SvcWallet({ baseUrl: API_BASE_URL, maxRetries: 0 });
 
-/** Logs in and starts the session. */
+/** The device tokens of this browser's logins, by email as the service compares them (trimmed, lower case). */
+function deviceTokens(): Record<string, string> {
+  try {
+    const stored: unknown = JSON.parse(localStorage.getItem(DEVICE_TOKENS_KEY) ?? "{}");
+    return typeof stored === "object" && stored !== null ? (stored as Record<string, string>) : {};
+  } catch {
+    return {};
+  }
+}
+
+/** Logs in, as the device this browser was at its last login to the email, and starts the session. */
 export async function signIn(email: string, password: string): Promise<void> {
-  const { accessToken, expiresIn } = await publicClient.auth.login({ email, password });
+  const byEmail = email.trim().toLowerCase();
+  const known = deviceTokens()[byEmail];
+  const { accessToken, expiresIn, deviceToken } = await publicClient.auth.login({
+    email,
+    password,
+    ...(typeof known === "string" ? { deviceToken: known } : {}),
+  });
+  localStorage.setItem(DEVICE_TOKENS_KEY, JSON.stringify({ ...deviceTokens(), [byEmail]: deviceToken }));
   endedBecause = undefined;
   publish({ email, accessToken, expiresAt: new Date(Date.now() + expiresIn * 1000).toISOString() });
 }

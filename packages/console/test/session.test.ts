@@ -1,6 +1,6 @@
 /**
  * The console in a real browser against a started service: registering, the session across a reload,
- * logging out, and a wrong password's error.
+ * logging out, a wrong password's error, and logging in while someone else guesses at the email.
  */
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -13,7 +13,8 @@ const email = `owner-${randomBytes(4).toString("hex")}@example.com`;
 const password = "correct-horse-battery-staple";
 
 beforeAll(async () => {
-  server = await createTestServer();
+  // A low login limit: the last test has someone else use up the email's attempts.
+  server = await createTestServer({ env: { SVC_LOGIN_LIMIT_PER_MINUTE: "5" } });
   user = await openUser(server.url);
 });
 afterAll(async () => {
@@ -63,5 +64,37 @@ describe("the session", () => {
     await page.getByLabel("Password").fill(password);
     await page.getByRole("button", { name: "Log in" }).last().click();
     await page.getByRole("heading", { name: "Wallets" }).waitFor();
+  });
+
+  it("logs the owner in from this browser while someone else's guesses have the email limited, and only from it", async () => {
+    const { page } = user;
+    await page.getByRole("button", { name: "Log out" }).click();
+    await page.getByLabel("Email").waitFor();
+    const guesses = [];
+    for (let i = 0; i < 6; i++)
+      guesses.push(
+        (await server.api.post("/v1/auth/login", { email, password: "someone-guessing-it" })).status,
+      );
+    expect(guesses.at(-1)).toBe(429);
+
+    // This browser logged in to the email before: its login is counted for it, not for the email.
+    await page.getByLabel("Email").fill(email);
+    await page.getByLabel("Password").fill(password);
+    await page.getByRole("button", { name: "Log in" }).last().click();
+    await page.getByRole("heading", { name: "Wallets" }).waitFor();
+
+    // A browser that never logged in to it waits, with the service's message.
+    const stranger = await openUser(server.url);
+    try {
+      await stranger.page.getByLabel("Email").fill(email);
+      await stranger.page.getByLabel("Password").fill(password);
+      await stranger.page.getByRole("button", { name: "Log in" }).last().click();
+      const alert = stranger.page.getByRole("alert");
+      await alert.waitFor();
+      expect(await alert.textContent()).toMatch(/Too many login attempts for this email/);
+      await stranger.screenshot("session-email-limited");
+    } finally {
+      await stranger.close();
+    }
   });
 });

@@ -128,11 +128,12 @@ export class SvcWallet {
      */
     register(input: { email: string; password: string; name?: string }): Promise<Account>;
     /**
-     * Logs in; the access token acts as an admin credential for an hour.
+     * Logs in; the access token acts as an admin credential for an hour. Pass the `deviceToken` of this
+     * client's last login to the email: the service then counts this login for the device, not the email.
      * @example
-     * const { accessToken } = await svc.auth.login({ email, password });
+     * const { accessToken, deviceToken } = await svc.auth.login({ email, password, deviceToken: saved });
      */
-    login(input: { email: string; password: string }): Promise<LoginResult>;
+    login(input: { email: string; password: string; deviceToken?: string }): Promise<LoginResult>;
     /**
      * What this client's credential is: its account, its role and, for an API key, the key's record.
      * @example

@@ -24,6 +24,12 @@ export interface Account {
 export interface LoginResult {
   accessToken: string;
   expiresIn: number;
+  /**
+   * Keep it and pass it to this client's next login to the same email: that login is then counted for
+   * this device, not for the email, so others guessing the email's password cannot keep this client out
+   * (valid 30 days, renewed by each login). Not a credential.
+   */
+  deviceToken: string;
 }
 
 /**

@@ -3,6 +3,7 @@ import { join, resolve } from "node:path";
 import type { DevnetInfo } from "@svc/devnet";
 import pino, { type Logger } from "pino";
 import { AccessTokens } from "./accounts/access-tokens.ts";
+import { LoginDevices } from "./accounts/login-devices.ts";
 import { createApp } from "./app.ts";
 import { AuthzdClient } from "./authzd/client.ts";
 import { type ChainRegistry, createChainRegistry } from "./chains/registry.ts";
@@ -153,6 +154,7 @@ export async function startService(config: Config, options: StartOptions = {}): 
         store,
         keyring,
         accessTokens: new AccessTokens(secrets.jwtSecret, now),
+        loginDevices: new LoginDevices(secrets.jwtSecret, now),
         chains: registry,
         rateLimiter,
         faucet,

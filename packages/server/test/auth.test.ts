@@ -250,4 +250,106 @@ describe("login rate limits", () => {
       await limited.close();
     }
   });
+
+  it("counts a device that logged in before by itself: others' guesses at the email do not keep it out", async () => {
+    const limited = await createTestServer({
+      env: { SVC_LOGIN_LIMIT_PER_MINUTE: "3", SVC_TRUST_PROXY: "127.0.0.1" },
+    });
+    const from = (address: string) => ({ "x-forwarded-for": address });
+    try {
+      const email = "owner-device@example.com";
+      const password = "twelve-chars-at-least";
+      await limited.api.post("/v1/auth/register", { email, password });
+      const first = await limited.api.post(
+        "/v1/auth/login",
+        { email, password },
+        undefined,
+        from("203.0.113.1"),
+      );
+      expect(first.status).toBe(200);
+      const { deviceToken } = first.body as { deviceToken: string };
+      expect(deviceToken).toEqual(expect.any(String));
+      // Another registered account's device token names its own email only.
+      await limited.api.post("/v1/auth/register", { email: "other-device@example.com", password });
+      const otherDevice = (
+        await limited.api.post(
+          "/v1/auth/login",
+          { email: "other-device@example.com", password },
+          undefined,
+          from("203.0.113.1"),
+        )
+      ).body.deviceToken as string;
+
+      // Someone else uses up the email's attempts from elsewhere.
+      for (let i = 0; i < 3; i++)
+        await limited.api.post(
+          "/v1/auth/login",
+          { email, password: "wrong-password-12" },
+          undefined,
+          from("198.51.100.7"),
+        );
+      const guess = await limited.api.post(
+        "/v1/auth/login",
+        { email, password: "wrong-password-12" },
+        undefined,
+        from("198.51.100.7"),
+      );
+      expect(guess.status).toBe(429);
+      expect(expectErrorShape(guess).details).toMatchObject({ scope: "login_email" });
+
+      // Without its token, or with one that is not this email's device token, the owner waits too.
+      for (const token of [undefined, otherDevice, "not-a-device-token", first.body.accessToken]) {
+        const refused = await limited.api.post(
+          "/v1/auth/login",
+          { email, password, ...(token ? { deviceToken: token } : {}) },
+          undefined,
+          from("203.0.113.1"),
+        );
+        expect(refused.status).toBe(429);
+      }
+      // With it, the owner logs in, and gets a token again.
+      const owner = await limited.api.post(
+        "/v1/auth/login",
+        { email, password, deviceToken },
+        undefined,
+        from("203.0.113.1"),
+      );
+      expect(owner.status).toBe(200);
+      expect((await limited.api.get("/v1/wallets", owner.body.accessToken)).status).toBe(200);
+      expect(owner.body.deviceToken).toEqual(expect.any(String));
+
+      // The device token is no credential.
+      const asBearer = await limited.api.get("/v1/wallets", deviceToken);
+      expect(asBearer.status).toBe(401);
+      // It does not lift the limit on guessing either: the device's own attempts are limited like the email's.
+      const withDevice = [];
+      for (let i = 0; i < 3; i++)
+        withDevice.push(
+          (
+            await limited.api.post(
+              "/v1/auth/login",
+              { email, password: "wrong-password-12", deviceToken },
+              undefined,
+              from("203.0.113.1"),
+            )
+          ).status,
+        );
+      expect(withDevice).toEqual([401, 401, 429]);
+      // A device token counts for 30 days (the limiter's minute is real time: the email is still limited).
+      const loginWith = async (token: string) =>
+        limited.api.post(
+          "/v1/auth/login",
+          { email, password, deviceToken: token },
+          undefined,
+          from("203.0.113.1"),
+        );
+      limited.clock.advance(29 * 24 * 3600 * 1000);
+      const renewed = await loginWith(owner.body.deviceToken);
+      expect(renewed.status).toBe(200);
+      limited.clock.advance(31 * 24 * 3600 * 1000);
+      expect((await loginWith(renewed.body.deviceToken)).status).toBe(429);
+    } finally {
+      await limited.close();
+    }
+  });
 });

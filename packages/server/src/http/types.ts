@@ -7,6 +7,7 @@ import type {
 } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import type { AccessTokens } from "../accounts/access-tokens.ts";
+import type { LoginDevices } from "../accounts/login-devices.ts";
 import type { AuthzdClient } from "../authzd/client.ts";
 import type { ChainRegistry } from "../chains/registry.ts";
 import type { Faucet } from "../faucet/faucet.ts";
@@ -31,6 +32,8 @@ export interface Services {
   store: Store;
   keyring: Keyring;
   accessTokens: AccessTokens;
+  /** The device tokens logins hand out, by which a known device's login attempts are counted. */
+  loginDevices: LoginDevices;
   chains: ChainRegistry;
   rateLimiter: RateLimiter;
   faucet: Faucet;

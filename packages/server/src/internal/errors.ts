@@ -94,6 +94,7 @@ const RATE_LIMIT_SCOPES = {
   address: "requests from this client address (SVC_RATE_LIMIT_PER_ADDRESS_PER_MINUTE)",
   credential: "requests with this credential (SVC_RATE_LIMIT_PER_MINUTE)",
   login_email: "login attempts for this email",
+  login_device: "login attempts from this device",
   login_address: "login attempts from this client address",
   registration: "registrations from this client address",
 } as const;

@@ -13,6 +13,8 @@ export const REDACTED_LOG_PATHS = [
   "*.key",
   "accessToken",
   "*.accessToken",
+  "deviceToken",
+  "*.deviceToken",
   "privateKey",
   "*.privateKey",
 ];

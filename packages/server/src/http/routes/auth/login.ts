@@ -17,7 +17,14 @@ export function registerLogin(app: App, services: Services): void {
       tags: ["auth"],
       summary: "Log in and receive an access token (valid 3600 s)",
       body: z
-        .strictObject({ email: z.string().min(1).max(254), password: z.string().min(1).max(1024) })
+        .strictObject({
+          email: z.string().min(1).max(254),
+          password: z.string().min(1).max(1024),
+          deviceToken: z.string().min(1).max(1024).optional().meta({
+            description:
+              "the `deviceToken` of this client's last login to this email: its attempts are then counted for this device, not for the email, so others guessing the email's password cannot keep it out",
+          }),
+        })
         .meta({ example: { email: "owner@example.com", password: "correct horse battery staple" } }),
       response: {
         200: jsonResponse(
@@ -26,12 +33,17 @@ export function registerLogin(app: App, services: Services): void {
             .object({
               accessToken: z.string().meta({ description: "a JWT; send it as `Authorization: Bearer …`" }),
               expiresIn: z.number().int().meta({ description: "seconds" }),
+              deviceToken: z.string().meta({
+                description:
+                  "keep it and send it with this client's next login to this email (valid 30 days); not a credential",
+              }),
             })
             .meta({
               id: "AccessToken",
               example: {
                 accessToken: "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1c3JfMSJ9.c2lnbmF0dXJl",
                 expiresIn: 3600,
+                deviceToken: "eyJhbGciOiJIUzI1NiJ9.eyJhdWQiOiJzdmMtbG9naW4tZGV2aWNlIn0.c2lnbmF0dXJl",
               },
             }),
         ),
@@ -40,12 +52,20 @@ export function registerLogin(app: App, services: Services): void {
     },
     handler: async (request) => {
       const limit = services.config.rateLimits.loginAttempts;
-      // Both limits count every attempt: guessing one account's password and spraying many accounts.
-      await enforceRateLimit(services, {
-        key: `login:email:${normaliseEmail(request.body.email)}`,
-        limit,
-        scope: "login_email",
-      });
+      const email = normaliseEmail(request.body.email);
+      const device =
+        request.body.deviceToken === undefined
+          ? undefined
+          : await services.loginDevices.deviceOf(request.body.deviceToken, email);
+      // Both limits count every attempt: guessing one account's password and spraying many accounts. A
+      // device that logged in to this email before is counted by itself, so the email's owner is not kept
+      // out by others' guesses (their attempts, without its token, are counted for the email).
+      await enforceRateLimit(
+        services,
+        device === undefined
+          ? { key: `login:email:${email}`, limit, scope: "login_email" }
+          : { key: `login:device:${device}`, limit, scope: "login_device" },
+      );
       await enforceRateLimit(services, {
         key: `login:addr:${addressLimitKey(request.ip)}`,
         limit: limit * 3,
@@ -55,6 +75,7 @@ export function registerLogin(app: App, services: Services): void {
       return {
         accessToken: await services.accessTokens.issue(accountId),
         expiresIn: ACCESS_TOKEN_TTL_SECONDS,
+        deviceToken: await services.loginDevices.issue(email),
       };
     },
   });
