@@ -7,7 +7,9 @@ import { CliError, EXIT } from "./failure.ts";
 /**
  * What `svc login` writes: the service's base URL and an admin API key created for this CLI. A key rather
  * than the login access token because the token expires after an hour; the key lasts until revoked
- * (`svc keys revoke <keyId>`).
+ * (`svc keys revoke <keyId>`). Beside it the last login's device token (no credential; `svc logout` keeps
+ * it): the next `svc login` sends it, and the service counts that login for this device rather than the
+ * email, so others guessing the password cannot keep this user out.
  * @example
  * const saved: SavedConfig = { baseUrl: "http://127.0.0.1:8080/v1", apiKey: "svc_…", keyId: "key_…", email: "ada@example.com" };
  */
@@ -16,6 +18,7 @@ export interface SavedConfig {
   apiKey?: string;
   keyId?: string;
   email?: string;
+  deviceToken?: string;
 }
 
 /** Where credentials come from, in precedence order: flags, then environment, then the config file. */
@@ -54,7 +57,7 @@ export async function readConfig(file: string): Promise<SavedConfig> {
       throw new Error("not an object");
     const saved = parsed as Record<string, unknown>;
     const config: SavedConfig = {};
-    for (const field of ["baseUrl", "apiKey", "keyId", "email"] as const) {
+    for (const field of ["baseUrl", "apiKey", "keyId", "email", "deviceToken"] as const) {
       if (typeof saved[field] === "string") config[field] = saved[field];
     }
     return config;

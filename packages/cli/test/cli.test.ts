@@ -75,6 +75,7 @@ describe("svc login", () => {
       apiKey: expect.stringMatching(/^svc_/),
       keyId: result.keyId,
       email: owner.email,
+      deviceToken: expect.any(String),
     });
     // The key is never printed.
     expect(run.stdout + run.stderr).not.toContain(saved.apiKey);
@@ -97,6 +98,41 @@ describe("svc login", () => {
     const run = await svc(["login", "--email", owner.email], { ...env, SVC_PASSWORD: "not-the-password-1" });
     const line = expectOneLineFailure(run, 2);
     expect(line).toMatch(/^error: .+ \(Unauthorized invalid_credentials, request req_\w+\)$/);
+  });
+});
+
+describe("svc login while someone else guesses at the email", () => {
+  it("logs in from a config file that logged in before, while the email is limited for everyone else", async () => {
+    const limited = await createTestServer({ env: { SVC_LOGIN_LIMIT_PER_MINUTE: "3" } });
+    const ownHome = fs.mkdtempSync(path.join(os.tmpdir(), "svc-cli-device-"));
+    const known = { HOME: ownHome, SVC_CONFIG: path.join(ownHome, "known.json") };
+    try {
+      const user = await seedAccount(limited.api, "guessed"); // its login is the email's first attempt
+      const login = (files: Record<string, string>) =>
+        svc(["login", "--email", user.email, "--base-url", limited.url, "--json"], {
+          ...files,
+          SVC_PASSWORD: user.password,
+        });
+      expectOk(await login(known));
+      const guesses = [];
+      for (let i = 0; i < 3; i++)
+        guesses.push(
+          (await limited.api.post("/v1/auth/login", { email: user.email, password: "someone-guessing" }))
+            .status,
+        );
+      expect(guesses).toEqual([401, 429, 429]);
+
+      expectOk(await login(known));
+      // It did not wait the limit out (the SDK waits a 429's Retry-After): the email is limited still.
+      const guess = await limited.api.post("/v1/auth/login", {
+        email: user.email,
+        password: "someone-guessing",
+      });
+      expect(guess.status).toBe(429);
+    } finally {
+      await limited.close();
+      fs.rmSync(ownHome, { recursive: true, force: true });
+    }
   });
 });
 
@@ -163,6 +199,7 @@ describe("svc login at the account's API key limit", () => {
       expect(JSON.parse(fs.readFileSync(ownEnv.SVC_CONFIG, "utf8"))).toEqual({
         baseUrl: `${proxyUrl}/v1`,
         email: user.email,
+        deviceToken: expect.any(String),
       });
       expect(expectOneLineFailure(await svc(["keys", "list"], ownEnv), 2)).toBe(
         "error: No credential: run `svc login`, pass --api-key, or set SVC_API_KEY",
@@ -613,7 +650,7 @@ describe("svc register and logout", () => {
     );
   });
 
-  it("logs out: the file's key is revoked and removed, the base URL kept; again, nothing to do", async () => {
+  it("logs out: the file's key is revoked and removed, the base URL and device token kept; again, nothing to do", async () => {
     const saved = JSON.parse(fs.readFileSync(ownEnv.SVC_CONFIG as string, "utf8"));
     expect(saved.apiKey).toMatch(/^svc_/);
     const run = await svc(["logout", "--json"], ownEnv);
@@ -621,6 +658,7 @@ describe("svc register and logout", () => {
     expect(run.json()).toEqual({ configFile: ownEnv.SVC_CONFIG, keyId: saved.keyId, revoked: true });
     expect(JSON.parse(fs.readFileSync(ownEnv.SVC_CONFIG as string, "utf8"))).toEqual({
       baseUrl: saved.baseUrl,
+      deviceToken: saved.deviceToken,
     });
     expect(fs.statSync(ownEnv.SVC_CONFIG as string).mode & 0o777).toBe(0o600);
     expect(expectOneLineFailure(await svc(["wallets", "list"], ownEnv), 2)).toBe(

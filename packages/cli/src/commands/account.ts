@@ -119,10 +119,15 @@ export function addAccountCommands(program: Command, contextOf: (command: Comman
       if (!email) throw usage("login needs --email (or $SVC_EMAIL)");
       const password = ctx.env.SVC_PASSWORD ?? (await readSecret("Password: ", false));
       if (!password) throw usage("login needs a password ($SVC_PASSWORD, the terminal, or stdin)");
-      const { accessToken } = await new SvcWallet({ baseUrl }).auth.login({ email, password });
+      const previous = await readConfig(ctx.configFile);
+      // A device token of another email or service is no use there, and harmless: the service ignores it.
+      const { accessToken, deviceToken } = await new SvcWallet({ baseUrl }).auth.login({
+        email,
+        password,
+        ...(previous.deviceToken !== undefined ? { deviceToken: previous.deviceToken } : {}),
+      });
       // The access token lasts an hour; the CLI keeps an admin key of its own instead, until revoked.
       const admin = new SvcWallet({ apiKey: accessToken, baseUrl });
-      const previous = await readConfig(ctx.configFile);
       // The key this file held before is of no further use: revoked (it may be gone or another account's).
       const previousKeyId = previous.keyId && previous.baseUrl === baseUrl ? previous.keyId : undefined;
       const revokePrevious = async () => {
@@ -140,11 +145,17 @@ export function addAccountCommands(program: Command, contextOf: (command: Comman
         await revokePrevious();
         return createKey().catch(async (second: unknown) => {
           // The file's key is revoked now: it goes from the file, which says so by holding none.
-          await writeConfig(ctx.configFile, { baseUrl, email });
+          await writeConfig(ctx.configFile, { baseUrl, email, deviceToken });
           throw second;
         });
       });
-      await writeConfig(ctx.configFile, { baseUrl, apiKey: created.key, keyId: created.id, email });
+      await writeConfig(ctx.configFile, {
+        baseUrl,
+        apiKey: created.key,
+        keyId: created.id,
+        email,
+        deviceToken,
+      });
       if (previousKeyId !== created.id) await revokePrevious();
       ctx.print(
         { email, baseUrl, keyId: created.id, configFile: ctx.configFile },
