@@ -1,4 +1,3 @@
-import { request as httpRequest } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually } from "./support/eventually.ts";
 import {
@@ -6,6 +5,7 @@ import {
   expectErrorShape,
   STORE_KIND,
   seedAccount,
+  slowRequest,
   type TestServer,
 } from "./support/test-server.ts";
 
@@ -85,9 +85,13 @@ describe("API keys", () => {
     const stolen = await server.api.post("/v1/api-keys", { name: "ci", role: "admin" }, owner.accessToken);
     // Each request sends its headers and one byte of its body now (it is authenticated then), the rest later.
     const slow = [
-      slowRequest("POST", "/v1/api-keys", stolen.body.key, { name: "persist", role: "admin" }),
-      slowRequest("POST", "/v1/webhook-endpoints", stolen.body.key, { url: "https://hooks.example.com/x" }),
-      slowRequest("PATCH", `/v1/wallets/${wallet.body.id}/policy`, stolen.body.key, { maxPerTx: null }),
+      slowRequest(server.url, "POST", "/v1/api-keys", stolen.body.key, { name: "persist", role: "admin" }),
+      slowRequest(server.url, "POST", "/v1/webhook-endpoints", stolen.body.key, {
+        url: "https://hooks.example.com/x",
+      }),
+      slowRequest(server.url, "PATCH", `/v1/wallets/${wallet.body.id}/policy`, stolen.body.key, {
+        maxPerTx: null,
+      }),
     ];
     // Authenticated: the key's first use is on record.
     await eventually(async () => {
@@ -144,36 +148,3 @@ describe.runIf(STORE_KIND === "postgres")("revocation across instances on one Po
     }
   });
 });
-
-/** A request that sends its headers and the first byte of its body now, and the rest when `finish` is called. */
-function slowRequest(method: string, path: string, token: string, body: unknown) {
-  const text = JSON.stringify(body);
-  const url = new URL(server.url);
-  const request = httpRequest({
-    host: url.hostname,
-    port: url.port,
-    path,
-    method,
-    headers: {
-      authorization: `Bearer ${token}`,
-      "content-type": "application/json",
-      "content-length": Buffer.byteLength(text),
-    },
-  });
-  const answer = new Promise<{ status: number; text: string }>((resolve, reject) => {
-    request.on("response", (response) => {
-      let received = "";
-      response.on("data", (chunk) => (received += chunk));
-      response.on("end", () => resolve({ status: response.statusCode ?? 0, text: received }));
-    });
-    request.on("error", reject);
-  });
-  request.flushHeaders();
-  request.write(text.slice(0, 1));
-  return {
-    finish: () => {
-      request.end(text.slice(1));
-      return answer;
-    },
-  };
-}

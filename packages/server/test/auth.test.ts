@@ -1,9 +1,11 @@
 import { SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually } from "./support/eventually.ts";
 import {
   createTestServer,
   expectErrorShape,
   seedAccount,
+  slowRequest,
   TEST_JWT_SECRET,
   type TestServer,
 } from "./support/test-server.ts";
@@ -185,6 +187,32 @@ describe("POST /v1/auth/login", () => {
       expect(response.status, why).toBe(401);
       expect(expectErrorShape(response).code, why).toBe("Unauthorized");
     }
+  });
+});
+
+describe("an access token that expires while its request is under way", () => {
+  it("acts for nothing once it has expired, though it was live when its request began: no key made", async () => {
+    const owner = await seedAccount(server.api);
+    server.clock.advance(3599_000);
+    try {
+      const taken = () => server.logs.lines.filter((line) => line.includes('"url":"/v1/api-keys"')).length;
+      const before = taken();
+      const slow = slowRequest(server.url, "POST", "/v1/api-keys", owner.accessToken, {
+        name: "minted-after-expiry",
+        role: "admin",
+      });
+      // Authenticated while live: the service took its request in (its log says so), then had time to check it.
+      await eventually(() => taken() > before);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      server.clock.advance(120_000);
+      const answer = await slow.finish();
+      expect(answer.status, answer.text).toBe(401);
+      expect(JSON.parse(answer.text).error.reason).toBe("token_expired");
+    } finally {
+      server.clock.reset();
+    }
+    const keys = (await server.api.get("/v1/api-keys", owner.apiKey)).body as { name: string }[];
+    expect(keys.map((key) => key.name)).not.toContain("minted-after-expiry");
   });
 });
 

@@ -11,7 +11,6 @@ import { fundEvm, fundSolana } from "@svc/devnet";
 import { privateKeyToAddress } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { encodeHeaderJson } from "../src/x402/encoding.ts";
-import type { ApiResponse } from "./support/api-client.ts";
 import {
   createTestServer,
   expectErrorShape,
@@ -183,7 +182,7 @@ describe("a hostile x402 resource server", () => {
    * signed for it, and the answer is the 401 its next request would get.
    */
   async function endedWhileThe402IsHeld(
-    credential: (walletId: string) => Promise<{ token: string; end: () => Promise<ApiResponse> }>,
+    credential: (walletId: string) => Promise<{ token: string; end: () => Promise<void> }>,
     reason: string,
   ) {
     const wallet = await fundedWallet();
@@ -206,8 +205,7 @@ describe("a hostile x402 resource server", () => {
     });
     const fetching = server.api.post("/v1/x402/fetch", { walletId: wallet.id, url }, token);
     await firstAsked;
-    const ended = await end();
-    expect(ended.status, ended.text).toBe(204);
+    await end();
     answer402();
     const answer = await fetching;
     expect(answer.status, answer.text).toBe(401);
@@ -226,7 +224,10 @@ describe("a hostile x402 resource server", () => {
       expect(agent.status, agent.text).toBe(201);
       return {
         token: agent.body.key as string,
-        end: () => server.api.delete(`/v1/api-keys/${agent.body.id}`, owner.apiKey),
+        end: async () => {
+          const revoked = await server.api.delete(`/v1/api-keys/${agent.body.id}`, owner.apiKey);
+          expect(revoked.status, revoked.text).toBe(204);
+        },
       };
     }, "key_revoked");
   });
@@ -235,7 +236,28 @@ describe("a hostile x402 resource server", () => {
     await endedWhileThe402IsHeld(async () => {
       const login = await server.api.post("/v1/auth/login", { email: owner.email, password: owner.password });
       const token = login.body.accessToken as string;
-      return { token, end: () => server.api.post("/v1/auth/logout", undefined, token) };
+      return {
+        token,
+        end: async () => {
+          const ended = await server.api.post("/v1/auth/logout", undefined, token);
+          expect(ended.status, ended.text).toBe(204);
+        },
+      };
     }, "token_ended");
+  });
+
+  it("holding its 402 until the login's access token has expired: nothing is signed, 401 token_expired", async () => {
+    const login = await server.api.post("/v1/auth/login", { email: owner.email, password: owner.password });
+    try {
+      await endedWhileThe402IsHeld(
+        async () => ({
+          token: login.body.accessToken as string,
+          end: async () => server.clock.advance(3601_000),
+        }),
+        "token_expired",
+      );
+    } finally {
+      server.clock.reset();
+    }
   });
 });

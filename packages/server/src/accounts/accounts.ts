@@ -76,17 +76,21 @@ export async function getAccount(db: Db, accountId: string): Promise<Account> {
 }
 
 /**
- * Refuses an access token whose account is gone (401 `invalid_credentials`) or which its owner ended by
- * logging out (401 `token_ended`); checked for every request an access token makes, in one read. With
+ * Refuses an access token that has expired by `now` (401 `token_expired`: it was live when its request
+ * was authenticated, but a request may take long to send its body or, for a payment, to be answered), whose
+ * account is gone (401 `invalid_credentials`) or which its owner ended by logging out (401 `token_ended`);
+ * checked for every request an access token makes, in one read. With
  * `hold`, inside a spend's transaction, the account's row stays locked `FOR SHARE` until it ends, which a
  * logout ({@link endAccessToken}) locks for update: a logout waits for a spend already being admitted, and
  * every later one sees the token ended.
  */
 export async function ensureAccessTokenLive(
   db: Db | Tx,
-  token: { accountId: string; tokenId: string },
+  token: { accountId: string; tokenId: string; expiresAt: Date },
+  now: Date,
   options: { hold?: boolean } = {},
 ): Promise<void> {
+  if (token.expiresAt.getTime() <= now.getTime()) throw errors.tokenExpired();
   const [row] = await selectRows<{ ended: boolean }>(
     db,
     sql`SELECT EXISTS (SELECT 1 FROM ended_access_tokens WHERE jti = ${token.tokenId}) AS ended

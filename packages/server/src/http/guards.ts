@@ -51,7 +51,7 @@ async function authenticate(services: Services, header: string | undefined): Pro
   }
   const token = await services.accessTokens.verify(credential);
   // A token outlives nothing it names (an account that is gone is not acted for), nor its owner's logout.
-  await ensureAccessTokenLive(services.store.db, token);
+  await ensureAccessTokenLive(services.store.db, token, services.now());
   // The owner's login acts for the whole account.
   return {
     accountId: token.accountId,
@@ -125,7 +125,12 @@ export function installGuards(app: App, services: Services, ownRequests: OwnRequ
       const { credential } = principal;
       if (credential.kind === "api_key")
         await ensureApiKeyLive(services.store.db, credential.keyId, services.now());
-      else await ensureAccessTokenLive(services.store.db, { accountId: principal.accountId, ...credential });
+      else
+        await ensureAccessTokenLive(
+          services.store.db,
+          { accountId: principal.accountId, ...credential },
+          services.now(),
+        );
     }
     // After validation, so the wallet id is well-formed; a wallet outside the credential's scope is absent.
     const param = request.routeOptions.config.walletParam;

@@ -22,6 +22,6 @@ export function spendAsker(request: FastifyRequest): SpendAsker {
     credential:
       credential.kind === "api_key"
         ? { kind: "api_key", keyId: credential.keyId }
-        : { kind: "access_token", accountId, tokenId: credential.tokenId },
+        : { kind: "access_token", accountId, tokenId: credential.tokenId, expiresAt: credential.expiresAt },
   };
 }

@@ -43,11 +43,11 @@ export function signedColumns(spend: Pick<SpendFacts, "resource">, signed: Signe
 /** The credential a spend was asked with: an API key, or an owner's login access token. */
 export type AskingCredential =
   | { kind: "api_key"; keyId: string }
-  | { kind: "access_token"; accountId: string; tokenId: string };
+  | { kind: "access_token"; accountId: string; tokenId: string; expiresAt: Date };
 
 /**
  * Holds the credential that asked for a spend live until the spend's transaction ends: a key revoked (or
- * expired), or a login ended, since its request was authenticated refuses the spend (401, as its next
+ * expired), or a login ended (or expired), since its request was authenticated refuses the spend (401, as its next
  * request would be); a revocation or logout that comes after waits for the transaction, so what the
  * credential spent was decided before the revocation or logout answered.
  */
@@ -57,7 +57,8 @@ export async function holdAskingCredential(
   now: Date,
 ): Promise<void> {
   if (credential?.kind === "api_key") await ensureApiKeyLive(tx, credential.keyId, now, { hold: true });
-  else if (credential?.kind === "access_token") await ensureAccessTokenLive(tx, credential, { hold: true });
+  else if (credential?.kind === "access_token")
+    await ensureAccessTokenLive(tx, credential, now, { hold: true });
 }
 
 /**

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { request as httpRequest } from "node:http";
 import { Writable } from "node:stream";
 
 /**
@@ -100,5 +101,38 @@ export async function seedAccount(
     accessToken: login.body.accessToken,
     apiKey: key.body.key,
     apiKeyId: key.body.id,
+  };
+}
+
+/** A request that sends its headers and the first byte of its body now, and the rest when `finish` is called. */
+export function slowRequest(baseUrl: string, method: string, path: string, token: string, body: unknown) {
+  const text = JSON.stringify(body);
+  const url = new URL(baseUrl);
+  const request = httpRequest({
+    host: url.hostname,
+    port: url.port,
+    path,
+    method,
+    headers: {
+      authorization: `Bearer ${token}`,
+      "content-type": "application/json",
+      "content-length": Buffer.byteLength(text),
+    },
+  });
+  const answer = new Promise<{ status: number; text: string }>((resolve, reject) => {
+    request.on("response", (response) => {
+      let received = "";
+      response.on("data", (chunk) => (received += chunk));
+      response.on("end", () => resolve({ status: response.statusCode ?? 0, text: received }));
+    });
+    request.on("error", reject);
+  });
+  request.flushHeaders();
+  request.write(text.slice(0, 1));
+  return {
+    finish: () => {
+      request.end(text.slice(1));
+      return answer;
+    },
   };
 }

@@ -8,7 +8,7 @@ import { ApiClient, type ApiResponse, LogCapture } from "./api-client.ts";
 import { TestClock } from "./clock.ts";
 import { createFreshDatabase } from "./databases.ts";
 
-export { ApiClient, type ApiResponse, LogCapture, seedAccount } from "./api-client.ts";
+export { ApiClient, type ApiResponse, LogCapture, seedAccount, slowRequest } from "./api-client.ts";
 export { createFreshDatabase } from "./databases.ts";
 
 /** Which store the suite runs on: PostgreSQL when DATABASE_URL is set (CI's second pass), else PGlite. */
