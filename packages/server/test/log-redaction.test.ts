@@ -96,4 +96,26 @@ describe("a credential a client puts in the URL", () => {
     expect(server.logs.text()).not.toContain(apiKey);
     expect(server.logs.text()).not.toContain(accessToken);
   });
+
+  it("written in no log line when it is in the path either, also percent-encoded: the rest of the path stays", async () => {
+    const { apiKey, accessToken } = await seedAccount(server.api);
+    const webhookSecret = `whsec_${"A".repeat(32)}`;
+    const encodedKey = apiKey.replace("svc_", "svc%5F");
+    const paths = [
+      `/v1/${apiKey}`,
+      `/v1/wallets;k=${apiKey}`,
+      `/v1/wallets/${accessToken}/balance`,
+      `/v1/${encodedKey}`,
+      `/v1/hooks/${webhookSecret}`,
+    ];
+    for (const path of paths) expect((await server.api.get(path)).status).toBeGreaterThanOrEqual(400);
+    const text = server.logs.text();
+    for (const secret of [apiKey, apiKey.slice(4), accessToken, webhookSecret, encodedKey])
+      expect(text).not.toContain(secret);
+    expect(text).toContain('"url":"/v1/wallets/[Redacted]/balance"');
+    expect(text).toContain('"url":"/v1/wallets;k=[Redacted]"');
+    // An id that merely holds such letters is written whole.
+    expect((await server.api.get("/v1/wallets/wal_AAAAAAAAAAAAAAAAAAeyJA", apiKey)).status).toBe(404);
+    expect(server.logs.text()).toContain('"url":"/v1/wallets/wal_AAAAAAAAAAAAAAAAAAeyJA"');
+  });
 });

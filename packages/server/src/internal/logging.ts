@@ -55,13 +55,14 @@ interface RequestLike {
 
 /**
  * A request as the log writes it (the fields fastify's own serializer writes), its query's values written
- * `[Redacted]`: no route takes a credential there, but a client that puts its key or token in the URL
- * (`?api_key=svc_…`) must not have it written down before it is refused.
+ * `[Redacted]` and anything in its path shaped like a credential too: no route takes a credential in its
+ * URL, but a client that puts its key or token there (`?api_key=svc_…`, `/v1/svc_…`) must not have it
+ * written down before it is refused.
  */
 function loggedRequest(request: RequestLike): Record<string, unknown> {
   return {
     method: request.method,
-    url: withoutQueryValues(request.url ?? ""),
+    url: withoutCredentialsInPath(withoutQueryValues(request.url ?? "")),
     host: request.host,
     remoteAddress: request.ip,
     remotePort: request.socket?.remotePort,
@@ -77,6 +78,20 @@ function withoutQueryValues(url: string): string {
     .split("&")
     .map((pair) => (pair.includes("=") ? `${pair.slice(0, pair.indexOf("="))}=[Redacted]` : pair));
   return `${url.slice(0, start)}?${names.join("&")}`;
+}
+
+/**
+ * What in a URL's path may be a credential, also percent-encoded: an API key (`svc_…`), a JWT (an access
+ * token: `eyJ…`, base64url of `{"`), a webhook secret (`whsec_…`), each where a part of the path begins
+ * (an id such as `wal_…eyJ…` is left whole).
+ */
+const CREDENTIAL_IN_PATH = /(?<=^|[/;=,&:+ ]|%20)(?:svc(?:_|%5f)|eyJ|whsec(?:_|%5f))[^/?;,&]*/gi;
+
+/** `/v1/svc_Abc…` as `/v1/[Redacted]`: the path's other parts stay. */
+function withoutCredentialsInPath(url: string): string {
+  const end = url.indexOf("?");
+  const path = end < 0 ? url : url.slice(0, end);
+  return path.replace(CREDENTIAL_IN_PATH, "[Redacted]") + (end < 0 ? "" : url.slice(end));
 }
 
 /** A database error's fields that say what failed without quoting a value. */
