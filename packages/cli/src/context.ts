@@ -1,7 +1,7 @@
 import { SvcWallet, type Transaction, type Wallet } from "@svc/sdk";
 import { configPath, readConfig, resolveCredentials } from "./config.ts";
 import { CliError, EXIT } from "./failure.ts";
-import { startSpinner, tokenAmount } from "./output.ts";
+import { printable, startSpinner, tokenAmount } from "./output.ts";
 
 /** The options every command accepts (set on the program). */
 export interface GlobalOptions {
@@ -61,7 +61,7 @@ export function createContext(options: GlobalOptions, env: NodeJS.ProcessEnv): C
     baseUrl: async () => (await resolved()).baseUrl,
     client: async () => new SvcWallet(await credentials()),
     print: (value, human) => {
-      process.stdout.write(`${json ? JSON.stringify(value) : human()}\n`);
+      process.stdout.write(`${json ? JSON.stringify(value) : printable(human(), { keepLines: true })}\n`);
     },
   };
 }

@@ -1,4 +1,5 @@
 import { SvcError } from "@svc/sdk";
+import { printable } from "./output.ts";
 
 /**
  * The exit codes of `svc`, one per kind of failure a script may want to tell apart (README "Exit codes").
@@ -90,13 +91,14 @@ export function describeFailure(error: unknown, options: { json: boolean; verbos
   // The CLI's own failures need no code beside their message; the service's carry its code and reason.
   const tags = error instanceof SvcError ? [fields.code, fields.reason].filter(Boolean).join(" ") : "";
   const where = [tags, fields.requestId ? `request ${fields.requestId}` : undefined].filter(Boolean);
-  const lines = [`error: ${fields.message}${where.length > 0 ? ` (${where.join(", ")})` : ""}`];
+  // One line, whatever the message holds: it may quote what the service or a paid resource said.
+  const lines = [`error: ${printable(fields.message)}${where.length > 0 ? ` (${where.join(", ")})` : ""}`];
   if (options.verbose) {
     if (fields.status !== undefined) lines.push(`  status: ${fields.status}`);
     if (fields.details !== undefined) lines.push(`  details: ${JSON.stringify(fields.details)}`);
     let cause = error instanceof Error ? error.cause : undefined;
     while (cause !== undefined && cause !== null) {
-      lines.push(`  cause: ${cause instanceof Error ? cause.message : String(cause)}`);
+      lines.push(`  cause: ${printable(cause instanceof Error ? cause.message : String(cause))}`);
       cause = cause instanceof Error ? cause.cause : undefined;
     }
     if (

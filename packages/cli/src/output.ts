@@ -3,6 +3,23 @@
  * terminal. Machine output (`--json`) bypasses all of this.
  */
 
+/**
+ * Text from elsewhere (the service, a paid resource) as a terminal should show it: control characters
+ * (escape sequences, carriage returns, backspaces) and the invisible ones that reorder text (bidirectional
+ * overrides) written as `\u001b`, so a wallet name or a resource's reason cannot recolour the terminal,
+ * move its cursor or hide what follows. `keepLines` leaves newlines and tabs as they are.
+ * @example
+ * printable("evil\u001b[31m"); // "evil\\u001b[31m"
+ */
+export function printable(text: string, options: { keepLines?: boolean } = {}): string {
+  return text.replace(
+    options.keepLines ? UNPRINTABLE_BUT_LINES : UNPRINTABLE,
+    (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
+}
+const UNPRINTABLE = /[\p{Cc}\u200e\u200f\u202a-\u202e\u2066-\u2069]/gu;
+const UNPRINTABLE_BUT_LINES = /[^\P{Cc}\n\t]|[\u200e\u200f\u202a-\u202e\u2066-\u2069]/gu;
+
 /** A column of {@link table}: its heading, and whether its values line up on the right (numbers). */
 export interface Column {
   heading: string;
@@ -15,7 +32,8 @@ export interface Column {
  * table([{ heading: "TOKEN" }, { heading: "AMOUNT", align: "right" }], [["USDC", "100"]]);
  * // "TOKEN  AMOUNT\nUSDC      100"
  */
-export function table(columns: Column[], rows: string[][]): string {
+export function table(columns: Column[], cells: string[][]): string {
+  const rows = cells.map((row) => row.map((cell) => printable(cell)));
   const widths = columns.map((column, index) =>
     Math.max(column.heading.length, ...rows.map((row) => (row[index] ?? "").length)),
   );
@@ -37,7 +55,7 @@ export function table(columns: Column[], rows: string[][]): string {
  */
 export function fields(pairs: [string, string][]): string {
   const width = Math.max(...pairs.map(([label]) => label.length));
-  return pairs.map(([label, value]) => `${label.padEnd(width)}  ${value}`.trimEnd()).join("\n");
+  return pairs.map(([label, value]) => `${label.padEnd(width)}  ${printable(value)}`.trimEnd()).join("\n");
 }
 
 /**

@@ -522,6 +522,26 @@ describe("svc keys", () => {
   });
 });
 
+describe("text from the service on a terminal", () => {
+  it("is shown with its control characters written out: a wallet's name cannot drive the terminal", async () => {
+    const hostile = "evil\u001b[2J\u001b[31mred\rover\u202eright-to-left\u0007";
+    const created = await server.api.post("/v1/wallets", { name: hostile, chains: ["base"] }, owner.apiKey);
+    expect(created.status, created.text).toBe(201);
+    for (const args of [
+      ["wallets", "list"],
+      ["wallets", "show", created.body.id],
+    ]) {
+      const run = await svc(args, env);
+      expectOk(run);
+      expect(run.stdout).not.toMatch(/[\u001b\r\u0007\u202e]/);
+      expect(run.stdout).toContain("evil\\u001b[2J\\u001b[31mred\\u000dover\\u202eright-to-left\\u0007");
+    }
+    // --json keeps the name as the service gave it (JSON escapes it).
+    const json = await svc(["wallets", "show", created.body.id, "--json"], env);
+    expect(json.json().name).toBe(hostile);
+  });
+});
+
 describe("svc pay", () => {
   it("pays the local x402 demo within --max-amount and prints its body", async () => {
     const started = server.logs.lines.map((line) => JSON.parse(line)).find((line) => line.x402Demo);

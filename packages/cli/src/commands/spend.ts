@@ -2,7 +2,7 @@ import type { X402FetchInit } from "@svc/sdk";
 import type { Command } from "commander";
 import { type Context, waitForConfirmation } from "../context.ts";
 import { CliError, EXIT, usage } from "../failure.ts";
-import { startSpinner, tokenAmount } from "../output.ts";
+import { printable, startSpinner, tokenAmount } from "../output.ts";
 import { wholeNumber } from "../parse.ts";
 import { transactionView } from "../views.ts";
 import { chainOf } from "./wallets.ts";
@@ -118,17 +118,21 @@ export function addSpendCommands(program: Command, contextOf: (command: Command)
         } else {
           // The body alone on stdout (so it can be piped); what was paid on stderr.
           process.stderr.write(
-            paid
-              ? `Paid ${tokenAmount(response.amountCharged ?? paid.amount, paid.token)} on ${paid.chain} (${paid.id}, ${paid.status}${paid.txHash ? `, ${paid.txHash}` : ""})\n`
-              : `Nothing paid (HTTP ${response.status})\n`,
+            printable(
+              paid
+                ? `Paid ${tokenAmount(response.amountCharged ?? paid.amount, paid.token)} on ${paid.chain} (${paid.id}, ${paid.status}${paid.txHash ? `, ${paid.txHash}` : ""})\n`
+                : `Nothing paid (HTTP ${response.status})\n`,
+              { keepLines: true },
+            ),
           );
-          process.stdout.write(
+          const shown =
             typeof body === "string"
               ? body.endsWith("\n")
                 ? body
                 : `${body}\n`
-              : `${JSON.stringify(body, null, 2)}\n`,
-          );
+              : `${JSON.stringify(body, null, 2)}\n`;
+          // Piped, the resource's body goes on as it came; on a terminal, it may not drive the terminal.
+          process.stdout.write(process.stdout.isTTY ? printable(shown, { keepLines: true }) : shown);
         }
         if (response.status >= 400) {
           throw new CliError(`${url} answered HTTP ${response.status}`, EXIT.failed, {
