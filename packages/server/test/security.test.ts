@@ -420,6 +420,81 @@ describe("NUL and lone surrogates", () => {
   });
 });
 
+describe("deeply nested bodies", () => {
+  /** `levels` arrays around `inner`: `[[[…inner…]]]`. */
+  const nested = (levels: number, inner: string) => `${"[".repeat(levels)}${inner}${"]".repeat(levels)}`;
+  const post = (path: string, rawBody: string, headers: Record<string, string> = {}) =>
+    server.api.request("POST", path, {
+      token: apiKey,
+      rawBody,
+      headers: { "content-type": "application/json", ...headers },
+    });
+
+  it("refuses a body nested deeper than 64 levels with 400, before anything is stored or fetched", async () => {
+    const walletsBefore = (await server.api.get("/v1/wallets", apiKey)).body.length;
+    const wallet = await createWallet(server.api, apiKey);
+    const cases: [string, () => Promise<ApiResponse>][] = [
+      // A NUL under 70 levels of metadata was not looked for, and reached the database (500).
+      [
+        "NUL under 70 levels",
+        () =>
+          post("/v1/wallets", `{"name":"w","chains":["base"],"metadata":{"x":${nested(70, '"a\\u0000b"')}}}`),
+      ],
+      [
+        "surrogate under 70 levels",
+        () =>
+          post("/v1/wallets", `{"name":"w","chains":["base"],"metadata":{"x":${nested(70, '"\\ud800"')}}}`),
+      ],
+      // 5,000 levels in 10 kB overflowed the stack: the message named the overflow.
+      [
+        "metadata 5,000 levels",
+        () => post("/v1/wallets", `{"name":"w","chains":["base"],"metadata":{"x":${nested(5000, "1")}}}`),
+      ],
+      // A payment's request body: a 500 before, with or without an Idempotency-Key.
+      ...[{}, { "idempotency-key": `deep-${randomBytes(4).toString("hex")}` }].map(
+        (headers): [string, () => Promise<ApiResponse>] => [
+          `x402 body 5,000 levels${"idempotency-key" in headers ? " with an Idempotency-Key" : ""}`,
+          () =>
+            post(
+              "/v1/x402/fetch",
+              `{"walletId":"${wallet.id}","url":"http://127.0.0.1:9/x","method":"POST","body":{"a":${nested(5000, "1")}}}`,
+              headers,
+            ),
+        ],
+      ),
+    ];
+    for (const [name, call] of cases) {
+      const response = await call();
+      expect(response.status, `${name}: ${response.text}`).toBe(400);
+      expect(expectErrorShape(response), name).toMatchObject({
+        code: "ValidationError",
+        reason: "invalid_body",
+        message: expect.stringMatching(/nested deeper than 64 levels/),
+      });
+    }
+    expect((await server.api.get("/v1/wallets", apiKey)).body.length).toBe(walletsBefore + 1);
+    expect((await server.api.get(`/v1/wallets/${wallet.id}/transactions`, apiKey)).body.total).toBe(0);
+    // 64 levels, and brackets inside strings, are fine.
+    const deepest = await post(
+      "/v1/wallets",
+      `{"name":"[[[{{{","chains":["base"],"metadata":{"x":${nested(62, '"]]]}}}"')}}}`,
+    );
+    expect(deepest.status, deepest.text).toBe(201);
+  });
+
+  it("says why a body with a __proto__ key is refused: it is JSON, but its key is not accepted", async () => {
+    for (const rawBody of [
+      '{"name":"w","chains":["base"],"metadata":{"__proto__":{"admin":true}}}',
+      '{"name":"w","chains":["base"],"metadata":{"constructor":{"prototype":{"admin":true}}}}',
+    ]) {
+      const response = await post("/v1/wallets", rawBody);
+      expect(response.status).toBe(400);
+      expect(expectErrorShape(response).message).toMatch(/__proto__.*is not accepted/);
+    }
+    expect(expectErrorShape(await post("/v1/wallets", '{"name":')).message).toMatch(/not valid JSON/);
+  });
+});
+
 describe("JSON-number amounts are exact or refused", () => {
   const INEXACT = ["1e1", "1.00000000000000001", "0.1e1"];
 

@@ -8,13 +8,16 @@ import type { App } from "./types.ts";
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 const unstorable = (text: string) => text.includes("\u0000") || LONE_SURROGATE.test(text);
 
-/** The path (`a.b.0`) of the first string, key or value, holding an unstorable character; undefined if none. */
-function findUnstorable(value: unknown, path: string, depth = 0): string | undefined {
+/**
+ * The path (`a.b.0`) of the first string, key or value, holding an unstorable character; undefined if none.
+ * Bodies nest at most {@link MAX_BODY_DEPTH} deep, the other parts of a request not at all.
+ */
+function findUnstorable(value: unknown, path: string): string | undefined {
   if (typeof value === "string") return unstorable(value) ? path || "(root)" : undefined;
-  if (value === null || typeof value !== "object" || depth > 64) return undefined;
+  if (value === null || typeof value !== "object") return undefined;
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
-      const found = findUnstorable(value[i], path ? `${path}.${i}` : String(i), depth + 1);
+      const found = findUnstorable(value[i], path ? `${path}.${i}` : String(i));
       if (found) return found;
     }
     return undefined;
@@ -24,13 +27,26 @@ function findUnstorable(value: unknown, path: string, depth = 0): string | undef
   for (const [key, child] of Object.entries(value)) {
     const childPath = path ? `${path}.${key}` : key;
     if (unstorable(key)) return `${path ? `${path}.` : ""}(a key)`;
-    const found = findUnstorable(child, childPath, depth + 1);
+    const found = findUnstorable(child, childPath);
     if (found) return found;
   }
   return undefined;
 }
 
 const MESSAGE = "contains a NUL character or an unpaired UTF-16 surrogate";
+
+/** Why JSON that parses is refused by fastify's parser: it guards against prototype pollution. */
+const PROTOTYPE_KEY =
+  "Invalid body: a key named __proto__, or constructor holding prototype, is not accepted";
+
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** Refuses, with 400 before any route runs, a request whose strings could not be stored or shown back. */
 function checkStorable(request: FastifyRequest): void {
@@ -50,9 +66,32 @@ function checkStorable(request: FastifyRequest): void {
 }
 
 /**
+ * How deep a request body's objects and arrays may nest (the body itself is level 1). No route needs more;
+ * every walk of a body (validation, the Idempotency-Key's fingerprint, a payment's request body) is then
+ * bounded, where thousands of levels in a few kilobytes overflowed the stack (500).
+ */
+export const MAX_BODY_DEPTH = 64;
+
+/** Whether JSON text nests objects and arrays deeper than `max`; brackets inside strings do not count. */
+function nestsDeeperThan(text: string, max: number): boolean {
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22 /* " */) {
+      i++;
+      while (i < text.length && text.charCodeAt(i) !== 0x22) i += text.charCodeAt(i) === 0x5c /* \ */ ? 2 : 1;
+    } else if (c === 0x5b /* [ */ || c === 0x7b /* { */) {
+      if (++depth > max) return true;
+    } else if (c === 0x5d /* ] */ || c === 0x7d /* } */) depth--;
+  }
+  return false;
+}
+
+/**
  * Installs the body parsers and the check that refuses NUL and lone surrogates in every string a route could
  * receive, at any depth.
- * - `application/json` bodies keep inexact numbers recognisable ({@link markInexactNumbers}).
+ * - `application/json` bodies keep inexact numbers recognisable ({@link markInexactNumbers}), nest at most
+ *   {@link MAX_BODY_DEPTH} deep, and hold no `__proto__` key (nor `constructor.prototype`).
  * - An empty body is no body, whatever its Content-Type: clients send `Content-Type: application/json` by
  *   default, even on `POST …/policy/pause` or `DELETE`. A route that takes a body then answers its usual
  *   validation error, one that takes none proceeds.
@@ -64,9 +103,11 @@ export function installInputChecks(app: App): void {
   app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
     const text = body as string;
     if (text === "") return done(null, undefined);
+    if (nestsDeeperThan(text, MAX_BODY_DEPTH))
+      return done(errors.invalidBody(`Invalid body: nested deeper than ${MAX_BODY_DEPTH} levels`), undefined);
     const marked = markInexactNumbers(text);
     defaultJson(request, marked, (error, parsed) => {
-      if (error) done(error, undefined);
+      if (error) done(isJson(text) ? errors.invalidBody(PROTOTYPE_KEY) : error, undefined);
       // Only a body that held an inexact number needs the walk.
       else done(null, marked === text ? parsed : restoreInexactNumbers(parsed));
     });
