@@ -151,6 +151,28 @@ describe("a hostile x402 resource server", () => {
     expect(await historyOf(wallet.id)).toHaveLength(1);
   });
 
+  it("answering a paid request with JSON holding a NUL and an unpaired surrogate: the same key answers the same", async () => {
+    const requirement = await evmRequirement();
+    const url = await resource((request, response) => {
+      if (typeof request.headers["payment-signature"] !== "string")
+        return challengeOf(requirement)(request, response);
+      response
+        .writeHead(200, { "content-type": "application/json" })
+        .end('{"data":"a\\u0000b","s":"\\ud800"}');
+    });
+    const wallet = await fundedWallet();
+    const key = `unstorable-${randomBytes(4).toString("hex")}`;
+    const answer = await paidFetch(wallet.id, url, { "idempotency-key": key });
+    expect(answer.status, answer.text).toBe(200);
+    expect(answer.body.body).toEqual({ data: "a\u0000b", s: "\ud800" });
+    // Its answer was remembered (it failed to be stored, and a retry waited, then answered 409, then 502).
+    const again = await paidFetch(wallet.id, url, { "idempotency-key": key });
+    expect(again.status, again.text).toBe(200);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(again.text).toBe(answer.text);
+    expect(await historyOf(wallet.id)).toHaveLength(1);
+  });
+
   it("naming a program the payment invokes as its Solana fee payer is not paid: 400 no_payable_requirement", async () => {
     const devnet = await sharedDevnet();
     const chains = await server.api.get("/v1/chains", owner.apiKey);

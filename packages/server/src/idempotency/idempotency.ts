@@ -82,7 +82,7 @@ export async function claimIdempotencyKey(
     if (existing.state === "completed") {
       return {
         kind: "replay",
-        response: { status: existing.responseStatus ?? 200, body: existing.responseBody },
+        response: { status: existing.responseStatus ?? 200, body: storedBody(existing.responseBody) },
       };
     }
     if (now().getTime() - existing.lockedAt.getTime() > STALE_CLAIM_MS) {
@@ -139,8 +139,19 @@ function owned(claim: IdempotencyClaim) {
 async function complete(db: Db, claim: IdempotencyClaim, response: StoredResponse): Promise<void> {
   await db
     .update(idempotencyKeys)
-    .set({ state: "completed", responseStatus: response.status, responseBody: response.body })
+    .set({ state: "completed", responseStatus: response.status, responseBody: JSON.stringify(response.body) })
     .where(owned(claim));
+}
+
+/**
+ * A stored response body. It is kept as its JSON text (a JSON string in the column): a body may quote what
+ * a paid resource answered, NUL characters and unpaired surrogates included, which a jsonb value cannot
+ * hold (the answer was then never stored, and the key's retries were refused, then answered otherwise);
+ * their escapes in the text are plain characters. Rows stored before hold the body itself (no response
+ * body is a bare string).
+ */
+function storedBody(column: unknown): unknown {
+  return typeof column === "string" ? JSON.parse(column) : column;
 }
 
 /**
