@@ -656,6 +656,24 @@ describe("passwords and recipients", () => {
     expect(await history(server.api, apiKey, wallet.id, "send")).toEqual([]);
   });
 
+  it("refuses USDC sent to a Solana program or sysvar with 400 invalid_address: a token account owned by it was created and filled, and lost", async () => {
+    const wallet = await fundedWallet();
+    for (const [to, named] of [
+      ["TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA", "a program"],
+      ["ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL", "a program"],
+      ["SysvarRent111111111111111111111111111111111", "a sysvar"],
+      ["SysvarC1ock11111111111111111111111111111111", "a sysvar"],
+    ] as const) {
+      const response = await server.api.post(
+        `/v1/wallets/${wallet.id}/send`,
+        { to, amount: "1", chain: "solana", token: "USDC" },
+        apiKey,
+      );
+      expect(expectValidationError(response, "invalid_address").message).toContain(`it is ${named}`);
+    }
+    expect(await history(server.api, apiKey, wallet.id, "send")).toEqual([]);
+  });
+
   it("refuses USDC sent to a Solana token account (its address pasted for its owner's): no token account of a token account is created", async () => {
     const wallet = await fundedWallet();
     const payee = await fundedWallet();

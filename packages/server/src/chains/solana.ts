@@ -50,6 +50,7 @@ import type {
   ChainClient,
   ChainConfig,
   IncomingTransfer,
+  LostRecipient,
   SignedTransfer,
   TokenInfo,
   TransferInput,
@@ -165,21 +166,23 @@ export class SolanaChain implements ChainClient {
         this.#systemAccountRent(),
         sendsNative ? this.getBalance(input.to, native) : undefined,
       ]).then(([minimum, recipientBalance]) => ({ minimum, recipientBalance })),
-      sendsNative ? undefined : this.#tokenProgramAccount(input.to),
+      sendsNative ? undefined : this.#lostRecipient(input.to),
     ]);
     return {
       plan,
       balance,
       nativeBalance: nativeBalance ?? balance,
       rentExemption,
-      ...(recipientAccount && recipientAccount !== "multisig"
-        ? { recipientTokenProgramAccount: recipientAccount }
-        : {}),
+      ...(recipientAccount ? { lostRecipient: recipientAccount } : {}),
     };
   }
 
-  /** What `address` is when a token program owns it (SPL Token or Token-2022); undefined otherwise. */
-  async #tokenProgramAccount(address: string): Promise<TokenProgramAccount | undefined> {
+  /**
+   * What `address` is when a token sent to it is lost ({@link LostRecipient}): a program, a sysvar, or an
+   * account of a token program (SPL Token or Token-2022) but a multisig of SPL Token; undefined otherwise (a
+   * wallet, an account that does not exist yet, one another program keeps for its owner).
+   */
+  async #lostRecipient(address: string): Promise<LostRecipient | undefined> {
     // What tells the kind is in the first 166 bytes and the size; the rest of the account is not fetched.
     const { value } = await this.#rpc
       .getAccountInfo(toAddress(address), {
@@ -188,8 +191,12 @@ export class SolanaChain implements ChainClient {
         dataSlice: { offset: 0, length: 166 },
       })
       .send();
-    if (value === null || !TOKEN_PROGRAMS.has(value.owner)) return undefined;
-    return tokenProgramAccount(value.owner, Number(value.space), Buffer.from(value.data[0], "base64"));
+    if (value === null) return undefined;
+    if (value.executable) return "program";
+    if (value.owner === SYSVAR_OWNER) return "sysvar";
+    if (!TOKEN_PROGRAMS.has(value.owner)) return undefined;
+    const kind = tokenProgramAccount(value.owner, Number(value.space), Buffer.from(value.data[0], "base64"));
+    return kind === "multisig" ? undefined : kind === "other" ? "token_program_other" : kind;
   }
 
   /** The rent exemption of an account holding no data (a wallet's): fixed by the cluster, read once. */
@@ -553,6 +560,8 @@ export const TOKEN_2022_PROGRAM_ADDRESS = "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXE
 
 /** The programs that own token accounts, mints and multisigs: SPL Token and Token-2022. */
 const TOKEN_PROGRAMS: ReadonlySet<string> = new Set([TOKEN_PROGRAM_ADDRESS, TOKEN_2022_PROGRAM_ADDRESS]);
+/** The owner of the cluster's sysvars (clock, rent, …): accounts nobody signs for. */
+const SYSVAR_OWNER = "Sysvar1111111111111111111111111111111111111";
 
 /**
  * An account a token program owns, by what it is to a token sent to it: a multisig of SPL Token can own the

@@ -83,12 +83,17 @@ export interface TransferPlanWithBalances {
    */
   rentExemption?: { minimum: bigint; recipientBalance: bigint | undefined };
   /**
-   * Solana, a token sent: the recipient is an account of a token program other than a multisig of SPL Token:
-   * a token account (its address given for its owner's), a mint, or another. The transfer would create and
-   * fill a token account owned by it, which nobody can sign for.
+   * Solana, a token sent: the recipient is an account nobody can sign for. The transfer would create and fill
+   * a token account owned by it, lost for good.
    */
-  recipientTokenProgramAccount?: "token_account" | "mint" | "other";
+  lostRecipient?: LostRecipient;
 }
+
+/**
+ * A Solana account that owns nothing it is sent: an account of a token program other than a multisig of SPL
+ * Token (a token account, its address given for its owner's; a mint; another), a program, or a sysvar.
+ */
+export type LostRecipient = "token_account" | "mint" | "token_program_other" | "program" | "sysvar";
 
 /** A transfer signed but not yet broadcast: recorded first, so a crash can never lose a broadcast. */
 export interface SignedTransfer {

@@ -55,7 +55,8 @@ export function parseTransferAmount(client: ChainClient, token: TokenInfo, amoun
 
 /**
  * Plans a transfer and checks, from the same moment's reads, that the sender holds the amount and the fee,
- * and that the recipient is no token account or mint (Solana): the network part of a transfer, made before
+ * and that the recipient is no account nobody can sign for (Solana: a token account, a mint, a program, a
+ * sysvar): the network part of a transfer, made before
  * any lock is taken. Every read runs at once (on EVM, in one request).
  */
 export async function planFundedTransfer(client: ChainClient, input: TransferInput): Promise<TransferPlan> {
@@ -64,16 +65,17 @@ export async function planFundedTransfer(client: ChainClient, input: TransferInp
   const isNative = token.address === null;
   const planned = await chainCall(client.config.name, () => client.planTransferWithBalances(input));
   const { plan, balance: tokenBalance, nativeBalance } = planned;
-  const recipientKind = planned.recipientTokenProgramAccount;
-  if (recipientKind)
+  if (planned.lostRecipient)
     throw errors.lostRecipient(
       client.config.name,
       input.to,
       {
         token_account: "a token account (send to the wallet that owns it)",
         mint: "a token mint",
-        other: "an account of a token program, not a wallet",
-      }[recipientKind],
+        token_program_other: "an account of a token program, not a wallet",
+        program: "a program",
+        sysvar: "a sysvar",
+      }[planned.lostRecipient],
     );
   if (tokenBalance < amount) {
     throw errors.insufficientFunds(
