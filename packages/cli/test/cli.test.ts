@@ -7,7 +7,9 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { selectRows } from "../../server/src/internal/db/store.ts";
 import {
   createTestServer,
   seedAccount,
@@ -35,6 +37,15 @@ afterAll(async () => {
   if (home) fs.rmSync(home, { recursive: true, force: true });
 });
 
+/** How many access tokens the service holds as ended by a logout. */
+async function endedAccessTokens(): Promise<number> {
+  const [row] = await selectRows<{ count: number }>(
+    server.service.store.db,
+    sql`SELECT count(*)::int AS count FROM ended_access_tokens`,
+  );
+  return row?.count ?? 0;
+}
+
 /** The run failed with `code` and said one line on stderr, nothing on stdout, no stack trace. */
 function expectOneLineFailure(run: Run, code: number): string {
   expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(code);
@@ -55,6 +66,7 @@ let loginKeyId: string;
 
 describe("svc login", () => {
   it("logs in with email and password, saving the base URL and a new admin key in a 0600 file", async () => {
+    const endedBefore = await endedAccessTokens();
     const run = await svc(["login", "--email", owner.email, "--base-url", server.url, "--json"], {
       ...env,
       SVC_PASSWORD: owner.password,
@@ -80,6 +92,8 @@ describe("svc login", () => {
     // The key is never printed.
     expect(run.stdout + run.stderr).not.toContain(saved.apiKey);
     loginKeyId = result.keyId;
+    // The login's access token, which only made the key, was ended (logged out) rather than left for its hour.
+    expect(await endedAccessTokens()).toBe(endedBefore + 1);
   });
 
   it("logging in again (password on stdin) replaces the key, revokes the old one and restores mode 0600", async () => {
@@ -533,7 +547,7 @@ describe("text from the service on a terminal", () => {
     ]) {
       const run = await svc(args, env);
       expectOk(run);
-      expect(run.stdout).not.toMatch(/[\u001b\r\u0007\u202e]/);
+      for (const char of ["\u001b", "\r", "\u0007", "\u202e"]) expect(run.stdout).not.toContain(char);
       expect(run.stdout).toContain("evil\\u001b[2J\\u001b[31mred\\u000dover\\u202eright-to-left\\u0007");
     }
     // --json keeps the name as the service gave it (JSON escapes it).

@@ -157,6 +157,8 @@ export function addAccountCommands(program: Command, contextOf: (command: Comman
         deviceToken,
       });
       if (previousKeyId !== created.id) await revokePrevious();
+      // The access token has done its work: ended, so it does not stay good for the rest of its hour.
+      await admin.auth.logout().catch(() => undefined);
       ctx.print(
         { email, baseUrl, keyId: created.id, configFile: ctx.configFile },
         () =>
