@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { transactions, wallets } from "../src/internal/db/schema.ts";
 import { selectRows } from "../src/internal/db/store.ts";
 import { admitSpend, failSpend } from "../src/spends/admission.ts";
-import { findToken } from "../src/spends/transfer.ts";
+import { findToken, planFundedTransfer } from "../src/spends/transfer.ts";
 import { devnetClients, evmKey } from "./support/chains.ts";
 import { eventually } from "./support/eventually.ts";
 import { openStoredKey } from "./support/keys.ts";
@@ -39,7 +39,7 @@ async function walletStuckBehindGap(api: TestServer["api"], db: TestServer["serv
   const usdc = findToken(base, "USDC");
   const recipient = evmKey().address;
   const privateKey = await openStoredKey(server.service, created.id, "evm");
-  const plan = await base.planTransfer({
+  const plan = await planFundedTransfer(base, {
     from: created.evm.address,
     to: recipient,
     token: usdc,
@@ -58,7 +58,7 @@ async function walletStuckBehindGap(api: TestServer["api"], db: TestServer["serv
       usdMicros: 1n,
     },
     {
-      evmNonce: { chainPendingNonce: plan.evm?.pendingNonce ?? 0 },
+      evmPlan: plan,
       sign: (nonce) => base.signTransfer(plan, privateKey, nonce),
     },
   );

@@ -1,10 +1,15 @@
 import { fundEvm } from "@svc/devnet";
+import { parseUnits } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChainClient } from "../src/chains/types.ts";
 import { devnetClients } from "./support/chains.ts";
+import { eventually } from "./support/eventually.ts";
+import { RpcGate } from "./support/rpc-gate.ts";
 import { waitForSettled } from "./support/spends.ts";
 import {
+  type ApiResponse,
   createTestServer,
+  evmThroughGate,
   expectErrorShape,
   STORE_KIND,
   seedAccount,
@@ -184,5 +189,129 @@ describe("EVM nonces", () => {
     const settled = await Promise.all(responses.map((r) => waitForSettled(server.api, apiKey, r.body.id)));
     expect(settled.every((t) => t.status === "confirmed")).toBe(true);
     expect(await base.getBalance(to, usdc())).toBe(15n * USDC);
+  });
+});
+
+describe("funds under concurrency", () => {
+  let gate: RpcGate;
+  let gated: TestServer;
+  let gatedKey: string;
+  beforeAll(async () => {
+    gate = await RpcGate.start(devnet.evm.rpcUrl);
+    gated = await createTestServer({ env: await evmThroughGate(gate) });
+    ({ apiKey: gatedKey } = await seedAccount(gated.api));
+  });
+  afterAll(async () => {
+    await gated?.close();
+    await gate?.close();
+  });
+
+  /**
+   * `count` simultaneous sends of 1 USDC from a wallet funded with `funds`, whose broadcasts wait at a gate
+   * until every request has been decided: each plans against the funds as first given (nothing of the others
+   * on chain yet). Returns the answers, and the wallet's sends once settled.
+   */
+  async function burstWhileBroadcastsWait(count: number, funds: { eth: bigint; usdc: bigint }) {
+    const wallet = (await gated.api.post("/v1/wallets", { name: "burst", chains: ["base"] }, gatedKey)).body;
+    await fundEvm(devnet, wallet.evm.address, funds);
+    const to = freshRecipient();
+    gate.decide = ({ methods }) => (methods.includes("eth_sendRawTransaction") ? "hold" : "forward");
+    let answered = 0;
+    const answers = Promise.all(
+      Array.from({ length: count }, () =>
+        gated.api
+          .post(`/v1/wallets/${wallet.id}/send`, { to, amount: "1", chain: "base" }, gatedKey)
+          .finally(() => answered++),
+      ),
+    );
+    await eventually(async () => gate.held.length + answered === count);
+    gate.decide = () => "forward";
+    for (const held of gate.held.splice(0)) held.release();
+    const responses = await answers;
+    const admitted = responses.filter((r) => r.status === 201);
+    const settled = await Promise.all(admitted.map((r) => waitForSettled(gated.api, gatedKey, r.body.id)));
+    return { responses, admitted, settled, to };
+  }
+
+  it("admits only what the wallet holds of 12 simultaneous sends: the others 422 before signing, none reverts on chain", async () => {
+    const { responses, admitted, settled, to } = await burstWhileBroadcastsWait(12, {
+      eth: 10n ** 18n,
+      usdc: 5n * USDC,
+    });
+    // Before, all 12 were admitted, and 7 reverted on chain, each paying gas.
+    expect(admitted).toHaveLength(5);
+    for (const r of responses.filter((r) => r.status !== 201)) {
+      expect(r.status, r.text).toBe(422);
+      expect(expectErrorShape(r)).toMatchObject({
+        reason: "insufficient_token",
+        message: expect.stringMatching(/5 sends not yet on chain/),
+      });
+    }
+    expect(settled.map((t) => t.status)).toEqual(Array(5).fill("confirmed"));
+    expect(await base.getBalance(to, usdc())).toBe(5n * USDC);
+  });
+
+  it("counts the fees of sends not yet on chain: ETH for 3 sends' gas admits 3 of 8", async () => {
+    // One transfer's fee cap (gas limit × max fee) as the service plans it, from a refusal that names it.
+    const probe = (await gated.api.post("/v1/wallets", { name: "probe", chains: ["base"] }, gatedKey)).body;
+    await fundEvm(devnet, probe.evm.address, { eth: 0n, usdc: 10n * USDC });
+    const refused = await gated.api.post(
+      `/v1/wallets/${probe.id}/send`,
+      { to: freshRecipient(), amount: "1", chain: "base" },
+      gatedKey,
+    );
+    expect(expectErrorShape(refused).reason).toBe("insufficient_gas");
+    const feeCap = parseUnits(String(expectErrorShape(refused).details?.required), 18);
+    const { responses, admitted, settled } = await burstWhileBroadcastsWait(8, {
+      eth: feeCap * 3n + feeCap / 2n,
+      usdc: 10n * USDC,
+    });
+    expect(admitted).toHaveLength(3);
+    for (const r of responses.filter((r) => r.status !== 201)) {
+      expect(r.status, r.text).toBe(422);
+      expect(expectErrorShape(r).reason).toBe("insufficient_gas");
+    }
+    expect(settled.map((t) => t.status)).toEqual(Array(3).fill("confirmed"));
+  });
+
+  it("approves only what the wallet holds of held spends approved at once: the other 422, still held", async () => {
+    const wallet = (
+      await gated.api.post(
+        "/v1/wallets",
+        { name: "held", chains: ["base"], policy: { approvalAbove: "1" } },
+        gatedKey,
+      )
+    ).body;
+    await fundEvm(devnet, wallet.evm.address, { eth: 10n ** 18n, usdc: 5n * USDC });
+    const held = [];
+    for (let i = 0; i < 2; i++) {
+      const asked = await gated.api.post(
+        `/v1/wallets/${wallet.id}/send`,
+        { to: freshRecipient(), amount: "3", chain: "base" },
+        gatedKey,
+      );
+      expect(asked.body.status, asked.text).toBe("pending_approval");
+      held.push(asked.body.id as string);
+    }
+    gate.decide = ({ methods }) => (methods.includes("eth_sendRawTransaction") ? "hold" : "forward");
+    let answered = 0;
+    const answers = Promise.all(
+      held.map((id) =>
+        gated.api.post(`/v1/approvals/${id}/approve`, undefined, gatedKey).finally(() => answered++),
+      ),
+    );
+    await eventually(async () => gate.held.length + answered === 2);
+    gate.decide = () => "forward";
+    for (const call of gate.held.splice(0)) call.release();
+    const responses = await answers;
+    expect(responses.map((r) => r.status).sort()).toEqual([200, 422]);
+    const refused = responses.find((r) => r.status === 422);
+    expect(expectErrorShape(refused as ApiResponse).reason).toBe("insufficient_token");
+    const approved = responses.find((r) => r.status === 200);
+    expect((await waitForSettled(gated.api, gatedKey, approved?.body.id)).status).toBe("confirmed");
+    const stillHeld = held.find((id) => id !== approved?.body.id);
+    expect((await gated.api.get(`/v1/transactions/${stillHeld}`, gatedKey)).body.status).toBe(
+      "pending_approval",
+    );
   });
 });

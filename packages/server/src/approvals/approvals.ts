@@ -21,6 +21,7 @@ import {
   signedColumns,
 } from "../spends/admission.ts";
 import { broadcastRecorded } from "../spends/broadcast.ts";
+import { checkFundsInFlight } from "../spends/funds.ts";
 import type { SpendAsker, SpendDeps } from "../spends/send.ts";
 import { checkRecipient, findToken, planFundedTransfer } from "../spends/transfer.ts";
 import {
@@ -116,6 +117,7 @@ export async function approveSpend(
       if (isPastDeadline(current, now)) throw new DeadlinePassed(now);
       checkStaticRules(policy, spend);
       await checkDailyLimit(tx, policy, spend, now, reservedInWindow(current, now));
+      if (nonce !== undefined) await checkFundsInFlight(tx, spend, plan, nonce);
       const signed = await client.signTransfer(plan, privateKey, nonce);
       // Sent now, so dated now: the daily limit counts it from its approval, not from when it was asked.
       await moveReservation(tx, current, now);

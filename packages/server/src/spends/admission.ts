@@ -13,6 +13,7 @@ import { checkStaticRules, isAboveAlert, needsApproval, type SpendFacts } from "
 import { addToHour, checkDailyLimit } from "../policy/spend-window.ts";
 import { recordTransaction, type TransactionRow, toTransactionView } from "../transactions/transactions.ts";
 import { alreadyUsed } from "./authorization.ts";
+import { checkFundsInFlight, type FundedPlan } from "./funds.ts";
 import { allocateNonceSql, releaseNonce } from "./nonces.ts";
 
 /**
@@ -75,7 +76,8 @@ export async function admitSpend(
   db: Db,
   spend: SpendFacts,
   options: {
-    evmNonce?: { chainPendingNonce: number };
+    /** An EVM transfer's plan: the lock hands out its nonce, and its funds are checked against the sends before. */
+    evmPlan?: FundedPlan;
     sign: (nonce: number | undefined) => Promise<SignedSpend>;
     idempotency?: IdempotencyClaim | undefined;
     /** The credential that asks: it must still be live when admitted. */
@@ -97,10 +99,11 @@ async function admitLocked(
   options: Parameters<typeof admitSpend>[2],
 ): Promise<TransactionRow> {
   return db.transaction(async (tx) => {
+    const evm = options.evmPlan?.evm;
     const { policy, nonce } = await lockSpendingPolicy(
       tx,
       spend.walletId,
-      options.evmNonce && { chain: spend.chain, address: spend.from, ...options.evmNonce },
+      evm && { chain: spend.chain, address: spend.from, chainPendingNonce: evm.pendingNonce },
     );
     const now = options.now ?? new Date();
     await holdAskingCredential(tx, options.credential, now);
@@ -115,6 +118,7 @@ async function admitLocked(
       if (nonce !== undefined && !(await releaseNonce(tx, spend.chain, spend.from, nonce)))
         throw new Error("a nonce handed out under the spend's lock could not be given back");
     } else {
+      if (nonce !== undefined && options.evmPlan) await checkFundsInFlight(tx, spend, options.evmPlan, nonce);
       signed = await options.sign(nonce);
     }
     const row = await recordTransaction(

@@ -108,7 +108,7 @@ export async function send(
     const privateKey = await openSigningKey(deps.db, deps.keyring, wallet, kind, sealedKeys);
     try {
       row = await admitSpend(deps.db, spend, {
-        ...(plan.evm ? { evmNonce: { chainPendingNonce: plan.evm.pendingNonce } } : {}),
+        ...(plan.evm ? { evmPlan: plan } : {}),
         ...asker,
         ...(deps.now ? { now: deps.now() } : {}),
         ...(deps.approvalTtlMs !== undefined ? { approvalTtlMs: deps.approvalTtlMs } : {}),

@@ -14,6 +14,7 @@ import type {
 } from "../chains/types.ts";
 import { errors } from "../internal/errors.ts";
 import { formatUnits, parseUnitsStrict } from "../internal/money.ts";
+import { checkFunds, type FundedPlan } from "./funds.ts";
 
 /** Amounts a chain can carry at all: uint256 on EVM, u64 on Solana. */
 const MAX_ATOMIC = { evm: 2n ** 256n, solana: 2n ** 64n } as const;
@@ -59,12 +60,9 @@ export function parseTransferAmount(client: ChainClient, token: TokenInfo, amoun
  * sysvar): the network part of a transfer, made before
  * any lock is taken. Every read runs at once (on EVM, in one request).
  */
-export async function planFundedTransfer(client: ChainClient, input: TransferInput): Promise<TransferPlan> {
-  const { token, amount } = input;
-  const native = client.config.nativeToken;
-  const isNative = token.address === null;
+export async function planFundedTransfer(client: ChainClient, input: TransferInput): Promise<FundedPlan> {
   const planned = await chainCall(client.config.name, () => client.planTransferWithBalances(input));
-  const { plan, balance: tokenBalance, nativeBalance } = planned;
+  const { plan } = planned;
   if (planned.lostRecipient)
     throw errors.lostRecipient(
       client.config.name,
@@ -77,31 +75,14 @@ export async function planFundedTransfer(client: ChainClient, input: TransferInp
         sysvar: "a sysvar",
       }[planned.lostRecipient],
     );
-  if (tokenBalance < amount) {
-    throw errors.insufficientFunds(
-      "insufficient_token",
-      `Insufficient ${token.symbol}: balance ${formatUnits(tokenBalance, token.decimals)}, this send needs ${formatUnits(amount, token.decimals)}`,
-      {
-        token: token.symbol,
-        balance: formatUnits(tokenBalance, token.decimals),
-        required: formatUnits(amount, token.decimals),
-      },
-    );
-  }
-  const gasAvailable = isNative ? tokenBalance - amount : nativeBalance;
-  if (gasAvailable < plan.fee) {
-    throw errors.insufficientFunds(
-      "insufficient_gas",
-      `Insufficient ${native.symbol} for fees: ${formatUnits(gasAvailable, native.decimals)} available, about ${formatUnits(plan.fee, native.decimals)} needed`,
-      {
-        token: native.symbol,
-        available: formatUnits(gasAvailable, native.decimals),
-        required: formatUnits(plan.fee, native.decimals),
-      },
-    );
-  }
+  const funds = {
+    balance: planned.balance,
+    nativeBalance: planned.nativeBalance,
+    native: client.config.nativeToken,
+  };
+  checkFunds(input.token, input.amount, plan.fee, funds);
   checkRentExemption(client, input, planned);
-  return plan;
+  return { ...plan, funds };
 }
 
 /**
