@@ -268,7 +268,34 @@ describe("head anchor: rows cut off the end of a stopped daemon's log", () => {
   it("records the durable head beside the log", () => {
     const lastHash = (JSON.parse(linesOf(pristine).at(-1) as string) as { hash: string }).hash;
     const anchor = JSON.parse(fs.readFileSync(path.join(home, "audit.head"), "utf8")) as unknown;
-    expect(anchor).toEqual({ rows, headHash: lastHash });
+    expect(anchor).toEqual({ rows, headHash: lastHash, stopped: true });
+  });
+
+  it("refuses rows chained on after a clean stop (a forged identity with a budget): audit verify and start-up name the first", async () => {
+    const lines = linesOf(pristine);
+    const last = JSON.parse(lines.at(-1) as string) as { hash: string; row: { seq: number } };
+    const forged = encodeRow({
+      kind: "identity_created",
+      identity: "evil",
+      token_sha256: "0".repeat(64),
+      budget_credits: 1_000_000,
+      seq: last.row.seq + 1,
+      prev: last.hash,
+      time: new Date().toISOString(),
+    } as unknown as Parameters<typeof encodeRow>[0]).line;
+    const copy = homeWithLog(pristine + forged);
+    const verify = await runCli(["audit", "verify"], copy);
+    expect(verify.code).toBe(1);
+    expect(JSON.parse(verify.stdout)).toMatchObject({
+      valid: false,
+      firstBadIndex: rows,
+      problem: expect.stringMatching(
+        /1 rows follow the head anchor written when authzd last stopped cleanly/,
+      ),
+    });
+    await expect(TestDaemon.start({ SPEND_AUTHZ_ENABLED: "1" }, copy)).rejects.toThrow(
+      new RegExp(`audit chain invalid at row ${rows}: .*stopped cleanly.*; refusing to start`),
+    );
   });
 
   it("audit verify reports the first missing row when the last row or the last 3 rows are deleted", async () => {

@@ -13,6 +13,12 @@ import { GENESIS_HASH } from "./rows.ts";
 export interface HeadAnchor {
   rows: number;
   headHash: string;
+  /**
+   * Written as the daemon stopped cleanly: every row it wrote is named, so a row after them is not the
+   * daemon's (a crash leaves rows after an anchor written while running; a start rewrites the anchor, without
+   * this, before it writes any). Rows chained on after a clean stop are refused, not replayed.
+   */
+  stopped?: true;
 }
 
 const HASH = /^[0-9a-f]{64}$/;
@@ -55,20 +61,27 @@ export function readAnchorSync(file: string): HeadAnchor | null {
   if (
     anchor === null ||
     typeof anchor !== "object" ||
-    Object.keys(anchor).length !== 2 ||
+    Object.keys(anchor).length !== ("stopped" in anchor ? 3 : 2) ||
+    ("stopped" in anchor && anchor.stopped !== true) ||
     !Number.isSafeInteger(anchor.rows) ||
     (anchor.rows as number) < 0 ||
     typeof anchor.headHash !== "string" ||
     !HASH.test(anchor.headHash) ||
     (anchor.rows === 0 && anchor.headHash !== GENESIS_HASH)
   ) {
-    throw new AnchorError(`head anchor ${file} is not {"rows": <count>, "headHash": "<sha256 hex>"}`);
+    throw new AnchorError(
+      `head anchor ${file} is not {"rows": <count>, "headHash": "<sha256 hex>"} (with "stopped": true after a clean stop)`,
+    );
   }
-  return { rows: anchor.rows as number, headHash: anchor.headHash };
+  return {
+    rows: anchor.rows as number,
+    headHash: anchor.headHash,
+    ...(anchor.stopped === true ? { stopped: true as const } : {}),
+  };
 }
 
 function encodeAnchor(anchor: HeadAnchor): string {
-  return `${JSON.stringify({ rows: anchor.rows, headHash: anchor.headHash })}\n`;
+  return `${JSON.stringify({ rows: anchor.rows, headHash: anchor.headHash, ...(anchor.stopped ? { stopped: true } : {}) })}\n`;
 }
 
 /**

@@ -174,7 +174,10 @@ export class AuditLog {
     return this.recentRows.slice(Math.max(0, this.recentRows.length - limit));
   }
 
-  /** Waits for queued rows to be flushed, records the final head anchor durably, then closes the file. */
+  /**
+   * Waits for queued rows to be flushed, records the final head anchor durably (marked `stopped`: no row
+   * of this daemon follows it), then closes the file.
+   */
   async close(): Promise<void> {
     this.closing = true;
     if (this.anchorTimer !== null) clearTimeout(this.anchorTimer);
@@ -184,7 +187,7 @@ export class AuditLog {
     }
     try {
       if (this.anchorFile !== null && this.failure === null)
-        writeAnchorSync(this.anchorFile, this.durableHead);
+        writeAnchorSync(this.anchorFile, { ...this.durableHead, stopped: true });
     } finally {
       fs.closeSync(this.fd);
     }

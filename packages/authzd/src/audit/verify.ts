@@ -194,9 +194,16 @@ function withAnchor(
   anchor: HeadAnchor | undefined,
   torn: boolean,
 ): { report: VerifyReport; anchorHolds: boolean } {
-  if (anchor === undefined || anchor.rows === 0) return { report, anchorHolds: true };
+  if (anchor === undefined) return { report, anchorHolds: true };
   let fault: { index: number; problem: string } | null = null;
-  if (goodRows < anchor.rows) {
+  if (anchor.stopped && goodRows > anchor.rows) {
+    fault = {
+      index: anchor.rows,
+      problem: `${goodRows - anchor.rows} rows follow the head anchor written when authzd last stopped cleanly: authzd did not write them`,
+    };
+  } else if (anchor.rows === 0) {
+    return { report, anchorHolds: true };
+  } else if (goodRows < anchor.rows) {
     fault = {
       index: goodRows,
       problem: `the log ends after ${goodRows} rows but the head anchor records ${anchor.rows}`,
