@@ -252,6 +252,29 @@ describe("consume and release (long reservations)", () => {
     expect(daemon.auditRows().length).toBe(rowsBefore);
   });
 
+  it("refuses to consume an approval whose payer has since lost wallet.spend.authorize (409 payer_not_authorized), writing no row", async () => {
+    const { authorize, consume, lookup } = client(daemon);
+    const cutOff = await daemon.identity("cut-off", SPENDER, { budgetCredits: 100 });
+    const made = [await authorize(cutOff), await authorize(cutOff)];
+    expect((await consume(verifier, made[0]?.decision_id as string)).status).toBe(200);
+    const revoke = await daemon.call("POST", "/capabilities/revoke", {
+      token: daemon.operatorToken,
+      body: { identity: "cut-off", capability: "wallet.spend.authorize" },
+    });
+    expect(revoke.status).toBe(200);
+    const rowsBefore = daemon.auditRows().length;
+    const refused = await consume(verifier, made[1]?.decision_id as string);
+    expect(refused.status).toBe(409);
+    expect(refused.body).toMatchObject({
+      code: "payer_not_authorized",
+      decision: { decision_id: made[1]?.decision_id, state: "approved" },
+    });
+    expect(daemon.auditRows()).toHaveLength(rowsBefore);
+    expect((await lookup(verifier, made[1]?.decision_id as string)).body).toMatchObject({
+      state: "approved",
+    });
+  });
+
   it("of a concurrent cancel and consume of one decision exactly one wins, 20 times over", async () => {
     const { authorize, consume, cancel, lookup } = client(daemon);
     const outcomes = { consumed: 0, cancelled: 0 };

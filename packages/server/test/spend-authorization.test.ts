@@ -196,6 +196,42 @@ describe("a spend carrying spendAuthorization.decisionId", () => {
     expect(sent.status, sent.text).toBe(201);
   });
 
+  it("is refused when the agent's authorize capability was revoked after the decision: nothing is signed", async () => {
+    const wallet = await fundedWallet();
+    const cutOffToken = await daemon.identity("agent-cut-off", ["wallet.spend.authorize"], {
+      budgetCredits: 1000,
+    });
+    const reply = await daemon.call<{ approved: boolean; decision_id: string }>("POST", "/spend/authorize", {
+      token: cutOffToken,
+      body: {
+        provider: "svc",
+        network: base.network,
+        asset: base.usdc,
+        amount: "2000000",
+        per_call_cap: "5000000",
+        credits: creditsOf("2000000"),
+        destination: RECIPIENT,
+      },
+    });
+    expect(reply.body.approved).toBe(true);
+    const revoked = await daemon.call("POST", "/capabilities/revoke", {
+      token: daemon.operatorToken,
+      body: { identity: "agent-cut-off", capability: "wallet.spend.authorize" },
+    });
+    expect(revoked.status).toBe(200);
+    const response = await send(wallet.id, {
+      to: RECIPIENT,
+      amount: "2",
+      spendAuthorization: { decisionId: reply.body.decision_id },
+    });
+    expect(response.status, response.text).toBe(403);
+    expect(expectErrorShape(response)).toMatchObject({
+      reason: "spend_authorization_invalid",
+      message: expect.stringMatching(/agent-cut-off, who may no longer authorize spends/),
+    });
+    expect(await sendsOf(wallet.id)).toBe(0);
+  });
+
   it("admits one spend per decision: a second use is refused", async () => {
     const wallet = await fundedWallet();
     const decision = await authorize();

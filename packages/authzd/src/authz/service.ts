@@ -323,7 +323,8 @@ export class AuthzService {
    * The wallet service (`caller`, holding `wallet.spend.verify`) takes an approved decision for the one
    * spend it admits, before signing it: in one synchronous step it checks that the decision is approved,
    * neither settled, cancelled, released nor consumed, and its reservation not lapsed, and chains a
-   * `spend_consumed` row. So of any number of concurrent consumes and cancels of one decision exactly
+   * `spend_consumed` row; a decision whose payer no longer holds `wallet.spend.authorize` (revoked or
+   * expired since) is refused too (409 `payer_not_authorized`). So of any number of concurrent consumes and cancels of one decision exactly
    * one wins, and once consumed the payer can no longer cancel it. Not idempotent on purpose: a second
    * consume, even by the same identity, is refused (409 `decision_consumed`), so that two spends carrying
    * one decision can never both pass. A refusal is 409 with a code naming why and the decision's view.
@@ -342,6 +343,15 @@ export class AuthzService {
     if (decision === undefined) throw errors.decisionUnknown();
     const refusal = consumeRefusal(decision, now);
     if (refusal !== null) throw errors.notConsumable(refusal[0], refusal[1], this.view(decision, now));
+    // Revoking an identity's authorize capability cuts it off at once: its approvals not yet used go with it.
+    const payer = this.state.identities.get(decision.payer);
+    if (payer === undefined || !this.state.holds(payer, "wallet.spend.authorize", now)) {
+      throw errors.notConsumable(
+        "payer_not_authorized",
+        `its payer ${decision.payer} no longer holds wallet.spend.authorize`,
+        this.view(decision, now),
+      );
+    }
     const fields: SpendConsumedFields = {
       kind: "spend_consumed",
       decision_id: id,

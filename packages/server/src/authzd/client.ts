@@ -23,7 +23,7 @@ export interface SpendDecision {
  */
 export type ConsumeAnswer =
   | { consumed: true; decision: SpendDecision }
-  | { consumed: false; decision: SpendDecision }
+  | { consumed: false; decision: SpendDecision; code: string | undefined }
   | { consumed: false; decision: undefined };
 
 /** Where the client reports what it cannot tell its caller (a release that did not happen). */
@@ -78,7 +78,12 @@ export class AuthzdClient {
     const decision = status === 200 || status === 409 ? parseDecision(record) : undefined;
     if (decision?.decisionId !== decisionId)
       throw errors.authzdUnavailable(new Error(`decision consume answered ${status} without the decision`));
-    if (status === 409) return { consumed: false, decision };
+    if (status === 409)
+      return {
+        consumed: false,
+        decision,
+        code: isRecord(body) && typeof body.code === "string" ? body.code : undefined,
+      };
     if (!decision.approved || decision.state !== "consumed")
       throw errors.authzdUnavailable(
         new Error(`decision consume answered 200 with a decision ${decision.state}, not consumed`),

@@ -46,7 +46,8 @@ export async function consumeSpendAuthorization(
 ): Promise<void> {
   if (!daemon) throw errors.authzdNotConfigured();
   const answer = await daemon.consumeDecision(decisionId);
-  if (!answer.consumed) throw notConsumable(decisionId, answer.decision);
+  if (!answer.consumed)
+    throw notConsumable(decisionId, answer.decision, answer.decision ? answer.code : undefined);
   try {
     checkFacts(answer.decision, facts);
   } catch (error) {
@@ -87,13 +88,17 @@ export function alreadyUsed(decisionId: string) {
 }
 
 /** Why the daemon would not let this spend consume `decision` (undefined: it knows no such decision). */
-function notConsumable(decisionId: string, decision: SpendDecision | undefined) {
+function notConsumable(decisionId: string, decision: SpendDecision | undefined, code?: string) {
   const refuse = (why: string) =>
     errors.policyViolation("spend_authorization_invalid", `Spend authorization ${decisionId} ${why}`, {
       rule: "spendAuthorization",
       decisionId,
     });
   if (!decision) return refuse("is unknown to the authorization daemon");
+  if (code === "payer_not_authorized")
+    return refuse(
+      `was made by ${decision.payer}, who may no longer authorize spends (its capability was revoked)`,
+    );
   switch (decision.state) {
     case "denied":
       return refuse(`was denied${decision.reason ? `: ${decision.reason}` : ""}`);
