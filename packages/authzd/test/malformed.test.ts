@@ -1,3 +1,4 @@
+import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type CallOptions, pool, SPEND, TestDaemon } from "./harness.ts";
 
@@ -110,6 +111,28 @@ describe("malformed requests", () => {
 
   afterAll(async () => {
     await daemon.stop();
+  });
+
+  it("takes the Bearer scheme in any case, and logs nothing for a client that goes away mid-body", async () => {
+    const lower = await daemon.call("GET", "/budgets/agent", {
+      headers: { authorization: `bearer ${token}` },
+    });
+    expect(lower.status, JSON.stringify(lower.body)).toBe(200);
+    const { port } = new URL(daemon.url);
+    await new Promise<void>((resolve, reject) => {
+      const socket = connect(Number(port), "127.0.0.1", () => {
+        socket.write(
+          `POST /spend/authorize HTTP/1.1\r\nHost: authzd\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"a":1`,
+        );
+        setTimeout(() => socket.destroy(), 100);
+      });
+      socket.on("close", () => resolve());
+      socket.on("error", reject);
+    });
+    // The daemon still answers, and said nothing of an unexpected error.
+    expect((await daemon.call("GET", "/health")).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(daemon.output()).not.toMatch(/unexpected error/);
   });
 
   it("refuses over a thousand malformed authorize bodies with 4xx and writes no row for any of them", async () => {

@@ -45,9 +45,9 @@ export function createHttpServer(service: AuthzService, operatorTokenSha256: str
   };
 
   const authenticate = (header: string | undefined): Caller | null => {
-    if (header === undefined || !header.startsWith("Bearer ")) return null;
-    const token = header.slice("Bearer ".length).trim();
-    if (token === "") return null;
+    // The scheme's name is case-insensitive (RFC 9110): `bearer` is `Bearer`.
+    const token = header === undefined ? undefined : /^Bearer +(\S+)\s*$/i.exec(header)?.[1];
+    if (token === undefined) return null;
     const sha256 = tokenSha256(token);
     if (sha256 === operatorTokenSha256) return { kind: "operator" };
     const identity = service.identityForTokenSha256(sha256);
@@ -84,6 +84,11 @@ export function createHttpServer(service: AuthzService, operatorTokenSha256: str
 
   return http.createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
+      // The client went away before its body arrived: nobody to answer, and no fault of the daemon's.
+      if (error instanceof ClientGone) {
+        res.destroy();
+        return;
+      }
       if (error instanceof HttpError) {
         send(
           res,
@@ -122,7 +127,7 @@ function readBody(req: IncomingMessage): Promise<Buffer> {
     };
     req.on("data", onData);
     req.on("end", () => resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)));
-    req.on("error", reject);
+    req.on("error", (error) => reject(new ClientGone(error)));
   });
 }
 
@@ -160,4 +165,11 @@ function send(
     ...headers,
   });
   res.end(text);
+}
+
+/** The request's connection failed or was closed while its body was being read. */
+class ClientGone extends Error {
+  constructor(cause: unknown) {
+    super("the client went away before its request body arrived", { cause });
+  }
 }

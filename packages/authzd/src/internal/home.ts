@@ -124,8 +124,9 @@ export function acquireHomeLock(paths: HomePaths): () => void {
  */
 function createWhole(file: string, text: string): boolean {
   const own = `${file}.${process.pid}.tmp`;
-  fs.writeFileSync(own, text, { mode: 0o600 });
   try {
+    // Inside the try: a write that fails part-way (a full disk) leaves no temp file behind either.
+    fs.writeFileSync(own, text, { mode: 0o600 });
     fs.linkSync(own, file);
     return true;
   } catch (error) {
