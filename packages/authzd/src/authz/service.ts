@@ -615,7 +615,8 @@ export class AuthzService {
       await this.log.whenDurable();
     } catch (error) {
       this.reportFailure(error as Error);
-      throw errors.auditUnavailable();
+      // The write that failed held this request's row, and may have reached the disk in part.
+      throw errors.auditUnavailable(true);
     }
     if (!outcome.ok) throw outcome.error;
     return outcome.value;

@@ -108,7 +108,17 @@ export const errors = {
   identityNotFound: (name: string) => new HttpError(404, "identity_not_found", `no identity named ${name}`),
   grantNotFound: (name: string, capability: string) =>
     new HttpError(404, "grant_not_found", `identity ${name} does not hold ${capability}`),
-  auditUnavailable: () =>
-    new HttpError(503, "audit_unavailable", "the audit log could not be written; no verdict was recorded"),
+  /**
+   * The audit log could not be written. `mayBeRecorded`: this request's row was in the write that failed,
+   * which may have reached the disk in part; a restart replays whatever did.
+   */
+  auditUnavailable: (mayBeRecorded = false) =>
+    new HttpError(
+      503,
+      "audit_unavailable",
+      mayBeRecorded
+        ? "the audit log could not be written; this request's verdict may have reached it before the failure, and then counts once authzd restarts (ask for a new one, and cancel the old if it shows)"
+        : "the audit log could not be written; no verdict was recorded",
+    ),
   internal: () => new HttpError(500, "internal", "internal error"),
 };
