@@ -13,7 +13,7 @@ import {
   SvcUnauthorizedError,
   SvcWallet,
 } from "@svc/sdk";
-import { servesTestNetworks, toolSetOf } from "./role.ts";
+import { credentialOf, servesTestNetworks, type ToolSet } from "./role.ts";
 import { createSvcMcpServer } from "./server.ts";
 
 /** Options of {@link createMcpHttpHandler}. */
@@ -51,6 +51,8 @@ export interface McpHttpHandler {
 interface Session {
   transport: StreamableHTTPServerTransport;
   keyDigest: Buffer;
+  /** The account of the key: when the table is full, the account holding the most gives up a session. */
+  accountId: string;
   lastUsed: number;
 }
 
@@ -150,33 +152,46 @@ export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
     await session?.transport.close();
   };
 
-  /** Session ids by key, each key's least recently used first. */
-  const sessionsByKey = (): Map<string, string[]> => {
-    const byKey = new Map<string, string[]>();
-    const oldestFirst = [...sessions].sort(([, a], [, b]) => a.lastUsed - b.lastUsed);
+  /** Session ids by what `group` names for each session, each group's least recently used first. */
+  const sessionsBy = (group: (session: Session) => string, among = sessions): Map<string, string[]> => {
+    const grouped = new Map<string, string[]>();
+    const oldestFirst = [...among].sort(([, a], [, b]) => a.lastUsed - b.lastUsed);
     for (const [id, session] of oldestFirst) {
-      const key = session.keyDigest.toString("hex");
-      byKey.set(key, [...(byKey.get(key) ?? []), id]);
+      const name = group(session);
+      grouped.set(name, [...(grouped.get(name) ?? []), id]);
     }
-    return byKey;
+    return grouped;
+  };
+  const byKey = (session: Session) => session.keyDigest.toString("hex");
+
+  /** The largest group (the opener's own first on a tie), or undefined when there is none. */
+  const largest = (grouped: Map<string, string[]>, opener: string): string | undefined => {
+    let chosen: string | undefined = grouped.has(opener) ? opener : undefined;
+    for (const [name, ids] of grouped)
+      if (chosen === undefined || ids.length > (grouped.get(chosen)?.length ?? 0)) chosen = name;
+    return chosen;
   };
 
   /**
-   * Before `keyDigest` opens a session: closes idle sessions, then the key's own least recently used ones
-   * beyond its bound, then, while the table is full, the least recently used of whichever key holds the
-   * most (the opener's own first on a tie).
+   * Before `keyDigest` (of `accountId`) opens a session: closes idle sessions, then the key's own least
+   * recently used ones beyond its bound, then, while the table is full, one of the account holding the most
+   * (the opener's own first on a tie): its key holding the most's least recently used. So neither a key
+   * opening many, nor an account's many keys, close another account's sessions.
    */
-  const makeRoom = async (keyDigest: Buffer): Promise<void> => {
+  const makeRoom = async (keyDigest: Buffer, accountId: string): Promise<void> => {
     const cutoff = now() - idleMs;
     for (const [id, session] of sessions) if (session.lastUsed < cutoff) await closeSession(id);
     const opener = keyDigest.toString("hex");
-    const own = sessionsByKey().get(opener) ?? [];
+    const own = sessionsBy(byKey).get(opener) ?? [];
     while (own.length >= maxSessionsPerKey) await closeSession(own.shift() as string);
     while (sessions.size >= maxSessions) {
-      const byKey = sessionsByKey();
-      let largest = byKey.get(opener) ?? [];
-      for (const ids of byKey.values()) if (ids.length > largest.length) largest = ids;
-      const oldest = largest[0];
+      const account = largest(
+        sessionsBy((session) => session.accountId),
+        accountId,
+      );
+      const ofAccount = new Map([...sessions].filter(([, session]) => session.accountId === account));
+      const keys = sessionsBy(byKey, ofAccount);
+      const oldest = keys.get(largest(keys, opener) ?? "")?.[0];
       if (oldest === undefined) break;
       await closeSession(oldest);
     }
@@ -205,13 +220,14 @@ export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
       ...(options.fetch ? { fetch: options.fetch } : {}),
     });
     const sessionId = request.headers["mcp-session-id"];
-    let toolSet: Awaited<ReturnType<typeof toolSetOf>> | undefined;
+    let toolSet: ToolSet | undefined;
+    let accountId = "";
     let faucet = true;
     try {
       // Every request proves its key with the service; a new session also learns the key's role.
       if (typeof sessionId === "string") await svc.auth.me();
       else {
-        toolSet = await toolSetOf(svc);
+        ({ toolSet, accountId } = await credentialOf(svc));
         faucet = await servesTestNetworks(svc);
       }
     } catch (error) {
@@ -287,11 +303,11 @@ export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
     }
 
     const keyDigest = digest(apiKey);
-    await makeRoom(keyDigest);
+    await makeRoom(keyDigest, accountId);
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
-        sessions.set(id, { transport, keyDigest, lastUsed: now() });
+        sessions.set(id, { transport, keyDigest, accountId, lastUsed: now() });
       },
     });
     transport.onclose = () => {

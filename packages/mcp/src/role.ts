@@ -13,7 +13,17 @@ export type ToolSet = "admin" | "agent" | "read";
  * const toolSet = await toolSetOf(new SvcWallet({ apiKey, baseUrl })); // "admin" | "agent" | "read"
  */
 export async function toolSetOf(svc: SvcWallet): Promise<ToolSet> {
-  return (await svc.auth.me()).role;
+  return (await credentialOf(svc)).toolSet;
+}
+
+/**
+ * {@link toolSetOf}, with the account the key belongs to.
+ * @example
+ * const { toolSet, accountId } = await credentialOf(svc); // "agent", "usr_…"
+ */
+export async function credentialOf(svc: SvcWallet): Promise<{ toolSet: ToolSet; accountId: string }> {
+  const me = await svc.auth.me();
+  return { toolSet: me.role, accountId: me.userId };
 }
 
 /**

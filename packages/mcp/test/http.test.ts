@@ -330,6 +330,45 @@ describe("open sessions, bounded", () => {
       await new Promise((resolve) => endpoint.close(resolve));
     }
   });
+
+  it("another account's many keys, a session each, close their own account's sessions, not this one's", async () => {
+    const mcp = createMcpHttpHandler({
+      baseUrl: `${world.server.url}/v1`,
+      maxSessions: 4,
+      maxSessionsPerKey: 2,
+    });
+    const endpoint = createServer((request, response) => void mcp.handle(request, response));
+    await new Promise<void>((resolve) => endpoint.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(endpoint.address() as AddressInfo).port}/mcp`;
+    const alive = async (client: Client) =>
+      call(client, "list_wallets").then(
+        (result) => !result.isError,
+        () => false,
+      );
+    const connect = (key: string) => open(httpClient(world, key, undefined, url));
+    try {
+      const other = await seedAccount(world.server.api, "many-keys");
+      const keys = [other.apiKey];
+      for (let i = 0; i < 4; i++) {
+        const made = await world.server.api.post(
+          "/v1/api-keys",
+          { name: `k${i}`, role: "read" },
+          other.apiKey,
+        );
+        keys.push(made.body.key as string);
+      }
+      // This account's one session is the oldest; the other account fills the table, one session a key.
+      const mine = await connect(world.readKey);
+      const theirs = [];
+      for (const key of keys) theirs.push(await connect(key));
+      expect(await alive(mine)).toBe(true);
+      expect((await Promise.all(theirs.map(alive))).filter(Boolean)).toHaveLength(3);
+    } finally {
+      await mcp.close();
+      endpoint.closeAllConnections();
+      await new Promise((resolve) => endpoint.close(resolve));
+    }
+  });
 });
 
 describe("/mcp under the service's rate limits", () => {
