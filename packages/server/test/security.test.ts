@@ -482,6 +482,30 @@ describe("deeply nested bodies", () => {
     expect(deepest.status, deepest.text).toBe(201);
   });
 
+  it("refuses a key given twice in one object with 400 naming it: a send of amount 1 and amount 2 sent 2", async () => {
+    const wallet = await fundedWallet();
+    for (const rawBody of [
+      '{"to":"0x1111111111111111111111111111111111111111","amount":"1","chain":"base","amount":"2"}',
+      '{"to":"0x1111111111111111111111111111111111111111","amount":"1","chain":"base","\\u0061mount" : "2"}',
+    ]) {
+      const response = await post(`/v1/wallets/${wallet.id}/send`, rawBody);
+      expect(response.status, response.text).toBe(400);
+      expect(expectErrorShape(response)).toMatchObject({
+        reason: "invalid_body",
+        message: 'Invalid body: the key "amount" appears twice in one object',
+      });
+    }
+    expect(await history(server.api, apiKey, wallet.id, "send")).toEqual([]);
+    const nested = await post("/v1/wallets", '{"name":"w","chains":["base"],"metadata":{"a":1,"a":2}}');
+    expect(nested.status).toBe(400);
+    // One key in two objects, and a value spelled like a key, are fine.
+    const fine = await post(
+      "/v1/wallets",
+      '{"name":"name","chains":["base"],"metadata":{"name":{"name":"x"},"list":["name", "name"]}}',
+    );
+    expect(fine.status, fine.text).toBe(201);
+  });
+
   it("says why a body with a __proto__ key is refused: it is JSON, but its key is not accepted", async () => {
     for (const rawBody of [
       '{"name":"w","chains":["base"],"metadata":{"__proto__":{"admin":true}}}',

@@ -72,26 +72,48 @@ function checkStorable(request: FastifyRequest): void {
  */
 export const MAX_BODY_DEPTH = 64;
 
-/** Whether JSON text nests objects and arrays deeper than `max`; brackets inside strings do not count. */
-function nestsDeeperThan(text: string, max: number): boolean {
-  let depth = 0;
+/**
+ * What makes JSON text ambiguous or too deep to take, found in one pass before it is parsed: objects and
+ * arrays nested deeper than `max` (brackets inside strings do not count), or a key twice in one object
+ * (`{"amount":"1","amount":"2"}`: a parser keeps the last, the client may have meant either). Undefined when
+ * neither; text that is not JSON is left for the parser to refuse.
+ */
+function structureProblem(text: string, max: number): string | undefined {
+  // Per open object the keys seen so far; null for an array.
+  const open: (Set<string> | null)[] = [];
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === 0x22 /* " */) {
+      const start = i;
       i++;
       while (i < text.length && text.charCodeAt(i) !== 0x22) i += text.charCodeAt(i) === 0x5c /* \ */ ? 2 : 1;
+      const keys = open.at(-1);
+      if (!keys) continue;
+      let next = i + 1;
+      while (next < text.length && /\s/.test(text.charAt(next))) next++;
+      if (text.charAt(next) !== ":") continue;
+      let key: string;
+      try {
+        key = JSON.parse(text.slice(start, i + 1)) as string;
+      } catch {
+        return undefined;
+      }
+      if (keys.has(key)) return `the key ${JSON.stringify(key.slice(0, 64))} appears twice in one object`;
+      keys.add(key);
     } else if (c === 0x5b /* [ */ || c === 0x7b /* { */) {
-      if (++depth > max) return true;
-    } else if (c === 0x5d /* ] */ || c === 0x7d /* } */) depth--;
+      if (open.length >= max) return `nested deeper than ${max} levels`;
+      open.push(c === 0x7b ? new Set() : null);
+    } else if (c === 0x5d /* ] */ || c === 0x7d /* } */) open.pop();
   }
-  return false;
+  return undefined;
 }
 
 /**
  * Installs the body parsers and the check that refuses NUL and lone surrogates in every string a route could
  * receive, at any depth.
  * - `application/json` bodies keep inexact numbers recognisable ({@link markInexactNumbers}), nest at most
- *   {@link MAX_BODY_DEPTH} deep, and hold no `__proto__` key (nor `constructor.prototype`).
+ *   {@link MAX_BODY_DEPTH} deep, hold no key twice in one object, and no `__proto__` key (nor
+ *   `constructor.prototype`).
  * - An empty body is no body, whatever its Content-Type: clients send `Content-Type: application/json` by
  *   default, even on `POST …/policy/pause` or `DELETE`. A route that takes a body then answers its usual
  *   validation error, one that takes none proceeds.
@@ -103,8 +125,8 @@ export function installInputChecks(app: App): void {
   app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
     const text = body as string;
     if (text === "") return done(null, undefined);
-    if (nestsDeeperThan(text, MAX_BODY_DEPTH))
-      return done(errors.invalidBody(`Invalid body: nested deeper than ${MAX_BODY_DEPTH} levels`), undefined);
+    const problem = structureProblem(text, MAX_BODY_DEPTH);
+    if (problem !== undefined) return done(errors.invalidBody(`Invalid body: ${problem}`), undefined);
     const marked = markInexactNumbers(text);
     defaultJson(request, marked, (error, parsed) => {
       if (error) done(isJson(text) ? errors.invalidBody(PROTOTYPE_KEY) : error, undefined);
