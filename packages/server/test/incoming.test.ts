@@ -6,11 +6,14 @@ import { fundEvm, fundSolana } from "@svc/devnet";
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { StoreLocation } from "../src/internal/db/store.ts";
+import { selectRows } from "../src/internal/db/store.ts";
 import { eventually } from "./support/eventually.ts";
+import { RpcGate } from "./support/rpc-gate.ts";
 import {
   type ApiClient,
   createFreshDatabase,
   createTestServer,
+  evmThroughGate,
   STORE_KIND,
   seedAccount,
   sharedDevnet,
@@ -253,4 +256,87 @@ describe.runIf(STORE_KIND === "postgres")("incoming transfers with two instances
       await a.close();
     }
   });
+});
+
+describe("a node that answers a head below the scanned blocks (one lagging behind a load balancer)", () => {
+  const chains = [
+    {
+      chain: "base",
+      headMethod: "eth_blockNumber",
+      lowHead: (head: bigint) => `0x${head.toString(16)}`,
+      env: async (gate: RpcGate) => evmThroughGate(gate),
+      target: (devnet: Awaited<ReturnType<typeof sharedDevnet>>) => devnet.evm.rpcUrl,
+      fund: (devnet: Awaited<ReturnType<typeof sharedDevnet>>, wallet: WalletView) =>
+        fundEvm(devnet, wallet.evm.address, { eth: 10n ** 15n }),
+    },
+    {
+      chain: "solana",
+      headMethod: "getSlot",
+      lowHead: (head: bigint) => Number(head),
+      env: async (gate: RpcGate) => {
+        const devnet = await sharedDevnet();
+        return {
+          SVC_RPC_BASE: devnet.evm.rpcUrl,
+          SVC_USDC_BASE: devnet.evm.usdc,
+          SVC_RPC_SOLANA: gate.url,
+          SVC_USDC_SOLANA: devnet.solana.usdcMint,
+        };
+      },
+      target: (devnet: Awaited<ReturnType<typeof sharedDevnet>>) => devnet.solana.rpcUrl,
+      fund: (devnet: Awaited<ReturnType<typeof sharedDevnet>>, wallet: WalletView) =>
+        fundSolana(devnet, wallet.solana.address, { usdc: 1_000_000n }),
+    },
+  ] as const;
+
+  for (const c of chains) {
+    it(`${c.chain}: leaves the scan where it was, rather than reading the chain again from its start`, async () => {
+      const devnet = await sharedDevnet();
+      const gate = await RpcGate.start(c.target(devnet));
+      const gated = await createTestServer({ env: await c.env(gate) });
+      try {
+        const { apiKey } = await seedAccount(gated.api);
+        const wallet = await createWallet(gated.api, apiKey);
+        await c.fund(devnet, wallet);
+        await historyOf(gated.api, apiKey, wallet.id, 1);
+        const scannedTo = async () => {
+          const [row] = await selectRows<{ cursor: string }>(
+            gated.service.store.db,
+            sql`SELECT cursor FROM chain_cursors WHERE chain = ${c.chain}`,
+          );
+          return BigInt(row?.cursor.split(":")[0] ?? "-1");
+        };
+        const before = await scannedTo();
+        // The node answers a head 5 below the cursor for a while: every scan pass meanwhile sees it.
+        gate.decide = ({ methods, body }) =>
+          methods.length === 1 && methods[0] === c.headMethod
+            ? {
+                gatewayAnswers: {
+                  status: 200,
+                  body: JSON.stringify({
+                    jsonrpc: "2.0",
+                    id: (JSON.parse(body) as { id: unknown }).id,
+                    result: c.lowHead(before - 5n),
+                  }),
+                },
+              }
+            : "forward";
+        const seen: bigint[] = [];
+        const until = Date.now() + 1500;
+        while (Date.now() < until) {
+          seen.push(await scannedTo());
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+        gate.openUp();
+        gate.held.splice(0);
+        // Before, the cursor went back to the chain's start, and the chain was read again from there.
+        expect(seen.every((cursor) => cursor >= before)).toBe(true);
+        // And the scan goes on: a transfer after it is recorded.
+        await c.fund(devnet, wallet);
+        await historyOf(gated.api, apiKey, wallet.id, 2);
+      } finally {
+        await gated.close();
+        await gate.close();
+      }
+    });
+  }
 });

@@ -419,8 +419,11 @@ export class EvmChain implements ChainClient {
 
   /**
    * Cursor: `<block number>:<block hash>` of the last block scanned. A block replaced since (a
-   * reorganisation deeper than `scanDepth`) restarts the scan a little earlier; a chain shorter than the
-   * cursor (a local chain restarted) is scanned from its first block. Records already made are kept by the
+   * reorganisation deeper than `scanDepth`) restarts the scan a little earlier. A head below the cursor is a
+   * node lagging behind (the pass scans nothing) when it is at most {@link REORG_RESCAN_BLOCKS} below; further
+   * below, the chain is another (a local chain restarted), scanned from its first block. (A chain restarted
+   * to within that distance is taken for a lagging node until it passes the cursor, then rescanned from
+   * that distance back: the restarted devnet's first blocks are read unless it had passed that many.) Records already made are kept by the
    * caller's uniqueness, so scanning a range twice is harmless.
    */
   async scanIncoming(
@@ -436,6 +439,9 @@ export class EvmChain implements ChainClient {
     const last = BigInt(numberText ?? "0");
     let from: bigint;
     if (last > head) {
+      // A node lagging behind the one that answered before (behind a load balancer): nothing to scan yet.
+      // Far below, the chain is another one (a local chain restarted): read from its first block.
+      if (last - head <= REORG_RESCAN_BLOCKS) return { transfers: [], cursor };
       from = 0n;
     } else {
       const block = await this.#client.getBlock({ blockNumber: last });

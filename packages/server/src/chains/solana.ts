@@ -340,8 +340,10 @@ export class SolanaChain implements ChainClient {
   }
 
   /**
-   * Cursor: the last `confirmed` slot scanned. A chain whose newest slot is below the cursor (a local chain
-   * restarted) is scanned from its start; records already made are kept by the caller's uniqueness.
+   * Cursor: the last `confirmed` slot scanned. A newest slot at most {@link SOLANA_NODE_LAG} below the cursor
+   * is a node lagging behind (the pass scans nothing); further below, a cluster reset under the same network
+   * name, scanned from its start (a restarted local cluster has another genesis, so another network and
+   * cursor). Records already made are kept by the caller's uniqueness.
    */
   async scanIncoming(
     addresses: () => Promise<readonly string[]>,
@@ -350,8 +352,10 @@ export class SolanaChain implements ChainClient {
     const head = await this.#rpc.getSlot({ commitment: "confirmed" }).send();
     if (cursor === null) return { transfers: [], cursor: head.toString() };
     let after = BigInt(cursor);
+    // A node lagging behind the one that answered before: nothing to scan yet. Far below, another cluster
+    // under the same network name (one reset): scanned from its start.
+    if (head <= after && after - head <= SOLANA_NODE_LAG) return { transfers: [], cursor };
     if (head < after) after = -1n;
-    if (head === after) return { transfers: [], cursor };
 
     const watch = await this.#watchMap(await addresses());
     // Each signature with the slot it landed in.

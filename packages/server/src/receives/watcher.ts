@@ -25,7 +25,9 @@ interface Watched {
  *   every transfer of the range it covers is committed; a crash in between rescans that range, and the
  *   unique key absorbs the repeats.
  * - **Several instances on one store.** Each may scan the same range; the unique key keeps one row, and
- *   the cursor moves by compare-and-set, so it never goes backwards and no range is skipped.
+ *   the cursor moves by compare-and-set from the value the scan started at, so no range is skipped. It
+ *   goes back only when the chain itself does (a reorganisation, a local chain restarted); a node lagging
+ *   behind another leaves it where it is.
  * - **Only transfers into a wallet.** A wallet's own sends are recorded by the send path; a transfer from
  *   wallet A to wallet B is a `receive` for B only (A's address is the sender, never the recipient).
  *
