@@ -41,6 +41,8 @@ class Receiver {
   delayMs = 0;
   /** Requests received so far, those not answered yet included. */
   arrived = 0;
+  /** What the answer's body is: a word; 3 MB; or a byte every half second, without end. */
+  answerBody: "short" | "huge" | "endless" = "short";
   readonly #server: Server;
   url = "";
 
@@ -55,7 +57,12 @@ class Receiver {
           const answered = this.answer({ headers: request.headers, body });
           this.requests.push({ headers: request.headers, body, answered });
           response.writeHead(answered, { "content-type": "text/plain" });
-          response.end(answered < 300 ? "ok" : `nope ${answered}`);
+          if (this.answerBody === "huge") response.end(Buffer.alloc(3 * 1024 * 1024, "x"));
+          else if (this.answerBody === "endless") {
+            response.write("x");
+            const drip = setInterval(() => response.write("x"), 500);
+            response.on("close", () => clearInterval(drip));
+          } else response.end(answered < 300 ? "ok" : `nope ${answered}`);
         }, this.delayMs);
       });
     });
@@ -286,6 +293,20 @@ describe("webhook deliveries", () => {
     expect((times[2] ?? 0) - (times[1] ?? 0)).toBeGreaterThanOrEqual(30_000);
     expect((times[3] ?? 0) - (times[2] ?? 0)).toBeGreaterThanOrEqual(120_000);
     server.clock.reset();
+  });
+
+  it("count a 2xx as delivered without reading its body: a huge one, or one without end, is not a failure", async () => {
+    for (const answerBody of ["huge", "endless"] as const) {
+      const target = await receiver();
+      target.answerBody = answerBody;
+      const { owner, endpoint } = await onePolicyEventTo(target);
+      // Before, the body was read first: 'larger than 1048576 bytes', or no answer within 10 s, and retried.
+      const [first] = await eventually(async () => {
+        const log = await deliveries(server.api, owner.apiKey, endpoint.id);
+        return log.length > 0 && log;
+      });
+      expect(first, answerBody).toMatchObject({ attempt: 1, status: "succeeded", responseStatus: 200 });
+    }
   });
 
   it("go out in the order of the events, and only of the types the endpoint asked for; a send on the devnet among them", async () => {

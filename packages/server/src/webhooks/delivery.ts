@@ -352,6 +352,9 @@ export class WebhookDeliverer {
           "webhook-signature": signature,
         },
         body,
+        // A 2xx is the acknowledgement: its body is not waited for (a large or endless one would fail the
+        // attempt, and the receiver would get the event again). Of a refusal, enough to quote it.
+        bodyBytes: (status) => (status >= 200 && status < 300 ? 0 : 4 * ERROR_TEXT_CHARS),
       });
       if (response.status >= 200 && response.status < 300)
         return { ok: true, responseStatus: response.status, error: null };

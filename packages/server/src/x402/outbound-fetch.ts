@@ -51,9 +51,14 @@ export interface OutboundRequest {
   method?: string;
   headers?: Readonly<Record<string, string>>;
   body?: string | Uint8Array;
+  /**
+   * How many bytes of the answer's body to read, by its status: the rest is not waited for, and the body
+   * is returned cut there. Default: all of it (more than the fetcher's bound is `resource_too_large`).
+   */
+  bodyBytes?: (status: number) => number;
 }
 
-/** A response read in full. */
+/** A response read in full (or as far as the request's `bodyBytes` says). */
 export interface OutboundResponse {
   /** The URL that answered (after redirects). */
   url: string;
@@ -163,7 +168,7 @@ export class OutboundFetcher {
             method,
             status: response.status,
             headers: copyHeaders(response.headers),
-            body: await this.#readBody(response, url),
+            body: await this.#readBody(response, url, request.bodyBytes?.(response.status)),
             redirects,
           };
         }
@@ -345,14 +350,33 @@ export class OutboundFetcher {
     return backend.resolved.addresses.catch(() => undefined);
   }
 
-  async #readBody(response: Awaited<ReturnType<typeof undiciFetch>>, url: URL): Promise<Buffer> {
+  async #readBody(
+    response: Awaited<ReturnType<typeof undiciFetch>>,
+    url: URL,
+    upTo?: number,
+  ): Promise<Buffer> {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    if (upTo !== undefined) {
+      // Only the start is wanted: read until it has arrived, and let the rest go unread.
+      if (response.body === null) return Buffer.alloc(0);
+      if (upTo <= 0) {
+        await response.body.cancel().catch(() => undefined);
+        return Buffer.alloc(0);
+      }
+      for await (const chunk of response.body) {
+        chunks.push(Buffer.from(chunk));
+        size += chunk.byteLength;
+        if (size >= upTo) break;
+      }
+      await response.body.cancel().catch(() => undefined);
+      return Buffer.concat(chunks, size).subarray(0, upTo);
+    }
     const declared = Number(response.headers.get("content-length") ?? Number.NaN);
     if (declared > this.#maxResponseBytes) {
       await response.body?.cancel();
       throw this.#tooLarge(url);
     }
-    const chunks: Buffer[] = [];
-    let size = 0;
     if (response.body === null) return Buffer.alloc(0);
     for await (const chunk of response.body) {
       size += chunk.byteLength;
