@@ -663,7 +663,14 @@ describe("webhooks and the outbound guard", () => {
     const owner = await seedAccount(server.api);
     const devnet = await sharedDevnet();
     for (const url of [devnet.evm.rpcUrl, devnet.solana.rpcUrl, `${server.url}/v1/wallets`]) {
-      for (const form of [url, url.replace("127.0.0.1", "localhost")]) {
+      // Also as IPv6 forms that carry the IPv4 address: mapped, NAT64 (64:ff9b::/96) and 6to4 (2002::/16).
+      for (const form of [
+        url,
+        url.replace("127.0.0.1", "localhost"),
+        url.replace("127.0.0.1", "[::ffff:127.0.0.1]"),
+        url.replace("127.0.0.1", "[64:ff9b::127.0.0.1]"),
+        url.replace("127.0.0.1", "[2002:7f00:1::]"),
+      ]) {
         const refused = await server.api.post("/v1/webhook-endpoints", { url: form }, owner.apiKey);
         expect(refused.status, form).toBe(400);
         expect(expectErrorShape(refused), form).toMatchObject({

@@ -133,21 +133,19 @@ const THIS_MACHINE: readonly Range[] = [
 ];
 
 /**
- * Whether two IP addresses lead to the same host: the same address (an IPv4-mapped IPv6 address is its IPv4
- * one), or both this machine (loopback, unspecified, or the address of one of its network interfaces, read
+ * Whether two IP addresses lead to the same host: the same address (an IPv6 address that carries an IPv4
+ * one, mapped, NAT64 or 6to4, is that IPv4 address, as the guard takes it: {@link embeddedIpv4}), or both this machine (loopback, unspecified, or the address of one of its network interfaces, read
  * now), where a server listening on all of them is reached through any. Anything not an address matches
  * nothing.
  * @example sameHost("::ffff:127.0.0.1", "127.0.0.1") // true
+ * @example sameHost("64:ff9b::127.0.0.1", "127.0.0.1") // true
  * @example sameHost("0.0.0.0", "127.0.0.1")          // true
  * @example sameHost("10.0.0.5", "10.0.0.6")          // false
  */
 export function sameHost(a: string, b: string): boolean {
   const [left, right] = [a, b].map((address) => {
     const parsed = parseAddress(address);
-    return (
-      parsed &&
-      (contains(IPV4_MAPPED, parsed) ? { family: 4 as const, value: parsed.value & 0xffffffffn } : parsed)
-    );
+    return parsed && (embeddedIpv4(parsed)[0] ?? parsed);
   });
   if (!left || !right) return false;
   if (left.family === right.family && left.value === right.value) return true;
