@@ -12,6 +12,7 @@ import {
 } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually } from "../../../test/support/eventually.ts";
 import { localEvmChain } from "../src/evm/chain.ts";
 import {
   DEVNET_EVM_CHAIN_ID,
@@ -110,6 +111,15 @@ describe("local EVM chain", () => {
     expect(await read("version")).toBe(USDC_EIP712.version);
     expect(devnet.evm.usdcEip712).toEqual({ name: "USD Coin", version: "2" });
     expect(await balanceOf(devnet.treasury.evm.address)).toBeGreaterThan(0n);
+  });
+
+  it("mines each transaction at once, and a block every few seconds while idle: its time moves on", async () => {
+    const first = await client.getBlock({ blockTag: "latest" });
+    const later = await eventually(async () => {
+      const block = await client.getBlock({ blockTag: "latest" });
+      return block.number > first.number && block;
+    });
+    expect(later.timestamp).toBeGreaterThan(first.timestamp);
   });
 
   it("has Multicall3 at its canonical address", async () => {

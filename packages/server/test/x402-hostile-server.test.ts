@@ -11,6 +11,7 @@ import { fundEvm, fundSolana } from "@svc/devnet";
 import { privateKeyToAddress } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { encodeHeaderJson } from "../src/x402/encoding.ts";
+import { eventually } from "./support/eventually.ts";
 import {
   createTestServer,
   expectErrorShape,
@@ -171,6 +172,23 @@ describe("a hostile x402 resource server", () => {
     expect(again.headers.get("idempotent-replayed")).toBe("true");
     expect(again.text).toBe(answer.text);
     expect(await historyOf(wallet.id)).toHaveLength(1);
+  });
+
+  it("refusing a payment it never settles, on an idle local chain: the payment ends failed once its time is up", async () => {
+    const requirement = { ...(await evmRequirement()), maxTimeoutSeconds: 3 };
+    const url = await resource(challengeOf(requirement)); // the paid request is answered 402 again
+    const wallet = await fundedWallet();
+    const answer = await paidFetch(wallet.id, url);
+    expect(answer.status, answer.text).toBe(200);
+    expect(answer.body).toMatchObject({ status: 402, transaction: { status: "pending" } });
+    // Nothing else happens on the chain meanwhile: only its own idle blocks carry its time past the
+    // authorization's validBefore (before, the payment stayed pending, counted against the daily limit).
+    const [failed] = await eventually(async () => {
+      await server.service.confirmer.runOnce();
+      const history = await historyOf(wallet.id);
+      return history[0]?.status === "failed" && history;
+    });
+    expect(failed).toMatchObject({ amount: "0.01" });
   });
 
   it("naming a program the payment invokes as its Solana fee payer is not paid: 400 no_payable_requirement", async () => {

@@ -106,6 +106,9 @@ function installExitHook(): void {
  * await anvil.stop();
  * ```
  */
+/** Seconds between the blocks anvil mines while no transaction comes (Base's block time). */
+export const IDLE_BLOCK_SECONDS = 2;
+
 export async function startAnvil(options: AnvilOptions): Promise<AnvilProcess> {
   const args = [
     "--host",
@@ -122,6 +125,12 @@ export async function startAnvil(options: AnvilOptions): Promise<AnvilProcess> {
     "10000",
     "--color",
     "never",
+    // Each transaction is mined at once, and an empty block comes every few seconds besides, so the chain's
+    // time moves while it is idle, as a real chain's does: what is judged by it (an x402 authorization's
+    // validBefore) is decided on an idle local chain too.
+    "--mixed-mining",
+    "--block-time",
+    String(IDLE_BLOCK_SECONDS),
   ];
   const binary = anvilBinaryPath();
   const useSupervisor = process.platform !== "win32";
