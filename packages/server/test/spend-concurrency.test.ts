@@ -251,6 +251,40 @@ describe("funds under concurrency", () => {
     expect(await base.getBalance(to, usdc())).toBe(5n * USDC);
   });
 
+  it("counts a send still waiting in the mempool: a second send of 3 from 5 USDC is refused while the first is unmined", async () => {
+    const rpc = (method: string, params: unknown[]) =>
+      fetch(devnet.evm.rpcUrl, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+      });
+    const wallet = (await server.api.post("/v1/wallets", { name: "mempool", chains: ["base"] }, apiKey)).body;
+    await fundEvm(devnet, wallet.evm.address, { eth: 10n ** 18n, usdc: 5n * USDC });
+    // As on a real chain: a sent transaction waits for the next block.
+    await rpc("evm_setIntervalMining", [0]);
+    await rpc("evm_setAutomine", [false]);
+    try {
+      const to = freshRecipient();
+      const first = await server.api.post(
+        `/v1/wallets/${wallet.id}/send`,
+        { to, amount: "3", chain: "base" },
+        apiKey,
+      );
+      expect(first.status, first.text).toBe(201);
+      const second = await server.api.post(
+        `/v1/wallets/${wallet.id}/send`,
+        { to, amount: "3", chain: "base" },
+        apiKey,
+      );
+      // Before, it was admitted against the latest block's 5 USDC, and reverted once mined, paying gas.
+      expect(second.status, second.text).toBe(422);
+      expect(expectErrorShape(second).message).toMatch(/3 is taken by 1 sends not yet on chain/);
+    } finally {
+      await rpc("evm_setAutomine", [true]);
+      await rpc("evm_setIntervalMining", [2]);
+    }
+  });
+
   it("counts the fees of sends not yet on chain: ETH for 3 sends' gas admits 3 of 8", async () => {
     // One transfer's fee cap (gas limit × max fee) as the service plans it, from a refusal that names it.
     const probe = (await gated.api.post("/v1/wallets", { name: "probe", chains: ["base"] }, gatedKey)).body;

@@ -181,7 +181,8 @@ export class EvmChain implements ChainClient {
 
   /**
    * A transfer's plan: the fee caps (cached, see {@link EvmChain.#feesPerGas}) beside one batch of the gas
-   * estimate, the pending nonce and, `withBalances`, the sender's balance of the token and of the native coin.
+   * estimate, the pending nonce and, `withBalances`, the nonce at the latest block and the sender's balance
+   * of the token and of the native coin there.
    */
   async #plan(
     input: TransferInput,
@@ -198,7 +199,7 @@ export class EvmChain implements ChainClient {
           data: encodeFunctionData({ abi: erc20Abi, functionName: "transfer", args: [to, input.amount] }),
         };
     const tokens = !withBalances ? [] : native ? [input.token] : [input.token, this.config.nativeToken];
-    const [fees, [estimate, nonce, ...balances]] = await Promise.all([
+    const [fees, [estimate, nonce, ...rest]] = await Promise.all([
       this.#feesPerGas(),
       this.#reads([
         {
@@ -208,13 +209,26 @@ export class EvmChain implements ChainClient {
           ],
         },
         { method: "eth_getTransactionCount", params: [from, "pending"] },
+        // With the balances (read at the latest block), the nonce at that block: sends from it on are not in them.
+        ...(withBalances ? [{ method: "eth_getTransactionCount", params: [from, "latest"] }] : []),
         ...tokens.map((token) => balanceCall(from, token)),
       ]),
     ]);
     const gas = this.#gasLimit(estimate, native);
     const pendingNonce = hexToNumber(resultOf(nonce) as Hex);
+    const [mined, ...balances] = withBalances ? rest : [undefined, ...rest];
     return {
-      plan: { ...input, fee: gas * fees.maxFeePerGas, evm: { ...call, gas, ...fees, pendingNonce } },
+      plan: {
+        ...input,
+        fee: gas * fees.maxFeePerGas,
+        evm: {
+          ...call,
+          gas,
+          ...fees,
+          pendingNonce,
+          ...(mined ? { minedNonce: hexToNumber(resultOf(mined) as Hex) } : {}),
+        },
+      },
       balances: tokens.map((token, i) => this.#balanceOf(token, balances[i])),
     };
   }

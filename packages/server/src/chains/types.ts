@@ -64,6 +64,8 @@ export interface TransferPlan extends TransferInput {
     maxFeePerGas: bigint;
     maxPriorityFeePerGas: bigint;
     pendingNonce: number;
+    /** Planned with balances: the nonce at the block the balances were read at (sends from it on are not in them). */
+    minedNonce?: number;
   };
   /** Solana: the blockhash the transaction lives by. */
   solana?: { blockhash: string; lastValidBlockHeight: bigint };

@@ -1,10 +1,11 @@
 /**
  * Whether a wallet holds what a transfer takes: the amount and the fee cap. Checked against the balances read
  * when the transfer was planned, before any lock ({@link planFundedTransfer}), and again under the wallet's
- * spend lock against what EVM sends admitted since then took from them, which the chain did not know of
- * when the balances were read ({@link checkFundsInFlight}).
+ * spend lock against what EVM sends not yet mined when the balances were read take from them
+ * ({@link checkFundsInFlight}).
  */
 import { sql } from "drizzle-orm";
+import { type Hex, parseTransaction } from "viem";
 import type { TokenInfo, TransferPlan } from "../chains/types.ts";
 import { selectRows, type Tx } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
@@ -79,12 +80,14 @@ export function checkFunds(
 
 /**
  * Under the wallet's spend lock, with the EVM nonce the lock handed out: refuses a transfer whose planned
- * funds do not cover it once the sends given the nonces from the plan's pending nonce up to this one are
- * taken from them. The chain had not seen those when the balances were read (its pending count was below
- * them), so none of them is in the balances, whether on chain by now or not; a send that failed took
- * nothing. Without this, simultaneous sends each planned against the whole balance were all admitted, and on
- * EVM those past it reverted on chain, each paying its gas. Every such send asked for the same fee cap as
- * far as this check knows: it takes this plan's.
+ * funds do not cover it once the sends still pending with the nonces from the one the balances were read at
+ * (the latest block's) up to this one are taken from them. None of those was mined when the balances were
+ * read, so none is in them: each takes its amount and its own fee cap (gas limit × max fee, read from its
+ * signed transaction). Without this, simultaneous sends each planned against the whole balance were all
+ * admitted, and on EVM those past it reverted on chain, each paying its gas; so did a send made while an
+ * earlier one waited in the mempool. Only pending sends count: one confirmed since the balances were read
+ * is missed (the rare race that can still over-admit), and so are the rows of a local chain restarted
+ * since, whose nonces the new chain never saw.
  */
 export async function checkFundsInFlight(
   tx: Tx,
@@ -92,20 +95,34 @@ export async function checkFundsInFlight(
   plan: FundedPlan,
   nonce: number,
 ): Promise<void> {
-  if (!plan.evm || nonce <= plan.evm.pendingNonce) return;
-  const rows = await selectRows<{ token: string; amount: string; sends: number }>(
+  if (!plan.evm) return;
+  const readAt = plan.evm.minedNonce ?? plan.evm.pendingNonce;
+  if (nonce <= readAt) return;
+  const rows = await selectRows<{ token: string; amount: string; raw: string | null }>(
     tx,
-    sql`SELECT token, sum(amount_atomic)::text AS amount, count(*)::int AS sends FROM transactions
-        WHERE chain = ${spend.chain} AND from_address = ${spend.from} AND type = 'send'
-          AND status IN ('pending', 'confirmed') AND nonce >= ${plan.evm.pendingNonce} AND nonce < ${nonce}
-        GROUP BY token`,
+    sql`SELECT token, amount_atomic::text AS amount, raw_tx AS raw FROM transactions
+        WHERE chain = ${spend.chain} AND from_address = ${spend.from} AND type = 'send' AND status = 'pending'
+          AND nonce >= ${readAt} AND nonce < ${nonce}`,
   );
-  const amountOf = (symbol: string) => BigInt(rows.find((row) => row.token === symbol)?.amount ?? "0");
-  const sends = rows.reduce((sum, row) => sum + row.sends, 0);
-  if (sends === 0) return;
-  checkFunds(spend.token, spend.amount, plan.fee, plan.funds, {
-    sends,
-    token: amountOf(spend.token.symbol),
-    native: amountOf(plan.funds.native.symbol) + BigInt(sends) * plan.fee,
-  });
+  if (rows.length === 0) return;
+  const inFlight = { sends: rows.length, token: 0n, native: 0n };
+  for (const row of rows) {
+    const amount = BigInt(row.amount);
+    if (row.token === spend.token.symbol) inFlight.token += amount;
+    if (row.token === plan.funds.native.symbol) inFlight.native += amount;
+    inFlight.native += feeCapOf(row.raw) ?? plan.fee;
+  }
+  checkFunds(spend.token, spend.amount, plan.fee, plan.funds, inFlight);
+}
+
+/** The most a signed EVM transaction can pay in fees: its gas limit × its max fee per gas. */
+function feeCapOf(raw: string | null): bigint | undefined {
+  if (raw === null) return undefined;
+  try {
+    const parsed = parseTransaction(raw as Hex);
+    const perGas = parsed.maxFeePerGas ?? parsed.gasPrice;
+    return parsed.gas !== undefined && perGas !== undefined ? parsed.gas * perGas : undefined;
+  } catch {
+    return undefined;
+  }
 }
