@@ -9,9 +9,14 @@
 import { randomBytes } from "node:crypto";
 import { createKeyPairSignerFromPrivateKeyBytes } from "@solana/kit";
 import type { DevnetInfo } from "@svc/devnet";
+import { and, eq, inArray } from "drizzle-orm";
+import type { Logger } from "pino";
 import { evmAddressOf } from "./chains/evm-keys.ts";
 import type { FaucetAccounts } from "./faucet/faucet.ts";
 import { type Config, ConfigError, type NetworkConfig } from "./internal/config.ts";
+import { chainCursors, evmNonces, transactions } from "./internal/db/schema.ts";
+import type { Db } from "./internal/db/store.ts";
+import { failSpend } from "./spends/admission.ts";
 
 type DevnetModule = typeof import("@svc/devnet");
 
@@ -26,6 +31,11 @@ export interface LocalChains {
    * on the devnet and listing it in discovery.
    */
   x402Demo?: { url: string; v1Url: string; facilitatorUrl: string };
+  /**
+   * True when this wiring started the chains: they are new, whatever the store recorded of chains of the
+   * same names before (`npm start` again on one data directory). See {@link forgetRestartedChains}.
+   */
+  fresh: boolean;
   /** Stops the devnet and the demo if this wiring started them; a devnet handed in is left running. */
   stop(): Promise<void>;
 }
@@ -65,6 +75,7 @@ export async function openLocalChains(
         usdcAddresses: { ...network.usdcAddresses, base: chains.evm.usdc, solana: chains.solana.usdcMint },
       },
       faucet: await freshFaucetAccounts(chains, { fundEvm, fundSolana }),
+      fresh: started !== undefined,
       ...(demo
         ? { x402Demo: { url: demo.url, v1Url: demo.v1Url, facilitatorUrl: demo.facilitator.url } }
         : {}),
@@ -119,4 +130,30 @@ async function loadDevnet(): Promise<DevnetModule> {
     );
   }
   return import("@svc/devnet");
+}
+
+/**
+ * Drops what the store knew of chains that were started anew under the same names (`npm start` again on one
+ * data directory: "the local chains start fresh, the history stays"): the EVM nonces handed out on them
+ * (kept, the next send was signed with a nonce the new chain is far from, and waited for good), the scan
+ * cursors (the new chain is scanned from its head), and spends still pending on them, which end failed, their
+ * room in the daily limit given back: the chain they were sent on is gone. Recorded history stays as it is.
+ */
+export async function forgetRestartedChains(db: Db, chains: readonly string[], log: Logger): Promise<void> {
+  if (chains.length === 0) return;
+  await db.delete(evmNonces).where(inArray(evmNonces.chain, [...chains]));
+  await db.delete(chainCursors).where(inArray(chainCursors.chain, [...chains]));
+  const pending = await db
+    .select({ id: transactions.id })
+    .from(transactions)
+    .where(
+      and(
+        inArray(transactions.chain, [...chains]),
+        eq(transactions.status, "pending"),
+        inArray(transactions.type, ["send", "x402"]),
+      ),
+    );
+  for (const { id } of pending) await failSpend(db, id, "the local chain it was sent on was started anew");
+  if (pending.length > 0)
+    log.warn({ failed: pending.length }, "spends pending on the previous local chains ended failed");
 }

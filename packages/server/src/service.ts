@@ -22,7 +22,7 @@ import {
   type RateLimiter,
   RedisRateLimiter,
 } from "./internal/rate-limit.ts";
-import { type LocalChains, openLocalChains } from "./local-chains.ts";
+import { forgetRestartedChains, type LocalChains, openLocalChains } from "./local-chains.ts";
 import { IncomingWatcher } from "./receives/watcher.ts";
 import { Confirmer } from "./spends/confirmer.ts";
 import { Keyring } from "./wallets/keyring.ts";
@@ -106,6 +106,7 @@ export async function startService(config: Config, options: StartOptions = {}): 
       options.devnet,
       options.x402Demo === undefined ? {} : { x402Demo: options.x402Demo },
     );
+    if (local?.fresh) await forgetRestartedChains(store.db, Object.keys(local.network.rpcUrls), logger);
     // The devnet profile's discovery defaults to the demo's facilitator.
     const served: Config = {
       ...config,
