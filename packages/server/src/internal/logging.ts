@@ -81,17 +81,30 @@ function withoutQueryValues(url: string): string {
 }
 
 /**
- * What in a URL's path may be a credential, also percent-encoded: an API key (`svc_…`), a JWT (an access
- * token: `eyJ…`, base64url of `{"`), a webhook secret (`whsec_…`), each where a part of the path begins
- * (an id such as `wal_…eyJ…` is left whole).
+ * What in a URL's path may be a credential: an API key (`svc_` and base62), a JWT (an access token: `eyJ…`,
+ * base64url of `{"`, then a dot), a webhook secret (`whsec_…`). None of the service's ids can hold one (an id
+ * is a prefix, `_` and base62 only).
  */
-const CREDENTIAL_IN_PATH = /(?<=^|[/;=,&:+ ]|%20)(?:svc(?:_|%5f)|eyJ|whsec(?:_|%5f))[^/?;,&]*/gi;
+const CREDENTIAL_IN_PATH = /svc_[A-Za-z0-9]+|eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_.-]*|whsec_[A-Za-z0-9+/=]+/g;
 
-/** `/v1/svc_Abc…` as `/v1/[Redacted]`: the path's other parts stay. */
+/**
+ * `/v1/svc_Abc…` as `/v1/[Redacted]`, its other parts as they were sent. A path that holds a credential
+ * once percent-decoded (`%73vc_…`, `%2Fsvc_…`) is written decoded, with it redacted.
+ */
 function withoutCredentialsInPath(url: string): string {
   const end = url.indexOf("?");
-  const path = end < 0 ? url : url.slice(0, end);
-  return path.replace(CREDENTIAL_IN_PATH, "[Redacted]") + (end < 0 ? "" : url.slice(end));
+  const rest = end < 0 ? "" : url.slice(end);
+  const path = (end < 0 ? url : url.slice(0, end)).replace(CREDENTIAL_IN_PATH, "[Redacted]");
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(path);
+  } catch {
+    return path + rest; // not valid percent-encoding: what was sent is all there is
+  }
+  return (
+    (decoded.search(CREDENTIAL_IN_PATH) === -1 ? path : decoded.replace(CREDENTIAL_IN_PATH, "[Redacted]")) +
+    rest
+  );
 }
 
 /** A database error's fields that say what failed without quoting a value. */
