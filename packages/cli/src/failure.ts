@@ -95,7 +95,7 @@ export function describeFailure(error: unknown, options: { json: boolean; verbos
   const lines = [`error: ${printable(fields.message)}${where.length > 0 ? ` (${where.join(", ")})` : ""}`];
   if (options.verbose) {
     if (fields.status !== undefined) lines.push(`  status: ${fields.status}`);
-    if (fields.details !== undefined) lines.push(`  details: ${JSON.stringify(fields.details)}`);
+    if (fields.details !== undefined) lines.push(`  details: ${printable(JSON.stringify(fields.details))}`);
     let cause = error instanceof Error ? error.cause : undefined;
     while (cause !== undefined && cause !== null) {
       lines.push(`  cause: ${printable(cause instanceof Error ? cause.message : String(cause))}`);

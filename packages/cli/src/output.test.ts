@@ -1,5 +1,7 @@
+import { SvcError } from "@svc/sdk";
 import { describe, expect, it } from "vitest";
-import { fields, table, usd, when } from "./output.ts";
+import { describeFailure } from "./failure.ts";
+import { fields, printable, table, usd, when } from "./output.ts";
 import { policyFromOptions, usdBound } from "./parse.ts";
 
 describe("human output", () => {
@@ -63,5 +65,27 @@ describe("policy options", () => {
       );
     }
     expect(policyFromOptions({ whitelist: " None " })).toEqual({ whitelist: [] });
+  });
+});
+
+describe("text from elsewhere on a terminal", () => {
+  it("writes out C0 and C1 controls and bidirectional overrides, keeping lines when asked", () => {
+    expect(printable("a\u001b[31mb\u009b2Jc\u202ed\re\nf")).toBe(
+      "a\\u001b[31mb\\u009b2Jc\\u202ed\\u000de\\u000af",
+    );
+    expect(printable("one\ntwo\tthree\u0007", { keepLines: true })).toBe("one\ntwo\tthree\\u0007");
+  });
+
+  it("--verbose writes a failure's details written out too: JSON leaves C1 controls and overrides as they are", () => {
+    const error = new SvcError({
+      code: "PolicyViolation",
+      status: 403,
+      message: "refused \u009b2J",
+      requestId: "req_1",
+      details: { rule: "x\u009b2J\u202e" },
+    });
+    const described = describeFailure(error, { json: false, verbose: true });
+    expect(described).not.toMatch(/[\u009b\u202e]/u);
+    expect(described).toContain("\\u009b2J\\u202e");
   });
 });

@@ -498,6 +498,18 @@ describe("deeply nested bodies", () => {
     expect(await history(server.api, apiKey, wallet.id, "send")).toEqual([]);
     const nested = await post("/v1/wallets", '{"name":"w","chains":["base"],"metadata":{"a":1,"a":2}}');
     expect(nested.status).toBe(400);
+    // A long key is named cut at 64 characters, not in the middle of one.
+    const long = `${"k".repeat(63)}😀tail`;
+    const cut = await post(
+      "/v1/wallets",
+      JSON.stringify({ name: "w", chains: ["base"], metadata: {} }).replace(
+        "{}",
+        `{"${long}":1,"${long}":2}`,
+      ),
+    );
+    expect(expectErrorShape(cut).message).toBe(
+      `Invalid body: the key "${"k".repeat(63)}😀" appears twice in one object`,
+    );
     // One key in two objects, and a value spelled like a key, are fine.
     const fine = await post(
       "/v1/wallets",

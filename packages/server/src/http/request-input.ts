@@ -98,7 +98,9 @@ function structureProblem(text: string, max: number): string | undefined {
       } catch {
         return undefined;
       }
-      if (keys.has(key)) return `the key ${JSON.stringify(key.slice(0, 64))} appears twice in one object`;
+      // Cut by characters, not UTF-16 units: a cut pair would be an unpaired surrogate in the message.
+      if (keys.has(key))
+        return `the key ${JSON.stringify(Array.from(key).slice(0, 64).join(""))} appears twice in one object`;
       keys.add(key);
     } else if (c === 0x5b /* [ */ || c === 0x7b /* { */) {
       if (open.length >= max) return `nested deeper than ${max} levels`;
