@@ -8,8 +8,45 @@ export function sameAddress(kind: ChainKind, a: string, b: string): boolean {
 }
 
 /**
+ * Addresses of every Solana cluster that nobody can sign for, whether or not the cluster stores an account
+ * there (the instructions sysvar never has one, and a program not deployed on this cluster has none yet): the
+ * sysvars, the runtime's loaders and native programs, and the SPL programs a transfer touches.
+ */
+const SOLANA_RUNTIME: ReadonlySet<string> = new Set([
+  "Sysvar1111111111111111111111111111111111111",
+  "SysvarC1ock11111111111111111111111111111111",
+  "SysvarRent111111111111111111111111111111111",
+  "SysvarEpochSchedu1e111111111111111111111111",
+  "SysvarFees111111111111111111111111111111111",
+  "SysvarRecentB1ockHashes11111111111111111111",
+  "SysvarS1otHashes111111111111111111111111111",
+  "SysvarS1otHistory11111111111111111111111111",
+  "SysvarStakeHistory1111111111111111111111111",
+  "Sysvar1nstructions1111111111111111111111111",
+  "SysvarEpochRewards1111111111111111111111111",
+  "SysvarLastRestartS1ot1111111111111111111111",
+  "NativeLoader1111111111111111111111111111111",
+  "BPFLoader1111111111111111111111111111111111",
+  "BPFLoader2111111111111111111111111111111111",
+  "BPFLoaderUpgradeab1e11111111111111111111111",
+  "Config1111111111111111111111111111111111111",
+  "Stake11111111111111111111111111111111111111",
+  "Vote111111111111111111111111111111111111111",
+  "ComputeBudget111111111111111111111111111111",
+  "AddressLookupTab1e1111111111111111111111111",
+  "Ed25519SigVerify111111111111111111111111111",
+  "KeccakSecp256k11111111111111111111111111111",
+  "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA",
+  "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb",
+  "ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL",
+  "MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr",
+  "Memo1UhkJRfHyvLMcVucJwxXeuD728EqVDDwQDxFMNo",
+]);
+
+/**
  * What `address` is, when it is no recipient: whatever the chain lets through to it can never be spent again.
- * EVM's zero address, Solana's all-zero key (the System Program), the contract (EVM) or mint (Solana) of a
+ * EVM's zero address, Solana's all-zero key (the System Program) and runtime addresses ({@link SOLANA_RUNTIME}),
+ * the contract (EVM) or mint (Solana) of a
  * token the chain serves (USDC's contract refuses transfers to itself: the sender loses the fee), or of a
  * token another served chain of its kind serves (an address nobody holds a key for here). Undefined for any
  * other address.
@@ -20,6 +57,8 @@ export function lostAt(chain: ChainConfig, address: string): string | undefined 
   if (chain.kind === "evm" && /^0x0{40}$/i.test(address)) return "the zero address";
   if (chain.kind === "solana" && address === "11111111111111111111111111111111")
     return "the zero address (the System Program)";
+  if (chain.kind === "solana" && SOLANA_RUNTIME.has(address))
+    return "a program or sysvar of the Solana runtime";
   const contract = chain.kind === "evm" ? "contract" : "mint";
   const token = chain.tokens.find((t) => t.address !== null && sameAddress(chain.kind, t.address, address));
   if (token) return `the ${token.symbol} ${contract}`;

@@ -291,6 +291,17 @@ describe("SolanaChain on the local cluster", () => {
     expect((await balanced.scanIncoming(async () => [watched], start.cursor)).transfers).toEqual([]);
   });
 
+  it("tells, when a token is sent, a recipient nobody signs for: a program, a sysvar; a wallet is none", async () => {
+    const sender = await fundedSender();
+    const recipientOf = async (to: string) =>
+      (await solana.planTransferWithBalances({ from: sender.address, to, token: usdc, amount: 1n }))
+        .lostRecipient;
+    expect(await recipientOf("TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA")).toBe("program");
+    expect(await recipientOf("ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL")).toBe("program");
+    expect(await recipientOf("SysvarRent111111111111111111111111111111111")).toBe("sysvar");
+    expect(await recipientOf((await solanaKey()).address)).toBeUndefined();
+  });
+
   it("rescans a cluster restarted behind the cursor from its first slot", async () => {
     const restarted = await startDevnet();
     try {

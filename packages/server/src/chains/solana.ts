@@ -192,7 +192,8 @@ export class SolanaChain implements ChainClient {
       })
       .send();
     if (value === null) return undefined;
-    if (value.executable) return "program";
+    // A program, or its data account (owned by the loader that runs it: nobody signs for it).
+    if (value.executable || LOADERS.has(value.owner)) return "program";
     if (value.owner === SYSVAR_OWNER) return "sysvar";
     if (!TOKEN_PROGRAMS.has(value.owner)) return undefined;
     const kind = tokenProgramAccount(value.owner, Number(value.space), Buffer.from(value.data[0], "base64"));
@@ -564,6 +565,14 @@ export const TOKEN_2022_PROGRAM_ADDRESS = "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXE
 
 /** The programs that own token accounts, mints and multisigs: SPL Token and Token-2022. */
 const TOKEN_PROGRAMS: ReadonlySet<string> = new Set([TOKEN_PROGRAM_ADDRESS, TOKEN_2022_PROGRAM_ADDRESS]);
+/** The loaders that own programs and their data accounts. */
+const LOADERS: ReadonlySet<string> = new Set([
+  "NativeLoader1111111111111111111111111111111",
+  "BPFLoader1111111111111111111111111111111111",
+  "BPFLoader2111111111111111111111111111111111",
+  "BPFLoaderUpgradeab1e11111111111111111111111",
+  "LoaderV411111111111111111111111111111111111",
+]);
 /** The owner of the cluster's sysvars (clock, rent, …): accounts nobody signs for. */
 const SYSVAR_OWNER = "Sysvar1111111111111111111111111111111111111";
 
