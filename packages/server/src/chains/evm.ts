@@ -437,7 +437,8 @@ export class EvmChain implements ChainClient {
    * node lagging behind (the pass scans nothing) when it is at most {@link REORG_RESCAN_BLOCKS} below; further
    * below, the chain is another (a local chain restarted), scanned from its first block. (A chain restarted
    * to within that distance is taken for a lagging node until it passes the cursor, then rescanned from
-   * that distance back: the restarted devnet's first blocks are read unless it had passed that many.) Records already made are kept by the
+   * that distance back, its first blocks passed over; the service drops the cursors of local chains it starts
+   * anew itself.) Records already made are kept by the
    * caller's uniqueness, so scanning a range twice is harmless.
    */
   async scanIncoming(

@@ -342,9 +342,11 @@ export class SolanaChain implements ChainClient {
 
   /**
    * Cursor: the last `confirmed` slot scanned. A newest slot at most {@link SOLANA_NODE_LAG} below the cursor
-   * is a node lagging behind (the pass scans nothing); further below, a cluster reset under the same network
-   * name, scanned from its start (a restarted local cluster has another genesis, so another network and
-   * cursor). Records already made are kept by the caller's uniqueness.
+   * is a node lagging behind (the pass scans nothing); further below, a cluster restarted under the same
+   * network name (the local devnet's is the same at every start), scanned from its start. One restarted to
+   * within that distance of the cursor is taken for a lagging node and its first slots are passed over; the
+   * service drops the cursors of local chains it starts anew itself. Records already made are kept by the
+   * caller's uniqueness.
    */
   async scanIncoming(
     addresses: () => Promise<readonly string[]>,
@@ -353,8 +355,8 @@ export class SolanaChain implements ChainClient {
     const head = await this.#rpc.getSlot({ commitment: "confirmed" }).send();
     if (cursor === null) return { transfers: [], cursor: head.toString() };
     let after = BigInt(cursor);
-    // A node lagging behind the one that answered before: nothing to scan yet. Far below, another cluster
-    // under the same network name (one reset): scanned from its start.
+    // A node lagging behind the one that answered before: nothing to scan yet. Far below, a cluster
+    // restarted under the same network name: scanned from its start.
     if (head <= after && after - head <= SOLANA_NODE_LAG) return { transfers: [], cursor };
     if (head < after) after = -1n;
 
