@@ -7,6 +7,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { IDLE_BLOCK_SECONDS } from "@svc/devnet";
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { selectRows } from "../../server/src/internal/db/store.ts";
@@ -557,9 +558,17 @@ describe("text from the service on a terminal", () => {
 });
 
 describe("svc pay", () => {
-  it("pays the local x402 demo within --max-amount and prints its body", async () => {
+  it("pays the local x402 demo within --max-amount and prints its body, found with svc services", async () => {
     const started = server.logs.lines.map((line) => JSON.parse(line)).find((line) => line.x402Demo);
     const { url } = started.x402Demo as { url: string };
+    // A CLI user finds the URL to pay with svc services (it was only in the service's log, or a curl away).
+    const listed = await svc(["services", "--json"], env);
+    expectOk(listed);
+    expect(listed.json<{ resource: string }[]>().map((service) => service.resource)).toContain(url);
+    const human = await svc(["services", "--query", "weather"], env);
+    expectOk(human);
+    expect(human.stdout).toMatch(/^RESOURCE\s+NAME\s+DESCRIPTION$/m);
+    expect(human.stdout).toContain(url);
     const run = await svc(["pay", payer.id, url, "--max-amount", "0.05", "--json"], env);
     expectOk(run);
     expect(run.json()).toMatchObject({
@@ -568,10 +577,10 @@ describe("svc pay", () => {
       amountCharged: "0.01",
       transaction: { type: "x402", status: "confirmed", resource: url, walletId: payer.id },
     });
-    const human = await svc(["pay", payer.id, url], env);
-    expectOk(human);
-    expect(JSON.parse(human.stdout)).toMatchObject({ city: "Lisbon" });
-    expect(human.stderr).toMatch(/^Paid 0\.01 USDC on base \(tx_\w+, confirmed, 0x[0-9a-f]{64}\)\n$/);
+    const paid = await svc(["pay", payer.id, url], env);
+    expectOk(paid);
+    expect(JSON.parse(paid.stdout)).toMatchObject({ city: "Lisbon" });
+    expect(paid.stderr).toMatch(/^Paid 0\.01 USDC on base \(tx_\w+, confirmed, 0x[0-9a-f]{64}\)\n$/);
 
     // Dearer than --max-amount: refused before anything is signed (400 max_amount_exceeded), nothing paid.
     const before = (await svc(["history", payer.id, "--type", "x402", "--json"], env)).json().total;
@@ -608,13 +617,16 @@ describe("svc send --timeout", () => {
       const body = (await response.json()) as { error?: unknown };
       if (body.error) throw new Error(`${method}: ${JSON.stringify(body.error)}`);
     };
-    // No block is mined while automine is off: the broadcast transaction stays pending, whatever the clock.
+    // No block is mined while automine is off (nor the devnet's idle ones): the broadcast transaction stays
+    // pending, whatever the clock.
+    await rpc("evm_setIntervalMining", [0]);
     await rpc("evm_setAutomine", [false]);
     let run: Run;
     try {
       run = await svc(["send", payer.id, payee.evm.address, "0.5", "--timeout", "1"], env);
     } finally {
       await rpc("evm_setAutomine", [true]);
+      await rpc("evm_setIntervalMining", [IDLE_BLOCK_SECONDS]);
       await rpc("evm_mine");
     }
     const line = expectOneLineFailure(run, 8);

@@ -4,6 +4,7 @@
  * @packageDocumentation
  */
 export { type Devnet, type DevnetInfo, type DevnetOptions, startDevnet } from "./devnet.ts";
+export { IDLE_BLOCK_SECONDS } from "./evm/anvil.ts";
 export {
   type EvmFundingAmounts,
   type EvmFundingReceipt,

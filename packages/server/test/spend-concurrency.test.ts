@@ -1,4 +1,4 @@
-import { fundEvm } from "@svc/devnet";
+import { fundEvm, IDLE_BLOCK_SECONDS } from "@svc/devnet";
 import { parseUnits } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChainClient } from "../src/chains/types.ts";
@@ -281,7 +281,7 @@ describe("funds under concurrency", () => {
       expect(expectErrorShape(second).message).toMatch(/3 is taken by 1 sends not yet on chain/);
     } finally {
       await rpc("evm_setAutomine", [true]);
-      await rpc("evm_setIntervalMining", [2]);
+      await rpc("evm_setIntervalMining", [IDLE_BLOCK_SECONDS]);
     }
   });
 

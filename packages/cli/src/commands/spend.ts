@@ -2,7 +2,7 @@ import type { X402FetchInit } from "@svc/sdk";
 import type { Command } from "commander";
 import { type Context, waitForConfirmation } from "../context.ts";
 import { CliError, EXIT, usage } from "../failure.ts";
-import { printable, startSpinner, tokenAmount } from "../output.ts";
+import { printable, startSpinner, table, tokenAmount } from "../output.ts";
 import { wholeNumber } from "../parse.ts";
 import { transactionView } from "../views.ts";
 import { chainOf } from "./wallets.ts";
@@ -141,6 +141,32 @@ export function addSpendCommands(program: Command, contextOf: (command: Command)
         }
       },
     );
+
+  program
+    .command("services")
+    .description("x402 resources the service's facilitator lists, to fetch with svc pay")
+    .option("--query <text>", "only those with this text in their URL, name, description or tags")
+    .option("--limit <n>", "at most this many (1 to 100)", wholeNumber("--limit", 1, 100))
+    .action(async (options: { query?: string; limit?: number }, command: Command) => {
+      const ctx = contextOf(command);
+      const svc = await ctx.client();
+      const services = await svc.x402.discover({
+        ...(options.query === undefined ? {} : { query: options.query }),
+        ...(options.limit === undefined ? {} : { limit: options.limit }),
+      });
+      ctx.print(services, () =>
+        services.length === 0
+          ? "No x402 services listed"
+          : table(
+              [{ heading: "RESOURCE" }, { heading: "NAME" }, { heading: "DESCRIPTION" }],
+              services.map((service) => [
+                service.resource,
+                service.serviceName ?? "",
+                service.description ?? "",
+              ]),
+            ),
+      );
+    });
 }
 
 function jsonOrText(text: string): string | Record<string, unknown> | unknown[] {

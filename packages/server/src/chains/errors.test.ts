@@ -1,6 +1,6 @@
 import { createServer, type Server } from "node:net";
 import { inspect } from "node:util";
-import { type Devnet, fundEvm, fundSolana, startDevnet } from "@svc/devnet";
+import { type Devnet, fundEvm, fundSolana, IDLE_BLOCK_SECONDS, startDevnet } from "@svc/devnet";
 import { createTestClient, http } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { devnetClients, evmKey, signedTransfer, solanaKey } from "../../test/support/chains.ts";
@@ -257,6 +257,8 @@ describe("refusals from the devnet", () => {
         nonce: 0,
       });
     const [held, second] = await Promise.all([sign(1n), sign(2n)]);
+    // No block meanwhile, not even the devnet's idle one.
+    await anvil.setIntervalMining({ interval: 0 });
     await anvil.setAutomine(false);
     try {
       await local.base.broadcast(held);
@@ -271,6 +273,7 @@ describe("refusals from the devnet", () => {
       expect((error as NonceTakenError).cause).toBeInstanceOf(TransactionRejectedError);
     } finally {
       await anvil.setAutomine(true);
+      await anvil.setIntervalMining({ interval: IDLE_BLOCK_SECONDS });
       await anvil.mine({ blocks: 1 });
     }
   });
