@@ -48,9 +48,9 @@ export type AskingCredential =
 
 /**
  * Holds the credential that asked for a spend live until the spend's transaction ends: a key revoked (or
- * expired), or a login ended (or expired), since its request was authenticated refuses the spend (401, as its next
- * request would be); a revocation or logout that comes after waits for the transaction, so what the
- * credential spent was decided before the revocation or logout answered.
+ * expired), or a login ended (or expired), since its request was authenticated refuses the spend (401, as
+ * its next request would be); a revocation or logout that comes after waits for the transaction, so what
+ * the credential spent was decided before the revocation or logout answered.
  */
 export async function holdAskingCredential(
   tx: Tx,

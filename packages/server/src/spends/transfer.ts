@@ -14,7 +14,7 @@ import type {
 } from "../chains/types.ts";
 import { errors } from "../internal/errors.ts";
 import { formatUnits, parseUnitsStrict } from "../internal/money.ts";
-import { checkFunds, type FundedPlan } from "./funds.ts";
+import { checkFunds, type checkFundsInFlight, type FundedPlan } from "./funds.ts";
 
 /** Amounts a chain can carry at all: uint256 on EVM, u64 on Solana. */
 const MAX_ATOMIC = { evm: 2n ** 256n, solana: 2n ** 64n } as const;
@@ -57,8 +57,9 @@ export function parseTransferAmount(client: ChainClient, token: TokenInfo, amoun
 /**
  * Plans a transfer and checks, from the same moment's reads, that the sender holds the amount and the fee,
  * and that the recipient is no account nobody can sign for (Solana: a token account, a mint, a program, a
- * sysvar): the network part of a transfer, made before
- * any lock is taken. Every read runs at once (on EVM, in one request).
+ * sysvar): the network part of a transfer, made before any lock is taken. Every read runs at once (on EVM,
+ * in one request). The plan carries the balances it was checked against, for the check under the lock
+ * ({@link checkFundsInFlight}).
  */
 export async function planFundedTransfer(client: ChainClient, input: TransferInput): Promise<FundedPlan> {
   const planned = await chainCall(client.config.name, () => client.planTransferWithBalances(input));
