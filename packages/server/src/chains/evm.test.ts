@@ -149,15 +149,17 @@ describe("EvmChain on the local chain", () => {
           token,
           amount: 1_000n,
         });
+        // The pending nonce, and the nonce at the latest block the balances are read at.
         const batch =
           token === usdc
-            ? "eth_estimateGas,eth_getTransactionCount,eth_call,eth_getBalance"
-            : "eth_estimateGas,eth_getTransactionCount,eth_getBalance";
+            ? "eth_estimateGas,eth_getTransactionCount,eth_getTransactionCount,eth_call,eth_getBalance"
+            : "eth_estimateGas,eth_getTransactionCount,eth_getTransactionCount,eth_getBalance";
         // Besides the batch, only the fee caps' reads, which later plans reuse for a second.
         expect(proxy.methods.slice(asked).filter((m) => !FEE_READS.includes(m))).toEqual([batch]);
         expect(balance).toBe(await base.getBalance(sender.address, token));
         expect(nativeBalance).toBe(await base.getBalance(sender.address, eth));
         expect(plan.evm?.pendingNonce).toBe(0);
+        expect(plan.evm?.minedNonce).toBe(0);
         expect(plan.fee).toBe((plan.evm?.gas ?? 0n) * (plan.evm?.maxFeePerGas ?? 0n));
         // A plain ETH transfer costs exactly 21,000; a token transfer gets a fifth over the node's estimate.
         const estimate = await viemClient.estimateGas({
