@@ -295,23 +295,40 @@ describe("/mcp over streamable HTTP", () => {
 });
 
 describe("open sessions, bounded", () => {
-  it("a key opening many sessions closes only its own: another key's session stays open", async () => {
-    // The handler as the service mounts it, with small bounds: 2 sessions a key, 3 in all.
-    const mcp = createMcpHttpHandler({
-      baseUrl: `${world.server.url}/v1`,
-      maxSessions: 3,
-      maxSessionsPerKey: 2,
-    });
+  /**
+   * Runs `use` against the handler as the service mounts it, with small bounds: `connect` opens a session with
+   * a key, `alive` says whether a session still answers.
+   */
+  async function withBoundedHandler(
+    bounds: { maxSessions: number; maxSessionsPerKey: number },
+    use: (tools: {
+      connect: (key: string) => Promise<Client>;
+      alive: (client: Client) => Promise<boolean>;
+    }) => Promise<void>,
+  ): Promise<void> {
+    const mcp = createMcpHttpHandler({ baseUrl: `${world.server.url}/v1`, ...bounds });
     const endpoint = createServer((request, response) => void mcp.handle(request, response));
     await new Promise<void>((resolve) => endpoint.listen(0, "127.0.0.1", resolve));
     const url = `http://127.0.0.1:${(endpoint.address() as AddressInfo).port}/mcp`;
-    const alive = async (client: Client) =>
-      call(client, "list_wallets").then(
-        (result) => !result.isError,
-        () => false,
-      );
-    const connect = (key: string) => open(httpClient(world, key, undefined, url));
     try {
+      await use({
+        connect: (key) => open(httpClient(world, key, undefined, url)),
+        alive: (client) =>
+          call(client, "list_wallets").then(
+            (result) => !result.isError,
+            () => false,
+          ),
+      });
+    } finally {
+      await mcp.close();
+      endpoint.closeAllConnections();
+      await new Promise((resolve) => endpoint.close(resolve));
+    }
+  }
+
+  it("a key opening many sessions closes only its own: another key's session stays open", async () => {
+    // 2 sessions a key, 3 in all.
+    await withBoundedHandler({ maxSessions: 3, maxSessionsPerKey: 2 }, async ({ connect, alive }) => {
       const read = [await connect(world.readKey), await connect(world.readKey)];
       const agent = await connect(world.agentKey);
       // Full (3 of 3): a third key's session takes the place of the largest holder's oldest.
@@ -324,29 +341,11 @@ describe("open sessions, bounded", () => {
       expect(await alive(admin)).toBe(true);
       expect((await Promise.all(read.map(alive))).filter(Boolean)).toHaveLength(1);
       expect(await alive(read.at(-1) as Client)).toBe(true);
-    } finally {
-      await mcp.close();
-      endpoint.closeAllConnections();
-      await new Promise((resolve) => endpoint.close(resolve));
-    }
+    });
   });
 
   it("another account's many keys, a session each, close their own account's sessions, not this one's", async () => {
-    const mcp = createMcpHttpHandler({
-      baseUrl: `${world.server.url}/v1`,
-      maxSessions: 4,
-      maxSessionsPerKey: 2,
-    });
-    const endpoint = createServer((request, response) => void mcp.handle(request, response));
-    await new Promise<void>((resolve) => endpoint.listen(0, "127.0.0.1", resolve));
-    const url = `http://127.0.0.1:${(endpoint.address() as AddressInfo).port}/mcp`;
-    const alive = async (client: Client) =>
-      call(client, "list_wallets").then(
-        (result) => !result.isError,
-        () => false,
-      );
-    const connect = (key: string) => open(httpClient(world, key, undefined, url));
-    try {
+    await withBoundedHandler({ maxSessions: 4, maxSessionsPerKey: 2 }, async ({ connect, alive }) => {
       const other = await seedAccount(world.server.api, "many-keys");
       const keys = [other.apiKey];
       for (let i = 0; i < 4; i++) {
@@ -363,11 +362,7 @@ describe("open sessions, bounded", () => {
       for (const key of keys) theirs.push(await connect(key));
       expect(await alive(mine)).toBe(true);
       expect((await Promise.all(theirs.map(alive))).filter(Boolean)).toHaveLength(3);
-    } finally {
-      await mcp.close();
-      endpoint.closeAllConnections();
-      await new Promise((resolve) => endpoint.close(resolve));
-    }
+    });
   });
 });
 
