@@ -38,10 +38,10 @@ afterAll(async () => {
   if (home) fs.rmSync(home, { recursive: true, force: true });
 });
 
-/** How many access tokens the service holds as ended by a logout. */
-async function endedAccessTokens(): Promise<number> {
+/** How many access tokens the service (the file's, unless told) holds as ended by a logout. */
+async function endedAccessTokens(of: TestServer = server): Promise<number> {
   const [row] = await selectRows<{ count: number }>(
-    server.service.store.db,
+    of.service.store.db,
     sql`SELECT count(*)::int AS count FROM ended_access_tokens`,
   );
   return row?.count ?? 0;
@@ -209,8 +209,11 @@ describe("svc login at the account's API key limit", () => {
         });
       expectOk(await login());
       takeTheRoom = true;
+      const endedBefore = await endedAccessTokens(limited);
       const refused = await login();
       expect(expectOneLineFailure(refused, 1)).toMatch(/too_many_api_keys/);
+      // The login's access token is ended all the same.
+      expect(await endedAccessTokens(limited)).toBe(endedBefore + 1);
       expect(JSON.parse(fs.readFileSync(ownEnv.SVC_CONFIG, "utf8"))).toEqual({
         baseUrl: `${proxyUrl}/v1`,
         email: user.email,

@@ -139,26 +139,33 @@ export function addAccountCommands(program: Command, contextOf: (command: Comman
       const createKey = () => admin.apiKeys.create({ name: `svc cli on ${os.hostname()}`, role: "admin" });
       // Made before the old one goes, so a failure leaves the file's key working; but at the account's key
       // limit, the old one must go first to make room.
-      const created = await createKey().catch(async (error: unknown) => {
-        if (!(error instanceof SvcValidationError && error.reason === "too_many_api_keys") || !previousKeyId)
-          throw error;
-        await revokePrevious();
-        return createKey().catch(async (second: unknown) => {
-          // The file's key is revoked now: it goes from the file, which says so by holding none.
-          await writeConfig(ctx.configFile, { baseUrl, email, deviceToken });
-          throw second;
+      let created: Awaited<ReturnType<typeof createKey>>;
+      try {
+        created = await createKey().catch(async (error: unknown) => {
+          if (
+            !(error instanceof SvcValidationError && error.reason === "too_many_api_keys") ||
+            !previousKeyId
+          )
+            throw error;
+          await revokePrevious();
+          return createKey().catch(async (second: unknown) => {
+            // The file's key is revoked now: it goes from the file, which says so by holding none.
+            await writeConfig(ctx.configFile, { baseUrl, email, deviceToken });
+            throw second;
+          });
         });
-      });
-      await writeConfig(ctx.configFile, {
-        baseUrl,
-        apiKey: created.key,
-        keyId: created.id,
-        email,
-        deviceToken,
-      });
-      if (previousKeyId !== created.id) await revokePrevious();
-      // The access token has done its work: ended, so it does not stay good for the rest of its hour.
-      await admin.auth.logout().catch(() => undefined);
+        await writeConfig(ctx.configFile, {
+          baseUrl,
+          apiKey: created.key,
+          keyId: created.id,
+          email,
+          deviceToken,
+        });
+        if (previousKeyId !== created.id) await revokePrevious();
+      } finally {
+        // The access token has done its work, or could not: ended, so it does not stay good for its hour.
+        await admin.auth.logout().catch(() => undefined);
+      }
       ctx.print(
         { email, baseUrl, keyId: created.id, configFile: ctx.configFile },
         () =>
