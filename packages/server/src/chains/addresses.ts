@@ -7,13 +7,25 @@ export function sameAddress(kind: ChainKind, a: string, b: string): boolean {
   return kind === "evm" ? a.toLowerCase() === b.toLowerCase() : a === b;
 }
 
+/** The Solana loaders: they own the programs and the programs' data accounts. */
+export const SOLANA_LOADERS: ReadonlySet<string> = new Set([
+  "NativeLoader1111111111111111111111111111111",
+  "BPFLoader1111111111111111111111111111111111",
+  "BPFLoader2111111111111111111111111111111111",
+  "BPFLoaderUpgradeab1e11111111111111111111111",
+  "LoaderV411111111111111111111111111111111111",
+]);
+
+/** The owner of a Solana cluster's sysvars (clock, rent, …). */
+export const SOLANA_SYSVAR_OWNER = "Sysvar1111111111111111111111111111111111111";
+
 /**
  * Addresses of every Solana cluster that nobody can sign for, whether or not the cluster stores an account
  * there (the instructions sysvar never has one, and a program not deployed on this cluster has none yet): the
  * sysvars, the runtime's loaders and native programs, and the SPL programs a transfer touches.
  */
 const SOLANA_RUNTIME: ReadonlySet<string> = new Set([
-  "Sysvar1111111111111111111111111111111111111",
+  SOLANA_SYSVAR_OWNER,
   "SysvarC1ock11111111111111111111111111111111",
   "SysvarRent111111111111111111111111111111111",
   "SysvarEpochSchedu1e111111111111111111111111",
@@ -25,10 +37,7 @@ const SOLANA_RUNTIME: ReadonlySet<string> = new Set([
   "Sysvar1nstructions1111111111111111111111111",
   "SysvarEpochRewards1111111111111111111111111",
   "SysvarLastRestartS1ot1111111111111111111111",
-  "NativeLoader1111111111111111111111111111111",
-  "BPFLoader1111111111111111111111111111111111",
-  "BPFLoader2111111111111111111111111111111111",
-  "BPFLoaderUpgradeab1e11111111111111111111111",
+  ...SOLANA_LOADERS,
   "Config1111111111111111111111111111111111111",
   "Stake11111111111111111111111111111111111111",
   "Vote111111111111111111111111111111111111111",

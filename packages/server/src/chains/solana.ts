@@ -35,6 +35,7 @@ import {
   TOKEN_PROGRAM_ADDRESS,
 } from "@solana-program/token";
 import { mapLimited } from "../internal/concurrency.ts";
+import { SOLANA_LOADERS, SOLANA_SYSVAR_OWNER } from "./addresses.ts";
 import {
   BlockhashNotFoundError,
   type ChainError,
@@ -193,8 +194,8 @@ export class SolanaChain implements ChainClient {
       .send();
     if (value === null) return undefined;
     // A program, or its data account (owned by the loader that runs it: nobody signs for it).
-    if (value.executable || LOADERS.has(value.owner)) return "program";
-    if (value.owner === SYSVAR_OWNER) return "sysvar";
+    if (value.executable || SOLANA_LOADERS.has(value.owner)) return "program";
+    if (value.owner === SOLANA_SYSVAR_OWNER) return "sysvar";
     if (!TOKEN_PROGRAMS.has(value.owner)) return undefined;
     const kind = tokenProgramAccount(value.owner, Number(value.space), Buffer.from(value.data[0], "base64"));
     return kind === "multisig" ? undefined : kind === "other" ? "token_program_other" : kind;
@@ -567,16 +568,6 @@ export const TOKEN_2022_PROGRAM_ADDRESS = "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXE
 
 /** The programs that own token accounts, mints and multisigs: SPL Token and Token-2022. */
 const TOKEN_PROGRAMS: ReadonlySet<string> = new Set([TOKEN_PROGRAM_ADDRESS, TOKEN_2022_PROGRAM_ADDRESS]);
-/** The loaders that own programs and their data accounts. */
-const LOADERS: ReadonlySet<string> = new Set([
-  "NativeLoader1111111111111111111111111111111",
-  "BPFLoader1111111111111111111111111111111111",
-  "BPFLoader2111111111111111111111111111111111",
-  "BPFLoaderUpgradeab1e11111111111111111111111",
-  "LoaderV411111111111111111111111111111111111",
-]);
-/** The owner of the cluster's sysvars (clock, rent, …): accounts nobody signs for. */
-const SYSVAR_OWNER = "Sysvar1111111111111111111111111111111111111";
 
 /**
  * An account a token program owns, by what it is to a token sent to it: a multisig of SPL Token can own the
