@@ -5,7 +5,8 @@ import { errors } from "../internal/errors.ts";
 /** Lifetime of a login access token, in seconds (spec 2.2). */
 export const ACCESS_TOKEN_TTL_SECONDS = 3600;
 
-const ISSUER = "svc";
+/** The issuer of every token the service signs (access tokens, login device tokens). */
+export const ISSUER = "svc";
 const AUDIENCE = "svc-api";
 
 /** Signs and verifies the HS256 access tokens that login hands out. */
@@ -20,16 +21,12 @@ export class AccessTokens {
 
   /** @example const token = await tokens.issue("usr_…"); */
   issue(accountId: string): Promise<string> {
-    const issuedAt = Math.floor(this.#now().getTime() / 1000);
-    return new SignJWT({})
-      .setProtectedHeader({ alg: "HS256", typ: "JWT" })
-      .setSubject(accountId)
-      .setIssuer(ISSUER)
-      .setAudience(AUDIENCE)
-      .setIssuedAt(issuedAt)
-      .setJti(randomBase62(16))
-      .setExpirationTime(issuedAt + ACCESS_TOKEN_TTL_SECONDS)
-      .sign(this.#key);
+    return signToken(this.#key, {
+      subject: accountId,
+      audience: AUDIENCE,
+      ttlSeconds: ACCESS_TOKEN_TTL_SECONDS,
+      now: this.#now(),
+    });
   }
 
   /**
@@ -72,4 +69,24 @@ export interface VerifiedAccessToken {
   accountId: string;
   tokenId: string;
   expiresAt: Date;
+}
+
+/**
+ * An HS256 JWT of the service's: `sub`, `aud`, `iss`, a random `jti`, issued `now` and expiring `ttlSeconds`
+ * later. Each kind of token has an audience of its own, so none passes for another.
+ */
+export function signToken(
+  key: Uint8Array,
+  claims: { subject: string; audience: string; ttlSeconds: number; now: Date },
+): Promise<string> {
+  const issuedAt = Math.floor(claims.now.getTime() / 1000);
+  return new SignJWT({})
+    .setProtectedHeader({ alg: "HS256", typ: "JWT" })
+    .setSubject(claims.subject)
+    .setIssuer(ISSUER)
+    .setAudience(claims.audience)
+    .setIssuedAt(issuedAt)
+    .setJti(randomBase62(16))
+    .setExpirationTime(issuedAt + claims.ttlSeconds)
+    .sign(key);
 }

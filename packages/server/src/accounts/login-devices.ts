@@ -1,11 +1,10 @@
 import { createHash } from "node:crypto";
-import { jwtVerify, SignJWT } from "jose";
-import { randomBase62 } from "../internal/crypto.ts";
+import { jwtVerify } from "jose";
+import { ISSUER, signToken } from "./access-tokens.ts";
 
 /** How long a device that logged in is known by its token, in seconds (30 days); each login renews it. */
 export const LOGIN_DEVICE_TTL_SECONDS = 30 * 24 * 3600;
 
-const ISSUER = "svc";
 /** Not the access tokens' audience: a device token is no credential, and an access token no device token. */
 const AUDIENCE = "svc-login-device";
 
@@ -28,16 +27,12 @@ export class LoginDevices {
 
   /** A token for a device that has just logged in to `email` (normalised). */
   issue(email: string): Promise<string> {
-    const issuedAt = Math.floor(this.#now().getTime() / 1000);
-    return new SignJWT({})
-      .setProtectedHeader({ alg: "HS256", typ: "JWT" })
-      .setSubject(emailDigest(email))
-      .setIssuer(ISSUER)
-      .setAudience(AUDIENCE)
-      .setIssuedAt(issuedAt)
-      .setJti(randomBase62(16))
-      .setExpirationTime(issuedAt + LOGIN_DEVICE_TTL_SECONDS)
-      .sign(this.#key);
+    return signToken(this.#key, {
+      subject: emailDigest(email),
+      audience: AUDIENCE,
+      ttlSeconds: LOGIN_DEVICE_TTL_SECONDS,
+      now: this.#now(),
+    });
   }
 
   /**
