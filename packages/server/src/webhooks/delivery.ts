@@ -358,7 +358,7 @@ export class WebhookDeliverer {
       });
       if (response.status >= 200 && response.status < 300)
         return { ok: true, responseStatus: response.status, error: null };
-      const text = response.body.toString("utf8", 0, Math.min(response.body.length, 4 * ERROR_TEXT_CHARS));
+      const text = response.body.toString("utf8"); // already cut at bodyBytes
       return {
         ok: false,
         responseStatus: response.status,
