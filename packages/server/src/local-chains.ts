@@ -14,9 +14,11 @@ import type { Logger } from "pino";
 import { evmAddressOf } from "./chains/evm-keys.ts";
 import type { FaucetAccounts } from "./faucet/faucet.ts";
 import { type Config, ConfigError, type NetworkConfig } from "./internal/config.ts";
-import { chainCursors, evmNonces, transactions } from "./internal/db/schema.ts";
+import { transactions } from "./internal/db/schema.ts";
 import type { Db } from "./internal/db/store.ts";
+import { forgetCursors } from "./receives/watcher.ts";
 import { failSpend } from "./spends/admission.ts";
+import { forgetNonces } from "./spends/nonces.ts";
 
 type DevnetModule = typeof import("@svc/devnet");
 
@@ -141,8 +143,8 @@ async function loadDevnet(): Promise<DevnetModule> {
  */
 export async function forgetRestartedChains(db: Db, chains: readonly string[], log: Logger): Promise<void> {
   if (chains.length === 0) return;
-  await db.delete(evmNonces).where(inArray(evmNonces.chain, [...chains]));
-  await db.delete(chainCursors).where(inArray(chainCursors.chain, [...chains]));
+  await forgetNonces(db, chains);
+  await forgetCursors(db, chains);
   const pending = await db
     .select({ id: transactions.id })
     .from(transactions)

@@ -1,4 +1,4 @@
-import { and, eq, isNotNull, sql } from "drizzle-orm";
+import { and, eq, inArray, isNotNull, sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import { ChainTimeoutError } from "../chains/errors.ts";
 import type { ChainRegistry } from "../chains/registry.ts";
@@ -228,4 +228,9 @@ async function watchedAddresses(db: Db, client: ChainClient): Promise<Watched[]>
 /** EVM addresses compare without case (checksums differ in case only); Solana's are case-sensitive. */
 function normalise(client: ChainClient, address: string): string {
   return client.config.kind === "evm" ? address.toLowerCase() : address;
+}
+
+/** Forgets the scan cursors of `chains`: chains started anew are scanned from their head, as new ones are. */
+export async function forgetCursors(db: Db, chains: readonly string[]): Promise<void> {
+  await db.delete(chainCursors).where(inArray(chainCursors.chain, [...chains]));
 }

@@ -2,7 +2,7 @@
  * EVM nonces of the wallets' addresses, handed out by the store so concurrent spends (and instances sharing
  * one PostgreSQL) never sign two transactions with one nonce, nor skip one.
  */
-import { and, eq } from "drizzle-orm";
+import { and, eq, inArray } from "drizzle-orm";
 import { evmNonces } from "../internal/db/schema.ts";
 import type { Db, Tx } from "../internal/db/store.ts";
 
@@ -51,4 +51,9 @@ export async function releaseNonce(
     )
     .returning({ next: evmNonces.nextNonce });
   return released.length > 0;
+}
+
+/** Forgets every nonce handed out on `chains`: chains started anew, where every address begins again at 0. */
+export async function forgetNonces(db: Db | Tx, chains: readonly string[]): Promise<void> {
+  await db.delete(evmNonces).where(inArray(evmNonces.chain, [...chains]));
 }
