@@ -2,12 +2,12 @@
  * The service's overhead on a send, as a ratio measured side by side in one run: USDC transfers admitted
  * through the service (HTTP on a real socket, 201 after the broadcast) per second, against the same USDC
  * transfers signed locally and handed straight to the same local EVM node per second, with the same number
- * of concurrent senders, each on its own wallet (service) or account (raw). Prints figures; asserts nothing.
+ * of concurrent senders, each on its own wallet (service) or account (raw). The service runs in a process of
+ * its own, as deployed; this process is the client of both. Prints figures; asserts nothing.
  */
 import { randomBytes } from "node:crypto";
 import { connect, createServer, type Socket } from "node:net";
 import { fundEvm, startDevnet } from "@svc/devnet";
-import { sql } from "drizzle-orm";
 import {
   createPublicClient,
   encodeFunctionData,
@@ -18,12 +18,10 @@ import {
   type PublicClient,
 } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { chainCursors, transactions } from "../src/internal/db/schema.ts";
-import { type StoreLocation, selectRows } from "../src/internal/db/store.ts";
-import type { RunningService } from "../src/service.ts";
+import type { StoreLocation } from "../src/internal/db/store.ts";
 import { ApiClient, seedAccount } from "../test/support/api-client.ts";
 import { CpuMeter } from "./cpu.ts";
-import { startBenchService } from "./service.ts";
+import { forkBenchService, SERVICE_PROCESS_NAME, type ServiceProcess } from "./service-process.ts";
 
 const USDC = 1_000_000n;
 const SENDERS = Number(process.env.BENCH_SENDERS ?? 8);
@@ -86,20 +84,16 @@ const POST = Buffer.from("POST ");
  * transaction) ran inside the timed service phase, and the settling of the service's last sends inside the
  * raw phase.
  */
-async function drained(service: RunningService, client: PublicClient): Promise<void> {
+async function drained(service: ServiceProcess, client: PublicClient): Promise<void> {
   const deadline = Date.now() + 120_000;
   for (;;) {
     const head = await client.getBlockNumber({ cacheTime: 0 });
-    const [state] = await selectRows<{ pending: number; scanned: string | null }>(
-      service.store.db,
-      sql`SELECT (SELECT count(*)::int FROM ${transactions} WHERE ${transactions.status} = 'pending') AS pending,
-                 (SELECT max(split_part(${chainCursors.cursor}, ':', 1)::bigint)::text FROM ${chainCursors}
-                   WHERE ${chainCursors.chain} = 'base') AS scanned`,
-    );
-    const scannedTo = BigInt(state?.scanned ?? "-1");
-    if (state?.pending === 0 && scannedTo >= head) return;
+    const backlog = await service.backlog("base");
+    if (backlog.pending === 0 && backlog.scannedTo >= head) return;
     if (Date.now() > deadline)
-      throw new Error(`the service did not settle: ${JSON.stringify(state)} at head ${head}`);
+      throw new Error(
+        `the service did not settle: ${backlog.pending} spends pending, scanned to ${backlog.scannedTo} at head ${head}`,
+      );
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
@@ -155,7 +149,7 @@ async function rawRate(
 export async function benchSendRatio(label: string, store: StoreLocation): Promise<void> {
   const devnet = await startDevnet();
   const proxy = await countingPipe(devnet.evm.rpcUrl);
-  const service = await startBenchService(
+  const service = await forkBenchService(
     store,
     // The service reaches the node through the counting pipe; the raw senders too, so both pay its hop.
     { ...devnet, evm: { ...devnet.evm, rpcUrl: proxy.url } },
@@ -207,10 +201,13 @@ export async function benchSendRatio(label: string, store: StoreLocation): Promi
     // about half its later rate.
     const raws: number[] = [];
     const services: { sends: number; callsPerSend: number; requestsPerSend: number }[] = [];
-    // Where the time goes: the CPU each side costs, this process (the service with its load, or the raw
-    // senders), the node and, on PostgreSQL, the database server.
-    const groups: Record<string, string> =
-      "databaseUrl" in store ? { node: "anvil", PostgreSQL: "postgres" } : { node: "anvil" };
+    // Where the time goes: the CPU each side costs, this process (the service's load, or the raw senders),
+    // the service's process, the node and, on PostgreSQL, the database server.
+    const groups: Record<string, string> = {
+      service: SERVICE_PROCESS_NAME,
+      node: "anvil",
+      ...("databaseUrl" in store ? { PostgreSQL: "postgres" } : {}),
+    };
     const rawCpu = new CpuMeter(groups);
     const serviceCpu = new CpuMeter(groups);
     for (let round = 0; round <= ROUNDS; round++) {
@@ -242,7 +239,7 @@ export async function benchSendRatio(label: string, store: StoreLocation): Promi
           ...Object.entries(cpu.groups).map(([name, ms]) => `${name} ${ms.toFixed(2)}`),
         ].join(", ")}; the machine ${(cpu.busyShare * 100).toFixed(0)}% busy)`;
       console.log(
-        `[${label}] CPU per admitted send: ${parts(perSend, "service and its load")}; per raw transfer: ${parts(perTransfer, "raw senders")}`,
+        `[${label}] CPU per admitted send: ${parts(perSend, "its load")}; per raw transfer: ${parts(perTransfer, "raw senders")}`,
       );
     }
   } finally {
