@@ -4,6 +4,8 @@ import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChainClient, TokenInfo } from "../src/chains/types.ts";
 import { transactions } from "../src/internal/db/schema.ts";
+import { formatUsd } from "../src/internal/money.ts";
+import { usdMicros } from "../src/policy/pricing.ts";
 import { devnetClients, solanaKey } from "./support/chains.ts";
 import { eventually } from "./support/eventually.ts";
 import { RpcGate } from "./support/rpc-gate.ts";
@@ -45,10 +47,15 @@ afterAll(async () => {
 describe("a Solana transfer that lands but fails in execution", () => {
   it("is reported failed, with the chain's error, and gives its amount back to the daily limit", async () => {
     const { apiKey } = await seedAccount(server.api);
+    // Room for two $5 sends, each with the rent of the token account it opens for its recipient.
+    const lamports = await createSolanaRpc(devnet.solana.rpcUrl)
+      .getMinimumBalanceForRentExemption(165n)
+      .send();
+    const dailyLimit = formatUsd(2n * (5_000_000n + (usdMicros(solana.config.nativeToken, lamports) ?? 0n)));
     const wallet = (
       await server.api.post(
         "/v1/wallets",
-        { name: "overdrawn", chains: ["solana"], policy: { dailyLimit: "10" } },
+        { name: "overdrawn", chains: ["solana"], policy: { dailyLimit } },
         apiKey,
       )
     ).body;
@@ -97,7 +104,7 @@ describe("a Solana transfer that lands but fails in execution", () => {
       { describe: "the first transfer to land failed" },
     );
 
-    // Until the confirmer has seen it, its $5 still holds its place in the $10 window.
+    // Until the confirmer has seen it, its $5 (and its rent) still holds its place in the window.
     expect(expectErrorShape(await send(first, "5")).reason).toBe("daily_limit");
     // Each pass settles what the chain has finished; on a loaded machine the landed one may need another.
     const statusOf = async (id: string) => (await server.api.get(`/v1/transactions/${id}`, apiKey)).body;

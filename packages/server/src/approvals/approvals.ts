@@ -11,7 +11,8 @@ import { attachTransaction, type IdempotencyClaim } from "../idempotency/idempot
 import { transactions, wallets } from "../internal/db/schema.ts";
 import type { Db, Tx } from "../internal/db/store.ts";
 import { AppError, errors } from "../internal/errors.ts";
-import { checkStaticRules, type SpendFacts } from "../policy/rules.ts";
+import { usdMicros } from "../policy/pricing.ts";
+import { checkStaticRules, type SpendFacts, withRecipientAccountRent } from "../policy/rules.ts";
 import { checkDailyLimit, reservedInWindow } from "../policy/spend-window.ts";
 import {
   holdAskingCredential,
@@ -99,6 +100,13 @@ export async function approveSpend(
     token,
     amount: spend.amount,
   });
+  // Counted as it is sent: the rent of a token account it opens for its recipient may have come or gone
+  // since it was held (the recipient closed its account, or opened it).
+  const counted = withRecipientAccountRent(
+    { ...spend, usdMicros: usdMicros(token, spend.amount) },
+    client.config.nativeToken,
+    plan.recipientAccountRent,
+  );
   const privateKey = await openSigningKey(deps.db, deps.keyring, wallet, client.config.kind);
   let approved: TransactionRow;
   try {
@@ -115,17 +123,22 @@ export async function approveSpend(
       const current = await lockHeld(tx, held.id);
       // Its deadline went by while it was planned: nothing of this transaction stays (the nonce included).
       if (isPastDeadline(current, now)) throw new DeadlinePassed(now);
-      checkStaticRules(policy, spend);
-      await checkDailyLimit(tx, policy, spend, now, reservedInWindow(current, now));
+      checkStaticRules(policy, counted);
+      await checkDailyLimit(tx, policy, counted, now, reservedInWindow(current, now));
       if (nonce !== undefined) await checkFundsInFlight(tx, spend, plan, nonce);
       const signed = await client.signTransfer(plan, privateKey, nonce);
       // Sent now, so dated now: the daily limit counts it from its approval, not from when it was asked.
-      await moveReservation(tx, current, now);
+      await moveReservation(tx, current, now, counted.usdMicros);
       const row = await decide(
         tx,
         held.id,
         "approved",
-        { status: "pending", createdAt: now, ...signedColumns(spend, signed) },
+        {
+          status: "pending",
+          createdAt: now,
+          usdMicros: counted.usdMicros ?? null,
+          ...signedColumns(spend, signed),
+        },
         now,
       );
       if (asker.idempotency) await attachTransaction(tx, asker.idempotency, row.id);

@@ -145,14 +145,15 @@ export class SolanaChain implements ChainClient {
   }
 
   async planTransfer(input: TransferInput): Promise<TransferPlan> {
-    const [fee, { value: blockhash }] = await Promise.all([
-      this.#transferFee(input.to, input.token),
+    const [rent, { value: blockhash }] = await Promise.all([
+      this.#recipientAccountRent(input.to, input.token),
       this.#rpc.getLatestBlockhash({ commitment: "confirmed" }).send(),
     ]);
     return {
       ...input,
-      fee,
+      fee: LAMPORTS_PER_SIGNATURE + rent,
       solana: { blockhash: blockhash.blockhash, lastValidBlockHeight: blockhash.lastValidBlockHeight },
+      ...(rent > 0n ? { recipientAccountRent: rent } : {}),
     };
   }
 
@@ -214,9 +215,9 @@ export class SolanaChain implements ChainClient {
   }
   #systemAccountRentRead: Promise<bigint> | undefined;
 
-  /** The base fee, and the rent of the recipient's token account when the transfer creates it. */
-  async #transferFee(to: string, token: TokenInfo): Promise<bigint> {
-    if (token.address === null) return LAMPORTS_PER_SIGNATURE;
+  /** The rent of the recipient's token account when the transfer creates it; 0 when it exists (or SOL is sent). */
+  async #recipientAccountRent(to: string, token: TokenInfo): Promise<bigint> {
+    if (token.address === null) return 0n;
     const ata = await associatedTokenAccount(to, token.address);
     const { value } = await this.#rpc
       .getAccountInfo(ata, {
@@ -225,9 +226,8 @@ export class SolanaChain implements ChainClient {
         dataSlice: { offset: 0, length: 0 },
       })
       .send();
-    if (value !== null) return LAMPORTS_PER_SIGNATURE;
-    const rent = await this.#rpc.getMinimumBalanceForRentExemption(TOKEN_ACCOUNT_SIZE).send();
-    return LAMPORTS_PER_SIGNATURE + rent;
+    if (value !== null) return 0n;
+    return this.#rpc.getMinimumBalanceForRentExemption(TOKEN_ACCOUNT_SIZE).send();
   }
 
   async signTransfer(plan: TransferPlan, privateKey: Uint8Array): Promise<SignedTransfer> {

@@ -69,6 +69,11 @@ export interface TransferPlan extends TransferInput {
   };
   /** Solana: the blockhash the transaction lives by. */
   solana?: { blockhash: string; lastValidBlockHeight: bigint };
+  /**
+   * Solana: the rent of the recipient's token account when the transfer opens it (part of `fee`). The
+   * recipient can close that account and take its rent: it is given to the recipient, as the amount is.
+   */
+  recipientAccountRent?: bigint;
 }
 
 /** A plan and the sender's balances, read together; see {@link ChainClient.planTransferWithBalances}. */

@@ -29,7 +29,8 @@ export type PolicyViolationDetails = {
   recipient_not_allowed: { rule: "whitelist"; recipient: string };
   price_unavailable: { rule: "price"; token: string; chain: string };
   /** USD amounts as decimal strings. */
-  max_per_tx: { rule: "maxPerTx"; limit: string; requested: string };
+  /** `recipientAccountRent`: the part of `requested` that opens the recipient's token account (Solana). */
+  max_per_tx: { rule: "maxPerTx"; limit: string; requested: string; recipientAccountRent?: string };
   /** USD amounts as decimal strings; `resetsAt` an ISO date. */
   daily_limit: {
     rule: "dailyLimit";
@@ -38,6 +39,7 @@ export type PolicyViolationDetails = {
     requested: string;
     remaining: string;
     resetsAt: string;
+    recipientAccountRent?: string;
   };
   /** x402 payments cannot wait for an owner: above `approvalAbove` they are refused. */
   approval_required: { rule: "approvalAbove"; limit: string; requested: string };
@@ -153,6 +155,15 @@ export const errors = {
       `Refusing to send to ${address} on ${chain}: it is ${what}, not a recipient (whatever the chain lets through to it can never be spent again)`,
       "invalid_address",
       { chain },
+    ),
+  /** An EVM recipient whose code would make receiving the native coin cost more gas than a send may take. */
+  costlyRecipient: (chain: string, address: string, symbol: string, gas: bigint, maxGas: bigint) =>
+    new AppError(
+      400,
+      "ValidationError",
+      `Refusing to send ${symbol} to ${address} on ${chain}: its code would take up to ${gas.toLocaleString("en")} gas to receive it, paid from this wallet's ${symbol} as fees (a plain transfer takes 21,000; a send may take at most ${maxGas.toLocaleString("en")})`,
+      "recipient_too_costly",
+      { chain, gas: gas.toString(), maxGas: maxGas.toString() },
     ),
   weakPassword: (message: string) => new AppError(400, "ValidationError", message, "weak_password"),
   invalidAmount: (message: string) => new AppError(400, "ValidationError", message, "invalid_amount"),

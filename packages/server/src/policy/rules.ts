@@ -2,6 +2,7 @@ import type { TokenInfo } from "../chains/types.ts";
 import { errors } from "../internal/errors.ts";
 import { formatUsd } from "../internal/money.ts";
 import { type PolicyRow, sameRecipient } from "./policy.ts";
+import { usdMicros } from "./pricing.ts";
 
 /** A spend as the policy sees it. */
 export interface SpendFacts {
@@ -15,12 +16,52 @@ export interface SpendFacts {
   to: string;
   /** Whitelist entries that also admit this spend (x402: the hostname). */
   alsoAllowedAs?: string[];
-  /** USD value in micro-dollars; undefined when the token has no price. */
+  /**
+   * USD value in micro-dollars, what the policy counts: the amount's, and the rent it gives the recipient
+   * (`recipientAccountRent`) with it; undefined when either has no price.
+   */
   usdMicros: bigint | undefined;
+  /**
+   * Solana: the rent of the token account the transfer opens for its recipient, paid by the wallet in SOL.
+   * The recipient can close the account and take the rent, so the policy counts it as given, as the amount
+   * is: without it a dust send to a fresh address moved about $0.30 past a $0.01 limit each time.
+   */
+  recipientAccountRent?: { token: TokenInfo; amount: bigint; usdMicros: bigint | undefined };
   /** Set only once the decision has been verified with the authorization daemon. */
   spendDecisionId?: string | undefined;
   /** x402: the URL of the resource paid for. */
   resource?: string;
+}
+
+/**
+ * `spend` as the policy counts it once its plan is known: with the rent of the token account it opens for
+ * its recipient, if it opens one (`rent`, in atomic units of `native`).
+ */
+export function withRecipientAccountRent(
+  spend: SpendFacts,
+  native: TokenInfo,
+  rent: bigint | undefined,
+): SpendFacts {
+  if (!rent) return spend;
+  const rentMicros = usdMicros(native, rent);
+  return {
+    ...spend,
+    usdMicros:
+      spend.usdMicros === undefined || rentMicros === undefined ? undefined : spend.usdMicros + rentMicros,
+    recipientAccountRent: { token: native, amount: rent, usdMicros: rentMicros },
+  };
+}
+
+/** A spend's USD as refusals state it, naming the rent it gives its recipient when there is any. */
+export function spendUsdText(spend: SpendFacts): string {
+  const rent = spend.recipientAccountRent?.usdMicros;
+  return `$${formatUsd(spend.usdMicros ?? 0n)}${rent ? `, of which $${formatUsd(rent)} is the rent of the recipient's new token account` : ""}`;
+}
+
+/** The rent a spend gives its recipient, for a refusal's details; empty when there is none. */
+export function rentDetails(spend: SpendFacts): { recipientAccountRent?: string } {
+  const rent = spend.recipientAccountRent?.usdMicros;
+  return rent ? { recipientAccountRent: formatUsd(rent) } : {};
 }
 
 /**
@@ -62,10 +103,12 @@ export function checkStaticRules(policy: PolicyRow, spend: SpendFacts): void {
     policy.approvalAboveMicros !== null ||
     policy.alertAboveMicros !== null;
   if (bounded && spend.usdMicros === undefined) {
+    const rent = spend.recipientAccountRent;
+    const unpriced = rent && rent.usdMicros === undefined ? rent.token : spend.token;
     throw errors.policyViolation(
       "price_unavailable",
-      `No USD price is known for ${spend.token.symbol} on ${spend.chain}, so this spend cannot be checked against the policy's USD bounds`,
-      { rule: "price", token: spend.token.symbol, chain: spend.chain },
+      `No USD price is known for ${unpriced.symbol} on ${spend.chain}${unpriced === spend.token ? "" : " (this send pays in it the rent of the recipient's new token account)"}, so this spend cannot be checked against the policy's USD bounds`,
+      { rule: "price", token: unpriced.symbol, chain: spend.chain },
     );
   }
   if (
@@ -75,8 +118,13 @@ export function checkStaticRules(policy: PolicyRow, spend: SpendFacts): void {
   ) {
     throw errors.policyViolation(
       "max_per_tx",
-      `Per-transaction limit of $${formatUsd(policy.maxPerTxMicros)} exceeded: this spend is $${formatUsd(spend.usdMicros)}`,
-      { rule: "maxPerTx", limit: formatUsd(policy.maxPerTxMicros), requested: formatUsd(spend.usdMicros) },
+      `Per-transaction limit of $${formatUsd(policy.maxPerTxMicros)} exceeded: this spend is ${spendUsdText(spend)}`,
+      {
+        rule: "maxPerTx",
+        limit: formatUsd(policy.maxPerTxMicros),
+        requested: formatUsd(spend.usdMicros),
+        ...rentDetails(spend),
+      },
     );
   }
 }

@@ -8,7 +8,7 @@ import { type Db, namedStatement, readSnapshot, type Tx } from "../internal/db/s
 import { errors } from "../internal/errors.ts";
 import { formatUsd } from "../internal/money.ts";
 import { getPolicyRow, type PolicyRow } from "./policy.ts";
-import type { SpendFacts } from "./rules.ts";
+import { rentDetails, type SpendFacts, spendUsdText } from "./rules.ts";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const HOUR_MS = 60 * 60 * 1000;
@@ -168,7 +168,7 @@ export async function checkDailyLimit(
       const remaining = policy.dailyLimitMicros > used ? policy.dailyLimitMicros - used : 0n;
       throw errors.policyViolation(
         "daily_limit",
-        `Daily limit of $${formatUsd(policy.dailyLimitMicros)} exceeded: $${formatUsd(used)} used in the last 24h, this spend is $${formatUsd(spend.usdMicros)}`,
+        `Daily limit of $${formatUsd(policy.dailyLimitMicros)} exceeded: $${formatUsd(used)} used in the last 24h, this spend is ${spendUsdText(spend)}`,
         {
           rule: "dailyLimit",
           limit: formatUsd(policy.dailyLimitMicros),
@@ -176,6 +176,7 @@ export async function checkDailyLimit(
           requested: formatUsd(spend.usdMicros),
           remaining: formatUsd(remaining),
           resetsAt: (await windowResetsAt(db, spend.walletId, now)).toISOString(),
+          ...rentDetails(spend),
         },
       );
     }

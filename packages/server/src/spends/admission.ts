@@ -240,11 +240,17 @@ export async function releaseReservation(tx: Tx, spend: TransactionRow): Promise
 }
 
 /**
- * Moves a spend's reservation in the rolling window to `at`: a held spend approved is sent then, and counts
- * from then. The caller dates the spend `at` in the same transaction (the window reads rows by their date).
+ * Moves a spend's reservation in the rolling window to `at`, at `usdMicros`: a held spend approved is sent
+ * then, counted as it is sent, and counts from then. The caller dates the spend `at` and sets its USD in the
+ * same transaction (the window reads rows by their date).
  */
-export async function moveReservation(tx: Tx, spend: TransactionRow, at: Date): Promise<void> {
-  if (!spend.usdMicros || spend.usdMicros <= 0n) return;
-  await addToHour(tx, spend.walletId, spend.createdAt, -spend.usdMicros);
-  await addToHour(tx, spend.walletId, at, spend.usdMicros);
+export async function moveReservation(
+  tx: Tx,
+  spend: TransactionRow,
+  at: Date,
+  usdMicros: bigint | undefined,
+): Promise<void> {
+  if (spend.usdMicros && spend.usdMicros > 0n)
+    await addToHour(tx, spend.walletId, spend.createdAt, -spend.usdMicros);
+  if (usdMicros && usdMicros > 0n) await addToHour(tx, spend.walletId, at, usdMicros);
 }

@@ -4,7 +4,7 @@ import type { IdempotencyClaim } from "../idempotency/idempotency.ts";
 import type { Db } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 import { usdMicros } from "../policy/pricing.ts";
-import { checkStaticRules, type SpendFacts } from "../policy/rules.ts";
+import { checkStaticRules, type SpendFacts, withRecipientAccountRent } from "../policy/rules.ts";
 import { checkDailyLimit } from "../policy/spend-window.ts";
 import type { TransactionRow } from "../transactions/transactions.ts";
 import type { Keyring } from "../wallets/keyring.ts";
@@ -105,9 +105,11 @@ export async function send(
     await checkDailyLimit(deps.db, policy, spend, deps.now?.());
     // Everything from the chain before the lock: under it, only the decision, the nonce and local signing.
     const plan = await planFundedTransfer(client, { from, to: request.to, token, amount });
+    // Counted with what else it gives the recipient, now that the plan says.
+    const counted = withRecipientAccountRent(spend, client.config.nativeToken, plan.recipientAccountRent);
     const privateKey = await openSigningKey(deps.db, deps.keyring, wallet, kind, sealedKeys);
     try {
-      row = await admitSpend(deps.db, spend, {
+      row = await admitSpend(deps.db, counted, {
         ...(plan.evm ? { evmPlan: plan } : {}),
         ...asker,
         ...(deps.now ? { now: deps.now() } : {}),

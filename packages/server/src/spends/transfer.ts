@@ -20,6 +20,14 @@ import { checkFunds, type checkFundsInFlight, type FundedPlan } from "./funds.ts
 const MAX_ATOMIC = { evm: 2n ** 256n, solana: 2n ** 64n } as const;
 
 /**
+ * The most gas a transfer of an EVM chain's native coin may be given. A plain transfer takes 21,000 and a
+ * smart account's receive a few tens of thousands more; a recipient's code that takes more makes the wallet
+ * pay it as fees, which no limit of the policy counts (a contract looping in its fallback burned $15 of ETH
+ * on one send of a wei). Token transfers run the served token's own contract, not the recipient's.
+ */
+export const MAX_NATIVE_SEND_GAS = 100_000n;
+
+/**
  * Refuses a recipient (400 `invalid_address`) that is not an address of the chain's kind, or one where
  * whatever is sent is lost ({@link lostAt}): checked when a spend is asked for, and again when a held one is
  * approved (it may have been held before an address was known to be one).
@@ -56,8 +64,9 @@ export function parseTransferAmount(client: ChainClient, token: TokenInfo, amoun
 
 /**
  * Plans a transfer and checks, from the same moment's reads, that the sender holds the amount and the fee,
- * and that the recipient is no account nobody can sign for (Solana: a token account, a mint, a program, a
- * sysvar): the network part of a transfer, made before any lock is taken. Every read runs at once (on EVM,
+ * that the recipient is no account nobody can sign for (Solana: a token account, a mint, a program, a
+ * sysvar), and that receiving the native coin takes no more gas than a send may give (EVM,
+ * {@link MAX_NATIVE_SEND_GAS}): the network part of a transfer, made before any lock is taken. Every read runs at once (on EVM,
  * in one request). The plan carries the balances it was checked against, for the check under the lock
  * ({@link checkFundsInFlight}).
  */
@@ -75,6 +84,14 @@ export async function planFundedTransfer(client: ChainClient, input: TransferInp
         program: "a program",
         sysvar: "a sysvar",
       }[planned.lostRecipient],
+    );
+  if (plan.evm && input.token.address === null && plan.evm.gas > MAX_NATIVE_SEND_GAS)
+    throw errors.costlyRecipient(
+      client.config.name,
+      input.to,
+      input.token.symbol,
+      plan.evm.gas,
+      MAX_NATIVE_SEND_GAS,
     );
   const funds = {
     balance: planned.balance,
