@@ -278,7 +278,7 @@ describe("funds under concurrency", () => {
       );
       // Before, it was admitted against the latest block's 5 USDC, and reverted once mined, paying gas.
       expect(second.status, second.text).toBe(422);
-      expect(expectErrorShape(second).message).toMatch(/3 is taken by 1 sends not yet on chain/);
+      expect(expectErrorShape(second).message).toMatch(/3 is taken by 1 send not yet on chain/);
     } finally {
       await rpc("evm_setAutomine", [true]);
       await rpc("evm_setIntervalMining", [IDLE_BLOCK_SECONDS]);

@@ -22,7 +22,7 @@ import {
   signedColumns,
 } from "../spends/admission.ts";
 import { broadcastRecorded } from "../spends/broadcast.ts";
-import { checkFundsInFlight } from "../spends/funds.ts";
+import { checkFundsInFlight, fundsReadOf, pendingPayments } from "../spends/funds.ts";
 import type { SpendAsker, SpendDeps } from "../spends/send.ts";
 import { checkRecipient, findToken, planFundedTransfer } from "../spends/transfer.ts";
 import {
@@ -94,12 +94,11 @@ export async function approveSpend(
     usdMicros: held.usdMicros ?? undefined,
     spendDecisionId: held.spendDecisionId ?? undefined,
   };
-  const plan = await planFundedTransfer(client, {
-    from: spend.from,
-    to: spend.to,
-    token,
-    amount: spend.amount,
-  });
+  const plan = await planFundedTransfer(
+    client,
+    { from: spend.from, to: spend.to, token, amount: spend.amount },
+    await pendingPayments(deps.db, client.config, spend.from, token),
+  );
   // Counted as it is sent: the rent of a token account it opens for its recipient may have come or gone
   // since it was held (the recipient closed its account, or opened it).
   const counted = withRecipientAccountRent(
@@ -125,7 +124,8 @@ export async function approveSpend(
       if (isPastDeadline(current, now)) throw new DeadlinePassed(now);
       checkStaticRules(policy, counted);
       await checkDailyLimit(tx, policy, counted, now, reservedInWindow(current, now));
-      if (nonce !== undefined) await checkFundsInFlight(tx, spend, plan, nonce);
+      const funds = fundsReadOf(plan);
+      if (nonce !== undefined && funds) await checkFundsInFlight(tx, spend, funds, nonce);
       const signed = await client.signTransfer(plan, privateKey, nonce);
       // Sent now, so dated now: the daily limit counts it from its approval, not from when it was asked.
       await moveReservation(tx, current, now, counted.usdMicros);

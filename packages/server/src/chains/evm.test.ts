@@ -185,6 +185,38 @@ describe("EvmChain on the local chain", () => {
     }
   });
 
+  it("reads the state of pending x402 authorizations in the balances' request, before the balances", async () => {
+    const proxy = await startRpcProxy(devnet.evm.rpcUrl, () => "forward");
+    const reading = new EvmChain({ ...base.config, rpcUrl: proxy.url });
+    try {
+      const sender = await fundedSender();
+      const unused = {
+        token: usdc.address as `0x${string}`,
+        authorizer: sender.address,
+        nonce: numberToHex(12_345n, { size: 32 }),
+      };
+      // A token without authorizationState (no contract there): not known used.
+      const elsewhere = { ...unused, token: evmKey().address };
+      let asked = proxy.methods.length;
+      const funds = await reading.getFundsRead?.(sender.address, usdc, [unused, elsewhere]);
+      expect(proxy.methods.slice(asked)).toEqual(["eth_call,eth_call,eth_getTransactionCount,eth_call"]);
+      expect(funds).toEqual({ balance: 50_000_000n, minedNonce: 0, authorizationsUsed: [false, false] });
+
+      asked = proxy.methods.length;
+      const planned = await reading.planTransferWithBalances(
+        { from: sender.address, to: evmKey().address, token: usdc, amount: 1n },
+        [unused],
+      );
+      expect(proxy.methods.slice(asked).filter((m) => !FEE_READS.includes(m))).toEqual([
+        "eth_estimateGas,eth_getTransactionCount,eth_call,eth_getTransactionCount,eth_call,eth_getBalance",
+      ]);
+      expect(planned).toMatchObject({ balance: 50_000_000n, authorizationsUsed: [false] });
+      expect(planned.plan.evm?.minedNonce).toBe(0);
+    } finally {
+      await proxy.close();
+    }
+  });
+
   it("tells which of several transfers have landed, and how, from one request for their receipts", async () => {
     const proxy = await startRpcProxy(devnet.evm.rpcUrl, () => "forward");
     const watching = new EvmChain({ ...base.config, rpcUrl: proxy.url });

@@ -55,6 +55,7 @@ import type {
   BroadcastTransfer,
   ChainClient,
   ChainConfig,
+  EvmAuthorization,
   IncomingTransfer,
   SignedTransfer,
   TokenInfo,
@@ -164,33 +165,61 @@ export class EvmChain implements ChainClient {
     return this.#balanceOf(token, balance);
   }
 
+  /** The authorizations' states, then the nonce at the latest block and the balance there: one request. */
+  async getFundsRead(
+    address: string,
+    token: TokenInfo,
+    authorizations: readonly EvmAuthorization[],
+  ): Promise<{ balance: bigint; minedNonce: number; authorizationsUsed: boolean[] }> {
+    const owner = getAddress(address);
+    const outcomes = await this.#reads([
+      ...authorizations.map(authorizationStateCall),
+      { method: "eth_getTransactionCount", params: [owner, "latest"] },
+      balanceCall(owner, token),
+    ]);
+    const [mined, balance] = outcomes.slice(authorizations.length);
+    return {
+      balance: this.#balanceOf(token, balance),
+      minedNonce: hexToNumber(resultOf(mined) as Hex),
+      authorizationsUsed: outcomes.slice(0, authorizations.length).map(wasUsed),
+    };
+  }
+
   getHead(): Promise<bigint> {
     return this.#client.getBlockNumber({ cacheTime: 0 });
   }
 
   async planTransfer(input: TransferInput): Promise<TransferPlan> {
-    return (await this.#plan(input, false)).plan;
+    return (await this.#plan(input, undefined)).plan;
   }
 
   /** The plan's reads and the sender's balances go to the node as one batch: one request, one moment. */
-  async planTransferWithBalances(input: TransferInput): Promise<TransferPlanWithBalances> {
-    const { plan, balances } = await this.#plan(input, true);
+  async planTransferWithBalances(
+    input: TransferInput,
+    authorizations: readonly EvmAuthorization[] = [],
+  ): Promise<TransferPlanWithBalances> {
+    const { plan, balances, authorizationsUsed } = await this.#plan(input, authorizations);
     const [balance = 0n, nativeBalance = balance] = balances;
-    return { plan, balance, nativeBalance };
+    return { plan, balance, nativeBalance, authorizationsUsed };
   }
 
   /**
    * A transfer's plan: the fee caps (cached, see {@link EvmChain.#feesPerGas}) beside one batch of the gas
-   * estimate, the pending nonce and, `withBalances`, the nonce at the latest block and the sender's balance
-   * of the token and of the native coin there.
+   * estimate, the pending nonce and, with balances (`authorizations` given, maybe none), the state of each
+   * authorization, the nonce at the latest block and the sender's balance of the token and of the native
+   * coin there. The node answers each read at its latest block as it comes to it, so a block mined during
+   * the request leaves the earlier reads a block behind: the states and the nonce come before the balances,
+   * so a spend they show on chain is always in the balances, and one they show not yet on chain may be in
+   * them already (counted twice by the check under the lock: refused a moment early, never over-admitted).
    */
   async #plan(
     input: TransferInput,
-    withBalances: boolean,
-  ): Promise<{ plan: TransferPlan; balances: bigint[] }> {
+    authorizations: readonly EvmAuthorization[] | undefined,
+  ): Promise<{ plan: TransferPlan; balances: bigint[]; authorizationsUsed: boolean[] }> {
     const from = getAddress(input.from);
     const to = getAddress(input.to);
     const native = input.token.address === null;
+    const withBalances = authorizations !== undefined;
     const call = native
       ? { to, value: input.amount, data: undefined }
       : {
@@ -199,6 +228,7 @@ export class EvmChain implements ChainClient {
           data: encodeFunctionData({ abi: erc20Abi, functionName: "transfer", args: [to, input.amount] }),
         };
     const tokens = !withBalances ? [] : native ? [input.token] : [input.token, this.config.nativeToken];
+    const states = authorizations ?? [];
     const [fees, [estimate, nonce, ...rest]] = await Promise.all([
       this.#feesPerGas(),
       this.#reads([
@@ -209,6 +239,7 @@ export class EvmChain implements ChainClient {
           ],
         },
         { method: "eth_getTransactionCount", params: [from, "pending"] },
+        ...states.map(authorizationStateCall),
         // With the balances (read at the latest block), the nonce at that block: sends from it on are not in them.
         ...(withBalances ? [{ method: "eth_getTransactionCount", params: [from, "latest"] }] : []),
         ...tokens.map((token) => balanceCall(from, token)),
@@ -216,7 +247,8 @@ export class EvmChain implements ChainClient {
     ]);
     const gas = this.#gasLimit(estimate, native);
     const pendingNonce = hexToNumber(resultOf(nonce) as Hex);
-    const [mined, ...balances] = withBalances ? rest : [undefined, ...rest];
+    const used = rest.slice(0, states.length);
+    const [mined, ...balances] = withBalances ? rest.slice(states.length) : [undefined];
     return {
       plan: {
         ...input,
@@ -230,6 +262,7 @@ export class EvmChain implements ChainClient {
         },
       },
       balances: tokens.map((token, i) => this.#balanceOf(token, balances[i])),
+      authorizationsUsed: used.map(wasUsed),
     };
   }
 
@@ -716,6 +749,46 @@ function resultOf(outcome: ReadOutcome | undefined): unknown {
   if (outcome === undefined) throw new Error("a batch answered fewer reads than it was asked");
   if ("error" in outcome) throw outcome.error;
   return outcome.result;
+}
+
+const AUTHORIZATION_STATE_ABI = [
+  {
+    type: "function",
+    name: "authorizationState",
+    stateMutability: "view",
+    inputs: [
+      { name: "authorizer", type: "address" },
+      { name: "nonce", type: "bytes32" },
+    ],
+    outputs: [{ type: "bool" }],
+  },
+] as const;
+
+/** The read of an EIP-3009 authorization's state at the latest block: `authorizationState(authorizer, nonce)`. */
+function authorizationStateCall(authorization: EvmAuthorization): RpcCall {
+  const data = encodeFunctionData({
+    abi: AUTHORIZATION_STATE_ABI,
+    functionName: "authorizationState",
+    args: [getAddress(authorization.authorizer), authorization.nonce],
+  });
+  return { method: "eth_call", params: [{ to: getAddress(authorization.token), data }, "latest"] };
+}
+
+/**
+ * Whether an authorization's state read says it was used: false also when the read failed or answered what
+ * does not decode (the caller then counts the payment as not yet taken from the balances).
+ */
+function wasUsed(outcome: ReadOutcome | undefined): boolean {
+  if (outcome === undefined || "error" in outcome) return false;
+  try {
+    return decodeFunctionResult({
+      abi: AUTHORIZATION_STATE_ABI,
+      functionName: "authorizationState",
+      data: outcome.result as Hex,
+    });
+  } catch {
+    return false;
+  }
 }
 
 /** The read of `owner`'s balance of `token`: `eth_getBalance`, or an ERC-20 `balanceOf` call. */

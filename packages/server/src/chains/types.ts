@@ -76,6 +76,16 @@ export interface TransferPlan extends TransferInput {
   recipientAccountRent?: bigint;
 }
 
+/**
+ * An EIP-3009 authorization a wallet signed (an EVM x402 payment, which the resource's facilitator submits), by
+ * what identifies it on chain: the token's `authorizationState(authorizer, nonce)` turns true once it is used.
+ */
+export interface EvmAuthorization {
+  token: `0x${string}`;
+  authorizer: `0x${string}`;
+  nonce: `0x${string}`;
+}
+
 /** A plan and the sender's balances, read together; see {@link ChainClient.planTransferWithBalances}. */
 export interface TransferPlanWithBalances {
   plan: TransferPlan;
@@ -83,6 +93,11 @@ export interface TransferPlanWithBalances {
   balance: bigint;
   /** The sender's balance of the native coin (the same figure when the token is the native coin). */
   nativeBalance: bigint;
+  /**
+   * EVM: of each authorization asked for, in order, whether it was used by the time the balances were read
+   * (read before them in the same request), so already taken from them. False also when its read failed.
+   */
+  authorizationsUsed?: boolean[];
   /**
    * Solana: the least an account may hold unless it holds nothing (its rent exemption) and, when the native
    * coin is sent, what the recipient holds now. The chain refuses a transfer that leaves the paying account
@@ -161,9 +176,23 @@ export interface ChainClient {
   planTransfer(input: TransferInput): Promise<TransferPlan>;
   /**
    * {@link ChainClient.planTransfer} and the sender's balances of the token and of the native coin, read
-   * together: what a payer checks its funds and fees against before a lock (EVM: one request to the node).
+   * together: what a payer checks its funds and fees against before a lock (EVM: one request to the node,
+   * which also reads the state of the sender's `authorizations` still pending, before the balances).
    */
-  planTransferWithBalances(input: TransferInput): Promise<TransferPlanWithBalances>;
+  planTransferWithBalances(
+    input: TransferInput,
+    authorizations?: readonly EvmAuthorization[],
+  ): Promise<TransferPlanWithBalances>;
+  /**
+   * EVM: what an x402 payment's funds check needs, in one request to the node: whether each of the payer's
+   * `authorizations` still pending was used, then the nonce at the latest block and the balance of `token`
+   * there (see {@link TransferPlanWithBalances.authorizationsUsed} and {@link TransferPlan.evm}'s `minedNonce`).
+   */
+  getFundsRead?(
+    address: string,
+    token: TokenInfo,
+    authorizations: readonly EvmAuthorization[],
+  ): Promise<{ balance: bigint; minedNonce: number; authorizationsUsed: boolean[] }>;
   /**
    * Signs a planned transfer with the key of `plan.from`. Local: no network call, so it may run under a
    * database lock. Does not broadcast. `privateKey`: EVM 32-byte secp256k1 secret; Solana 32-byte ed25519

@@ -13,7 +13,7 @@ import { checkStaticRules, isAboveAlert, needsApproval, type SpendFacts } from "
 import { addToHour, checkDailyLimit } from "../policy/spend-window.ts";
 import { recordTransaction, type TransactionRow, toTransactionView } from "../transactions/transactions.ts";
 import { alreadyUsed } from "./authorization.ts";
-import { checkFundsInFlight, type FundedPlan } from "./funds.ts";
+import { checkFundsInFlight, type FundedPlan, type FundsRead, fundsReadOf } from "./funds.ts";
 import { allocateNonceSql, releaseNonce } from "./nonces.ts";
 
 /**
@@ -76,8 +76,13 @@ export async function admitSpend(
   db: Db,
   spend: SpendFacts,
   options: {
-    /** An EVM transfer's plan: the lock hands out its nonce, and its funds are checked against the sends before. */
+    /**
+     * An EVM transfer's plan: the lock hands out its nonce, and its funds are checked against the spends in
+     * flight ({@link checkFundsInFlight}).
+     */
     evmPlan?: FundedPlan;
+    /** An EVM x402 payment's funds, read before: checked against the spends in flight. */
+    paymentFunds?: FundsRead | undefined;
     sign: (nonce: number | undefined) => Promise<SignedSpend>;
     idempotency?: IdempotencyClaim | undefined;
     /** The credential that asks: it must still be live when admitted. */
@@ -118,7 +123,8 @@ async function admitLocked(
       if (nonce !== undefined && !(await releaseNonce(tx, spend.chain, spend.from, nonce)))
         throw new Error("a nonce handed out under the spend's lock could not be given back");
     } else {
-      if (nonce !== undefined && options.evmPlan) await checkFundsInFlight(tx, spend, options.evmPlan, nonce);
+      const funds = options.evmPlan ? fundsReadOf(options.evmPlan) : options.paymentFunds;
+      if (funds) await checkFundsInFlight(tx, spend, funds, nonce);
       signed = await options.sign(nonce);
     }
     const row = await recordTransaction(

@@ -1,13 +1,15 @@
 /**
- * Whether a wallet holds what a transfer takes: the amount and the fee cap. Checked against the balances read
- * when the transfer was planned, before any lock ({@link planFundedTransfer}), and again under the wallet's
- * spend lock against what EVM sends not yet mined when the balances were read take from them
- * ({@link checkFundsInFlight}).
+ * Whether a wallet holds what a spend takes: the amount and, for a transfer, the fee cap. Checked against the
+ * balances read before any lock (a transfer's when it is planned, {@link planFundedTransfer}; an x402
+ * payment's with {@link readPaymentFunds}), and again, on EVM, under the wallet's spend lock against what the
+ * spends of its address the chain had not yet taken from those balances take from them
+ * ({@link checkFundsInFlight}): its sends not yet mined, and its x402 payments not yet settled.
  */
 import { sql } from "drizzle-orm";
 import { type Hex, parseTransaction } from "viem";
-import type { TokenInfo, TransferPlan } from "../chains/types.ts";
-import { selectRows, type Tx } from "../internal/db/store.ts";
+import { chainCall } from "../chains/errors.ts";
+import type { ChainClient, ChainConfig, EvmAuthorization, TokenInfo, TransferPlan } from "../chains/types.ts";
+import { type Db, selectRows, type Tx } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 import { formatUnits } from "../internal/money.ts";
 import type { SpendFacts } from "../policy/rules.ts";
@@ -19,42 +21,71 @@ export interface PlannedFunds {
   /** Of the native coin (the same figure when the token is the native coin). */
   nativeBalance: bigint;
   native: TokenInfo;
+  /** EVM: the sender's x402 payments still pending when planned, by transaction id ({@link PaymentsRead}). */
+  payments?: PaymentsRead;
 }
 
 /** A transfer's plan with the funds it was planned against. */
 export type FundedPlan = TransferPlan & { funds: PlannedFunds };
 
-/** What sends the chain did not know of when the funds were read take from them. */
-interface InFlight {
-  sends: number;
-  /** Their amounts of the token transferred. */
-  token: bigint;
-  /** Their amounts of the native coin, and a fee cap each. */
-  native: bigint;
-}
+/**
+ * Of an address's EVM x402 payments recorded pending before its balances were read: whether each was used on
+ * chain (settled) when they were read, by transaction id. Used: in the balances already. Not used: not in
+ * them, even if it settles (and is confirmed) before the check under the lock.
+ */
+export type PaymentsRead = ReadonlyMap<string, boolean>;
 
 /**
- * Refuses, 422 `insufficient_token` or `insufficient_gas`, a transfer of `amount` of `token` that the funds
- * (less what is in flight) do not cover with its fee.
+ * The funds an EVM spend was admitted against before the lock, for the check under it: the balances, the
+ * nonce at the block they were read at, and what was read of the x402 payments pending then.
+ */
+export interface FundsRead {
+  /** Of the token spent. */
+  balance: bigint;
+  /** A transfer's fee cap and the native coin it is paid in; none for an x402 payment (its facilitator pays). */
+  gas?: { fee: bigint; nativeBalance: bigint; native: TokenInfo };
+  /** The nonce at the block the balances were read at: the sends from it on are not in them. */
+  minedNonce: number;
+  payments: PaymentsRead;
+}
+
+/** What the spends the chain had not taken from the funds read take from them. */
+interface InFlight {
+  /** Of the token spent: what they take, and how many sends and x402 payments take it. */
+  token: bigint;
+  sends: number;
+  payments: number;
+  /** Of the native coin: what the sends take (their amounts of it, and a fee cap each), and how many pay fees. */
+  native: bigint;
+  feePayers: number;
+}
+
+const NOTHING_IN_FLIGHT: InFlight = { token: 0n, sends: 0, payments: 0, native: 0n, feePayers: 0 };
+
+/**
+ * x402 payments whose state is read with the balances, at most: the reads ride in the balances' request,
+ * whose size providers cap. A payment pending beyond them counts as not yet settled (see {@link checkFundsInFlight}).
+ */
+export const MAX_PAYMENT_STATE_READS = 16;
+
+/**
+ * Refuses, 422 `insufficient_token` or `insufficient_gas`, a spend of `amount` of `token` that the funds
+ * (less what is in flight) do not cover with its fee. `fee` undefined: the spend pays none (an x402 payment),
+ * and the native coin is not checked.
  */
 export function checkFunds(
-  token: TokenInfo,
-  amount: bigint,
-  fee: bigint,
-  funds: PlannedFunds,
-  inFlight: InFlight = { sends: 0, token: 0n, native: 0n },
+  spend: { type: SpendFacts["type"]; token: TokenInfo; amount: bigint },
+  funds: { balance: bigint; gas?: { fee: bigint; nativeBalance: bigint; native: TokenInfo } | undefined },
+  inFlight: InFlight = NOTHING_IN_FLIGHT,
 ): void {
-  const { native } = funds;
-  const isNative = token.address === null;
-  const ofWhich = (taken: bigint, decimals: number) =>
-    inFlight.sends === 0
-      ? ""
-      : `, of which ${formatUnits(taken, decimals)} is taken by ${inFlight.sends} sends not yet on chain`;
+  const { token, amount } = spend;
+  const what = spend.type === "x402" ? "this payment" : "this send";
+  const taken = describeSpends(inFlight.sends, inFlight.payments);
   const tokenLeft = funds.balance - inFlight.token;
   if (tokenLeft < amount) {
     throw errors.insufficientFunds(
       "insufficient_token",
-      `Insufficient ${token.symbol}: balance ${formatUnits(funds.balance, token.decimals)}${ofWhich(inFlight.token, token.decimals)}${inFlight.sends === 0 ? "," : ";"} this send needs ${formatUnits(amount, token.decimals)}`,
+      `Insufficient ${token.symbol}: balance ${formatUnits(funds.balance, token.decimals)}${taken === undefined ? "," : `, of which ${formatUnits(inFlight.token, token.decimals)} is taken by ${taken} not yet on chain;`} ${what} needs ${formatUnits(amount, token.decimals)}`,
       {
         token: token.symbol,
         balance: formatUnits(funds.balance, token.decimals),
@@ -62,13 +93,15 @@ export function checkFunds(
       },
     );
   }
-  const gasAvailable = isNative
-    ? funds.balance - inFlight.native - amount
-    : funds.nativeBalance - inFlight.native;
+  if (!funds.gas) return;
+  const { fee, nativeBalance, native } = funds.gas;
+  const gasAvailable =
+    token.address === null ? funds.balance - inFlight.native - amount : nativeBalance - inFlight.native;
   if (gasAvailable < fee) {
+    const payers = describeSpends(inFlight.feePayers, 0);
     throw errors.insufficientFunds(
       "insufficient_gas",
-      `Insufficient ${native.symbol} for fees: ${formatUnits(gasAvailable, native.decimals)} available${inFlight.sends === 0 ? "" : ` once ${inFlight.sends} sends not yet on chain are paid for`}, about ${formatUnits(fee, native.decimals)} needed`,
+      `Insufficient ${native.symbol} for fees: ${formatUnits(gasAvailable, native.decimals)} available${payers === undefined ? "" : ` once ${payers} not yet on chain are paid for`}, about ${formatUnits(fee, native.decimals)} needed`,
       {
         token: native.symbol,
         available: formatUnits(gasAvailable, native.decimals),
@@ -78,41 +111,171 @@ export function checkFunds(
   }
 }
 
+/** "2 sends and 1 x402 payment"; undefined for none. */
+function describeSpends(sends: number, payments: number): string | undefined {
+  const parts = [
+    ...(sends > 0 ? [`${sends} ${sends === 1 ? "send" : "sends"}`] : []),
+    ...(payments > 0 ? [`${payments} x402 ${payments === 1 ? "payment" : "payments"}`] : []),
+  ];
+  return parts.length === 0 ? undefined : parts.join(" and ");
+}
+
+/** x402 payments pending before the balances were read: their transaction ids, and their authorizations in order. */
+export interface PendingPayments {
+  ids: readonly string[];
+  authorizations: readonly EvmAuthorization[];
+}
+
+export const NO_PENDING_PAYMENTS: PendingPayments = { ids: [], authorizations: [] };
+
 /**
- * Under the wallet's spend lock, with the EVM nonce the lock handed out: refuses a transfer whose planned
- * funds do not cover it once the sends still pending with the nonces from the one the balances were read at
- * (the latest block's) up to this one are taken from them. None of those was mined when the balances were
- * read, so none is in them: each takes its amount and its own fee cap (gas limit × max fee, read from its
- * signed transaction). Without this, simultaneous sends each planned against the whole balance were all
- * admitted, and on EVM those past it reverted on chain, each paying its gas; so did a send made while an
- * earlier one waited in the mempool. Only pending sends count: one confirmed since the balances were read
- * is missed (the rare race that can still over-admit), and so are the rows of a local chain restarted
- * since, whose nonces the new chain never saw.
+ * The x402 payments of `from` on an EVM chain still pending now, in `token`, whose state is to be read with
+ * the balances (oldest first, at most {@link MAX_PAYMENT_STATE_READS}), by transaction id: read before the
+ * balances, outside any transaction. None on other chains.
+ */
+export async function pendingPayments(
+  db: Db,
+  chain: ChainConfig,
+  from: string,
+  token: TokenInfo,
+): Promise<PendingPayments> {
+  if (chain.kind !== "evm" || token.address === null) return NO_PENDING_PAYMENTS;
+  const rows = await selectRows<{ id: string; token: string; authorizer: string; nonce: string }>(
+    db,
+    sql`SELECT id, x402_payment->'onChain'->>'token' AS token, x402_payment->'onChain'->>'authorizer' AS authorizer,
+          x402_payment->'onChain'->>'nonce' AS nonce
+        FROM transactions
+        WHERE chain = ${chain.name} AND from_address = ${from} AND type = 'x402' AND status = 'pending'
+          AND token = ${token.symbol} AND x402_payment->'onChain'->>'kind' = 'evm'
+        ORDER BY created_at, id LIMIT ${MAX_PAYMENT_STATE_READS}`,
+  );
+  const readable = rows.filter(
+    (row) => isHex(row.token, 20) && isHex(row.authorizer, 20) && isHex(row.nonce, 32),
+  );
+  return {
+    ids: readable.map((row) => row.id),
+    authorizations: readable.map((row) => ({
+      token: row.token as `0x${string}`,
+      authorizer: row.authorizer as `0x${string}`,
+      nonce: row.nonce as `0x${string}`,
+    })),
+  };
+}
+
+function isHex(value: string | null, bytes: number): boolean {
+  return value !== null && new RegExp(`^0x[0-9a-fA-F]{${bytes * 2}}$`).test(value);
+}
+
+/** Pairs the ids of {@link pendingPayments} with the states read of their authorizations, in order. */
+export function paymentsRead(ids: readonly string[], used: readonly boolean[] | undefined): PaymentsRead {
+  return new Map(ids.map((id, i) => [id, used?.[i] ?? false]));
+}
+
+/**
+ * An x402 payment's funds on an EVM chain, read before the lock: the pending payments' states, the nonce at
+ * the latest block and the balance there, in one request to the node (after one query of the store). Undefined
+ * on a chain without that read (Solana), whose payment is checked against its balance alone.
+ */
+export async function readPaymentFunds(
+  db: Db,
+  client: ChainClient,
+  from: string,
+  token: TokenInfo,
+): Promise<FundsRead | undefined> {
+  const getFundsRead = client.getFundsRead?.bind(client);
+  if (!getFundsRead) return undefined;
+  const pending = await pendingPayments(db, client.config, from, token);
+  const read = await chainCall(client.config.name, () => getFundsRead(from, token, pending.authorizations));
+  return {
+    balance: read.balance,
+    minedNonce: read.minedNonce,
+    payments: paymentsRead(pending.ids, read.authorizationsUsed),
+  };
+}
+
+/** The funds an EVM transfer's plan was made against, for {@link checkFundsInFlight}; undefined elsewhere. */
+export function fundsReadOf(plan: FundedPlan): FundsRead | undefined {
+  if (!plan.evm) return undefined;
+  return {
+    balance: plan.funds.balance,
+    gas: { fee: plan.fee, nativeBalance: plan.funds.nativeBalance, native: plan.funds.native },
+    minedNonce: plan.evm.minedNonce ?? plan.evm.pendingNonce,
+    payments: plan.funds.payments ?? new Map(),
+  };
+}
+
+/**
+ * Under the wallet's spend lock: refuses an EVM spend whose funds read before the lock do not cover it once
+ * what the address's other spends the chain had not taken from them when read are taken as well.
+ *
+ * Sends: those still pending with a nonce from the one the balances were read at (the latest block's) on, up
+ * to `nonce`, the one the lock handed this spend (a transfer), or all of them (an x402 payment, which has
+ * none). None of those was mined when the balances were read, so none is in them: each takes its amount
+ * and its own fee cap (gas limit × max fee, read from its signed transaction). Only pending sends count: one
+ * confirmed since the balances were read is missed (the rare race that can still over-admit), and so are
+ * the rows of a local chain restarted since, whose nonces the new chain never saw.
+ *
+ * x402 payments in the token spent (EIP-3009 authorizations, which the resource's facilitator submits and
+ * the wallet pays no gas for): a row stays pending until the confirmer learns how the payment ended, so one
+ * already settled may still be pending. Their states were read with the balances, before them in the same
+ * request ({@link PaymentsRead}): a payment used then is in the balances and does not count; one not used
+ * then counts while pending and also once confirmed since (it settled after the read). A payment recorded
+ * after that read (or beyond the reads' bound) counts while pending: it may have settled before the balances
+ * were read, and is then counted twice, refusing briefly what a later read would admit. One failed or
+ * expired does not count: it can no longer settle.
+ *
+ * Without this, simultaneous spends each checked against the whole balance were all admitted: an EVM send
+ * past it reverted on chain, paying its gas, and an x402 payment past it was never settled, the resource
+ * served unpaid or not at all.
  */
 export async function checkFundsInFlight(
   tx: Tx,
   spend: SpendFacts,
-  plan: FundedPlan,
-  nonce: number,
+  read: FundsRead,
+  nonce?: number,
 ): Promise<void> {
-  if (!plan.evm) return;
-  const readAt = plan.evm.minedNonce ?? plan.evm.pendingNonce;
-  if (nonce <= readAt) return;
-  const rows = await selectRows<{ token: string; amount: string; raw: string | null }>(
+  const readUnused = [...read.payments].filter(([, used]) => !used).map(([id]) => id);
+  const sends =
+    nonce !== undefined && nonce <= read.minedNonce
+      ? []
+      : await selectRows<{ token: string; amount: string; raw: string | null }>(
+          tx,
+          sql`SELECT token, amount_atomic::text AS amount, raw_tx AS raw FROM transactions
+              WHERE chain = ${spend.chain} AND from_address = ${spend.from} AND type = 'send' AND status = 'pending'
+                AND nonce >= ${read.minedNonce}${nonce === undefined ? sql`` : sql` AND nonce < ${nonce}`}`,
+        );
+  const confirmedSince =
+    readUnused.length === 0
+      ? sql``
+      : sql` OR (status = 'confirmed' AND id IN (${sql.join(
+          readUnused.map((id) => sql`${id}`),
+          sql`, `,
+        )}))`;
+  const payments = await selectRows<{ id: string; amount: string }>(
     tx,
-    sql`SELECT token, amount_atomic::text AS amount, raw_tx AS raw FROM transactions
-        WHERE chain = ${spend.chain} AND from_address = ${spend.from} AND type = 'send' AND status = 'pending'
-          AND nonce >= ${readAt} AND nonce < ${nonce}`,
+    sql`SELECT id, amount_atomic::text AS amount FROM transactions
+        WHERE chain = ${spend.chain} AND from_address = ${spend.from} AND type = 'x402'
+          AND token = ${spend.token.symbol} AND (status = 'pending'${confirmedSince})`,
   );
-  if (rows.length === 0) return;
-  const inFlight = { sends: rows.length, token: 0n, native: 0n };
-  for (const row of rows) {
+  const inFlight = { ...NOTHING_IN_FLIGHT };
+  const native = read.gas?.native.symbol;
+  for (const row of sends) {
     const amount = BigInt(row.amount);
-    if (row.token === spend.token.symbol) inFlight.token += amount;
-    if (row.token === plan.funds.native.symbol) inFlight.native += amount;
-    inFlight.native += feeCapOf(row.raw) ?? plan.fee;
+    if (row.token === spend.token.symbol) {
+      inFlight.token += amount;
+      inFlight.sends++;
+    }
+    if (row.token === native) inFlight.native += amount;
+    inFlight.native += feeCapOf(row.raw) ?? read.gas?.fee ?? 0n;
+    inFlight.feePayers++;
   }
-  checkFunds(spend.token, spend.amount, plan.fee, plan.funds, inFlight);
+  for (const row of payments) {
+    if (read.payments.get(row.id) === true) continue;
+    inFlight.token += BigInt(row.amount);
+    inFlight.payments++;
+  }
+  if (inFlight.sends + inFlight.payments + inFlight.feePayers === 0) return;
+  checkFunds(spend, read, inFlight);
 }
 
 /** The most a signed EVM transaction can pay in fees: its gas limit × its max fee per gas. */

@@ -16,6 +16,7 @@ import {
   releaseRefusedSpendAuthorization,
 } from "./authorization.ts";
 import { broadcastRecorded } from "./broadcast.ts";
+import { pendingPayments } from "./funds.ts";
 import { checkRecipient, findToken, parseTransferAmount, planFundedTransfer } from "./transfer.ts";
 
 /** What a spend needs from the rest of the service. */
@@ -104,7 +105,9 @@ export async function send(
     checkStaticRules(policy, spend);
     await checkDailyLimit(deps.db, policy, spend, deps.now?.());
     // Everything from the chain before the lock: under it, only the decision, the nonce and local signing.
-    const plan = await planFundedTransfer(client, { from, to: request.to, token, amount });
+    // The x402 payments still pending, whose states are read with the balances (see checkFundsInFlight).
+    const pending = await pendingPayments(deps.db, client.config, from, token);
+    const plan = await planFundedTransfer(client, { from, to: request.to, token, amount }, pending);
     // Counted with what else it gives the recipient, now that the plan says.
     const counted = withRecipientAccountRent(spend, client.config.nativeToken, plan.recipientAccountRent);
     const privateKey = await openSigningKey(deps.db, deps.keyring, wallet, kind, sealedKeys);

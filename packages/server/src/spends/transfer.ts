@@ -14,7 +14,15 @@ import type {
 } from "../chains/types.ts";
 import { errors } from "../internal/errors.ts";
 import { formatUnits, parseUnitsStrict } from "../internal/money.ts";
-import { checkFunds, type checkFundsInFlight, type FundedPlan } from "./funds.ts";
+import {
+  checkFunds,
+  type checkFundsInFlight,
+  type FundedPlan,
+  NO_PENDING_PAYMENTS,
+  type PendingPayments,
+  paymentsRead,
+  type pendingPayments,
+} from "./funds.ts";
 
 /** Amounts a chain can carry at all: uint256 on EVM, u64 on Solana. */
 const MAX_ATOMIC = { evm: 2n ** 256n, solana: 2n ** 64n } as const;
@@ -66,12 +74,19 @@ export function parseTransferAmount(client: ChainClient, token: TokenInfo, amoun
  * Plans a transfer and checks, from the same moment's reads, that the sender holds the amount and the fee,
  * that the recipient is no account nobody can sign for (Solana: a token account, a mint, a program, a
  * sysvar), and that receiving the native coin takes no more gas than a send may give (EVM,
- * {@link MAX_NATIVE_SEND_GAS}): the network part of a transfer, made before any lock is taken. Every read runs at once (on EVM,
- * in one request). The plan carries the balances it was checked against, for the check under the lock
- * ({@link checkFundsInFlight}).
+ * {@link MAX_NATIVE_SEND_GAS}): the network part of a transfer, made before any lock is taken. Every read
+ * runs at once (on EVM, in one request, with the states of the sender's x402 payments `pending` in the
+ * token, see {@link pendingPayments}). The plan carries the balances it was checked against and what was
+ * read of those payments, for the check under the lock ({@link checkFundsInFlight}).
  */
-export async function planFundedTransfer(client: ChainClient, input: TransferInput): Promise<FundedPlan> {
-  const planned = await chainCall(client.config.name, () => client.planTransferWithBalances(input));
+export async function planFundedTransfer(
+  client: ChainClient,
+  input: TransferInput,
+  pending: PendingPayments = NO_PENDING_PAYMENTS,
+): Promise<FundedPlan> {
+  const planned = await chainCall(client.config.name, () =>
+    client.planTransferWithBalances(input, pending.authorizations),
+  );
   const { plan } = planned;
   if (planned.lostRecipient)
     throw errors.lostRecipient(
@@ -97,8 +112,15 @@ export async function planFundedTransfer(client: ChainClient, input: TransferInp
     balance: planned.balance,
     nativeBalance: planned.nativeBalance,
     native: client.config.nativeToken,
+    payments: paymentsRead(pending.ids, planned.authorizationsUsed),
   };
-  checkFunds(input.token, input.amount, plan.fee, funds);
+  checkFunds(
+    { type: "send", token: input.token, amount: input.amount },
+    {
+      balance: funds.balance,
+      gas: { fee: plan.fee, nativeBalance: funds.nativeBalance, native: funds.native },
+    },
+  );
   checkRentExemption(client, input, planned);
   return { ...plan, funds };
 }

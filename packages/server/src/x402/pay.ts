@@ -23,6 +23,7 @@ import { checkDailyLimit } from "../policy/spend-window.ts";
 import { vouchedHostname } from "../policy/whitelist.ts";
 import { admitSpend, failSpend } from "../spends/admission.ts";
 import { consumeSpendAuthorization, releaseRefusedSpendAuthorization } from "../spends/authorization.ts";
+import { type FundsRead, readPaymentFunds } from "../spends/funds.ts";
 import type { SpendAsker, SpendDeps } from "../spends/send.ts";
 import { confirmTransactions, type TransactionRow } from "../transactions/transactions.ts";
 import { findSpendingWallet, openSigningKey } from "../wallets/wallets.ts";
@@ -140,7 +141,7 @@ export async function fetchAndPay(
       resource: url,
     };
     // The balance read starts at once; its outcome matters only if the policy lets the payment through.
-    const balance = checkBalance(client, from, selected);
+    const balance = checkBalance(deps.db, client, from, selected);
     balance.catch(() => {});
     try {
       // The policy first, as read with the wallet (a refusal signs nothing); admitSpend checks it again
@@ -150,7 +151,7 @@ export async function fetchAndPay(
       // Then everything the payment needs, outside the database transaction: the balance read runs while the
       // key is opened and the payment signed (its signature depends on nothing the database decides, unlike
       // a transfer's nonce). A payment the lock then refuses was never sent anywhere.
-      const [, payment] = await Promise.all([
+      const [funds, payment] = await Promise.all([
         balance,
         (async () => {
           const recentBlockhash =
@@ -175,6 +176,8 @@ export async function fetchAndPay(
       recorded = await admitSpend(deps.db, spend, {
         ...asker,
         ...(deps.now ? { now: deps.now() } : {}),
+        // Checked again under the lock, against the wallet's sends and x402 payments in flight.
+        paymentFunds: funds,
         sign: async () => ({ x402Payment: storedPayment(payment) }),
       });
       return payment;
@@ -223,10 +226,20 @@ export async function fetchAndPay(
   return { response: result.response, receipt: result.receipt, transaction: completed, amountCharged };
 }
 
-/** The balance the payment needs; x402 payments cost the payer no gas (the facilitator pays it). */
-async function checkBalance(client: ChainClient, from: string, selected: SelectedRequirement): Promise<void> {
+/**
+ * The balance the payment needs; x402 payments cost the payer no gas (the facilitator pays it). On EVM, read
+ * with what the check under the lock needs ({@link readPaymentFunds}), which it returns.
+ */
+async function checkBalance(
+  db: Db,
+  client: ChainClient,
+  from: string,
+  selected: SelectedRequirement,
+): Promise<FundsRead | undefined> {
   const { token, requirement } = selected;
-  const balance = await chainCall(client.config.name, () => client.getBalance(from, token));
+  const funds = await readPaymentFunds(db, client, from, token);
+  const balance =
+    funds?.balance ?? (await chainCall(client.config.name, () => client.getBalance(from, token)));
   if (balance < requirement.amount) {
     throw errors.insufficientFunds(
       "insufficient_token",
@@ -238,6 +251,7 @@ async function checkBalance(client: ChainClient, from: string, selected: Selecte
       },
     );
   }
+  return funds;
 }
 
 /**
