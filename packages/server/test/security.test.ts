@@ -671,13 +671,18 @@ describe("passwords and recipients", () => {
     }
   });
 
-  it("refuses a send where whatever is sent is lost (the zero address, a token's own contract or mint) with 400 invalid_address, signing nothing", async () => {
+  it("refuses a send where whatever is sent is lost (the zero address, precompiles, a token's own contract or mint) with 400 invalid_address, signing nothing", async () => {
     const wallet = await fundedWallet();
     for (const [chain, to, named] of [
       ["base", `0x${"0".repeat(40)}`, "the zero address"],
       ["solana", "11111111111111111111111111111111", "the zero address"],
       ["base", devnet.evm.usdc.toLowerCase(), "the USDC contract"],
       ["solana", devnet.solana.usdcMint, "the USDC mint"],
+      // Precompiles: sent there, ETH and tokens stay for good (found by an attack review: a send to 0x…01 landed).
+      ["base", "0x0000000000000000000000000000000000000001", "a precompiled or system contract"],
+      ["base", "0x000000000000000000000000000000000000ffff", "a precompiled or system contract"],
+      // Wrapped SOL's mint, where the local cluster keeps no account to tell it by (a send there landed).
+      ["solana", "So11111111111111111111111111111111111111112", "the wrapped SOL mint"],
     ] as const) {
       for (const token of chain === "base" ? ["USDC", "ETH"] : ["USDC", "SOL"]) {
         const response = await server.api.post(

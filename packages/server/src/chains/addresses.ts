@@ -52,11 +52,17 @@ const SOLANA_RUNTIME: ReadonlySet<string> = new Set([
   "Memo1UhkJRfHyvLMcVucJwxXeuD728EqVDDwQDxFMNo",
 ]);
 
+/** The mints of wrapped SOL, SPL Token's and Token-2022's, which a cluster may keep no account at (a local one). */
+const SOLANA_NATIVE_MINTS: ReadonlySet<string> = new Set([
+  "So11111111111111111111111111111111111111112",
+  "9pan9bMn5HatX4EJdBwg9VgCa7Uz5HL8N1m5D3NdXejP",
+]);
+
 /**
  * What `address` is, when it is no recipient: whatever the chain lets through to it can never be spent again.
- * EVM's zero address, Solana's all-zero key (the System Program) and runtime addresses ({@link SOLANA_RUNTIME}),
- * the contract (EVM) or mint (Solana) of a
- * token the chain serves (USDC's contract refuses transfers to itself: the sender loses the fee), or of a
+ * EVM's zero address and the addresses up to 0xffff (precompiles and system contracts), Solana's all-zero key
+ * (the System Program), runtime addresses ({@link SOLANA_RUNTIME}) and wrapped SOL's mints, the contract (EVM)
+ * or mint (Solana) of a token the chain serves (USDC's contract refuses transfers to itself: the sender loses the fee), or of a
  * token another served chain of its kind serves (an address nobody holds a key for here). Undefined for any
  * other address.
  * @example lostAt(base, "0x0000000000000000000000000000000000000000") // "the zero address"
@@ -64,6 +70,9 @@ const SOLANA_RUNTIME: ReadonlySet<string> = new Set([
  */
 export function lostAt(chain: ChainConfig, address: string): string | undefined {
   if (chain.kind === "evm" && /^0x0{40}$/i.test(address)) return "the zero address";
+  if (chain.kind === "evm" && /^0x0{36}[0-9a-f]{4}$/i.test(address))
+    return "the address of a precompiled or system contract (nobody holds a key for it)";
+  if (chain.kind === "solana" && SOLANA_NATIVE_MINTS.has(address)) return "the wrapped SOL mint";
   if (chain.kind === "solana" && address === "11111111111111111111111111111111")
     return "the zero address (the System Program)";
   if (chain.kind === "solana" && SOLANA_RUNTIME.has(address))
