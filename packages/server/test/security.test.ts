@@ -679,8 +679,8 @@ describe("passwords and recipients", () => {
       ["base", devnet.evm.usdc.toLowerCase(), "the USDC contract"],
       ["solana", devnet.solana.usdcMint, "the USDC mint"],
       // Precompiles: sent there, ETH and tokens stay for good (found by an attack review: a send to 0x…01 landed).
-      ["base", "0x0000000000000000000000000000000000000001", "a precompiled or system contract"],
-      ["base", "0x000000000000000000000000000000000000ffff", "a precompiled or system contract"],
+      ["base", "0x0000000000000000000000000000000000000001", "a precompiled contract"],
+      ["base", "0x0000000000000000000000000000000000000100", "a precompiled contract"],
       // Wrapped SOL's mint, where the local cluster keeps no account to tell it by (a send there landed).
       ["solana", "So11111111111111111111111111111111111111112", "the wrapped SOL mint"],
     ] as const) {

@@ -162,7 +162,7 @@ describe("refused sends move nothing and record nothing", () => {
     expect(overMax.details).toMatchObject({ rule: "maxPerTx", limit: "10.00", requested: "10.01" });
     await expectRefused(
       wallet.id,
-      { to: "0x0000000000000000000000000000000000000001", amount: "1", chain: "base" },
+      { to: "0x0000000000000000000000000000000000000b0b", amount: "1", chain: "base" },
       403,
       "PolicyViolation",
       "recipient_not_allowed",

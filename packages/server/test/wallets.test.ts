@@ -169,6 +169,27 @@ describe("reading and archiving wallets", () => {
     }
   });
 
+  it("refuses a query on the routes that take none with 400 invalid_query (they ignored it), and sends nothing", async () => {
+    const created = await server.api.post("/v1/wallets", { name: "q", chains: ["base"] }, apiKey);
+    for (const path of ["", "/balance", "/spending", "/policy"]) {
+      const response = await server.api.get(`/v1/wallets/${created.body.id}${path}?chain=solana`, apiKey);
+      expect(response.status, path).toBe(400);
+      expect(expectErrorShape(response), path).toMatchObject({
+        reason: "invalid_query",
+        message: 'Invalid query: (root): Unrecognized key: "chain"',
+      });
+    }
+    const send = await server.api.post(
+      `/v1/wallets/${created.body.id}/send?dryRun=true`,
+      { to: `0x${"1".repeat(40)}`, amount: "1", token: "USDC", chain: "base" },
+      apiKey,
+    );
+    expect(expectErrorShape(send).reason).toBe("invalid_query");
+    expect(
+      (await server.api.get(`/v1/wallets/${created.body.id}/transactions?type=send`, apiKey)).body.data,
+    ).toEqual([]);
+  });
+
   it("archives with 204, keeps the wallet readable as archived, and archiving twice is harmless", async () => {
     const created = await server.api.post("/v1/wallets", { name: "old", chains: ["base"] }, apiKey);
     const archived = await server.api.delete(`/v1/wallets/${created.body.id}`, apiKey);

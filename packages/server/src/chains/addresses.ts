@@ -60,7 +60,7 @@ const SOLANA_NATIVE_MINTS: ReadonlySet<string> = new Set([
 
 /**
  * What `address` is, when it is no recipient: whatever the chain lets through to it can never be spent again.
- * EVM's zero address and the addresses up to 0xffff (precompiles and system contracts), Solana's all-zero key
+ * EVM's zero address and the addresses up to 0x1ff (precompiles: 0x01 on, and 0x100 on some L2s), Solana's all-zero key
  * (the System Program), runtime addresses ({@link SOLANA_RUNTIME}) and wrapped SOL's mints, the contract (EVM)
  * or mint (Solana) of a token the chain serves (USDC's contract refuses transfers to itself: the sender loses the fee), or of a
  * token another served chain of its kind serves (an address nobody holds a key for here). Undefined for any
@@ -70,8 +70,8 @@ const SOLANA_NATIVE_MINTS: ReadonlySet<string> = new Set([
  */
 export function lostAt(chain: ChainConfig, address: string): string | undefined {
   if (chain.kind === "evm" && /^0x0{40}$/i.test(address)) return "the zero address";
-  if (chain.kind === "evm" && /^0x0{36}[0-9a-f]{4}$/i.test(address))
-    return "the address of a precompiled or system contract (nobody holds a key for it)";
+  if (chain.kind === "evm" && /^0x0{37}[01][0-9a-f]{2}$/i.test(address))
+    return "the address of a precompiled contract (nobody holds a key for it)";
   if (chain.kind === "solana" && SOLANA_NATIVE_MINTS.has(address)) return "the wrapped SOL mint";
   if (chain.kind === "solana" && address === "11111111111111111111111111111111")
     return "the zero address (the System Program)";

@@ -1,4 +1,5 @@
 import type { FastifyRequest } from "fastify";
+import { z } from "zod";
 import { errors } from "../internal/errors.ts";
 import { InexactNumber, markInexactNumbers, restoreInexactNumbers } from "../internal/exact-json.ts";
 import type { App } from "./types.ts";
@@ -120,8 +121,14 @@ function structureProblem(text: string, max: number): string | undefined {
  *   default, even on `POST …/policy/pause` or `DELETE`. A route that takes a body then answers its usual
  *   validation error, one that takes none proceeds.
  * - A body of any other media type (`text/plain`, forms) is 415, on every route.
+ * - A route of the API (`/v1/…`) that declares no query takes none: any query parameter is 400
+ *   `invalid_query`, as an unknown one is where a route declares its query.
  */
 export function installInputChecks(app: App): void {
+  app.addHook("onRoute", (route) => {
+    if (route.url.startsWith("/v1/") && route.schema?.querystring === undefined)
+      route.schema = { ...route.schema, querystring: z.strictObject({}) };
+  });
   const defaultJson = app.getDefaultJsonParser("error", "error");
   app.removeAllContentTypeParsers();
   app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
