@@ -4,14 +4,22 @@
  * is); on EVM, the gas a recipient's code takes to receive the native coin (paid as fees, which no limit
  * counts, so bounded per send).
  */
-import { createSolanaRpc } from "@solana/kit";
-import { fundEvm, fundSolana } from "@svc/devnet";
+import { address, createSolanaRpc, getAddressEncoder } from "@solana/kit";
+import {
+  findAssociatedTokenPda,
+  getBurnCheckedInstruction,
+  getCloseAccountInstruction,
+  TOKEN_PROGRAM_ADDRESS,
+} from "@solana-program/token";
+import { fundEvm, fundSolana, sendFromSolanaTreasury } from "@svc/devnet";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChainClient } from "../src/chains/types.ts";
 import { formatUsd } from "../src/internal/money.ts";
 import { usdMicros } from "../src/policy/pricing.ts";
 import { MAX_NATIVE_SEND_GAS } from "../src/spends/transfer.ts";
 import { devnetClients, evmKey, solanaKey } from "./support/chains.ts";
+import { eventually } from "./support/eventually.ts";
+import { RpcGate } from "./support/rpc-gate.ts";
 import { waitForSettled } from "./support/spends.ts";
 import { createTestServer, seedAccount, sharedDevnet, type TestServer } from "./support/test-server.ts";
 
@@ -128,6 +136,77 @@ describe("a Solana send that opens its recipient's token account", () => {
     const after = await server.api.get(`/v1/wallets/${payer.id}/spending`, apiKey);
     expect(after.body.used).toBe("0.01");
     expect(await chains.solana.getBalance(recipient, usdcOn(chains.solana))).toBe(1n + 10_000n);
+  });
+});
+
+describe("a Solana send to a recipient that closes its token account after the plan found it open", () => {
+  let gate: RpcGate;
+  let gated: TestServer;
+  beforeAll(async () => {
+    gate = await RpcGate.start(devnet.solana.rpcUrl);
+    gated = await createTestServer({
+      devnet: { ...devnet, solana: { ...devnet.solana, rpcUrl: gate.url } },
+    });
+  });
+  afterAll(async () => {
+    await gated.close();
+    await gate.close();
+  });
+
+  it("does not open it again: the transfer fails, and the wallet pays no rent the policy did not count", async () => {
+    const { apiKey: key } = await seedAccount(gated.api);
+    const payer = (
+      await gated.api.post(
+        "/v1/wallets",
+        { name: "closing", chains: ["solana"], policy: { maxPerTx: "0.10" } },
+        key,
+      )
+    ).body as { id: string; solana: { address: string } };
+    await fundSolana(devnet, payer.solana.address as never, { sol: SOL, usdc: USDC });
+    const recipient = await solanaKey();
+    await fundSolana(devnet, recipient.address, { sol: SOL / 10n, usdc: 1n });
+    const usdc = usdcOn(chains.solana);
+    const mint = address(usdc.address ?? "");
+    const [account] = await findAssociatedTokenPda({
+      owner: recipient.address,
+      mint,
+      tokenProgram: TOKEN_PROGRAM_ADDRESS,
+    });
+    const solBefore = await chains.solana.getBalance(payer.solana.address, chains.solana.config.nativeToken);
+
+    // Planned with the account open (no rent counted); held on its way to the node while the owner closes it.
+    gate.decide = ({ methods }) => (methods.includes("sendTransaction") ? "hold" : "forward");
+    const sending = gated.api.post(
+      `/v1/wallets/${payer.id}/send`,
+      { to: recipient.address, amount: "0.000001", token: "USDC", chain: "solana" },
+      key,
+    );
+    await eventually(() => gate.held.length > 0, { describe: "the send's broadcast to reach the gate" });
+    const owner = {
+      secretKey: new Uint8Array([...recipient.privateKey, ...getAddressEncoder().encode(recipient.address)]),
+    };
+    await sendFromSolanaTreasury(
+      { solana: devnet.solana, treasury: { solana: owner } } as never,
+      (signer) => [
+        getBurnCheckedInstruction({ account, mint, authority: signer, amount: 1n, decimals: usdc.decimals }),
+        getCloseAccountInstruction({ account, destination: recipient.address, owner: signer }),
+      ],
+    );
+    gate.openUp();
+
+    const answered = await sending;
+    const ended =
+      answered.status === 201
+        ? await waitForSettled(gated.api, key, answered.body.id)
+        : (await gated.api.get(`/v1/wallets/${payer.id}/transactions?type=send`, key)).body.data[0];
+    expect(ended.status).toBe("failed");
+    // At most the fee of a transfer that landed and failed; no account's rent.
+    const spent =
+      solBefore - (await chains.solana.getBalance(payer.solana.address, chains.solana.config.nativeToken));
+    expect(spent).toBeLessThanOrEqual(5_000n);
+    expect(await createSolanaRpc(devnet.solana.rpcUrl).getAccountInfo(account).send()).toMatchObject({
+      value: null,
+    });
   });
 });
 

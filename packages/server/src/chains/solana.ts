@@ -245,8 +245,14 @@ export class SolanaChain implements ChainClient {
         associatedTokenAccount(signer.address, mint),
         associatedTokenAccount(to, mint),
       ]);
+      // The recipient's token account is opened only when the plan found none, and counted its rent: one
+      // found open is not opened again if its owner closes it meanwhile (the transfer then fails, paying no
+      // rent the policy did not count).
+      if (plan.recipientAccountRent)
+        instructions.push(
+          getCreateAssociatedTokenIdempotentInstruction({ payer: signer, ata: destination, owner: to, mint }),
+        );
       instructions.push(
-        getCreateAssociatedTokenIdempotentInstruction({ payer: signer, ata: destination, owner: to, mint }),
         getTransferCheckedInstruction({
           source,
           mint,
