@@ -1,4 +1,11 @@
-import { fundSolana } from "@svc/devnet";
+import { type Address, address, createSolanaRpc, getAddressEncoder } from "@solana/kit";
+import {
+  findAssociatedTokenPda,
+  getBurnCheckedInstruction,
+  getCloseAccountInstruction,
+  TOKEN_PROGRAM_ADDRESS,
+} from "@solana-program/token";
+import { fundSolana, sendFromSolanaTreasury } from "@svc/devnet";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { transactions } from "../src/internal/db/schema.ts";
@@ -17,6 +24,35 @@ beforeAll(async () => {
   server = await createTestServer({ env: { SVC_CONFIRMER_INTERVAL_MS: "3600000" } });
 });
 afterAll(() => server.close());
+
+/** Empties and closes `owner`'s account of `token` (its owner takes the rent); returns the account's address. */
+async function closeTokenAccount(
+  owner: { privateKey: Uint8Array; address: Address },
+  token: { address: string | null; decimals: number },
+): Promise<Address> {
+  const mint = address(token.address ?? "");
+  const [account] = await findAssociatedTokenPda({
+    owner: owner.address,
+    mint,
+    tokenProgram: TOKEN_PROGRAM_ADDRESS,
+  });
+  const { value } = await createSolanaRpc(devnet.solana.rpcUrl).getTokenAccountBalance(account).send();
+  const secretKey = new Uint8Array([...owner.privateKey, ...getAddressEncoder().encode(owner.address)]);
+  await sendFromSolanaTreasury(
+    { solana: devnet.solana, treasury: { solana: { secretKey } } } as never,
+    (signer) => [
+      getBurnCheckedInstruction({
+        account,
+        mint,
+        authority: signer,
+        amount: BigInt(value.amount),
+        decimals: token.decimals,
+      }),
+      getCloseAccountInstruction({ account, destination: owner.address, owner: signer }),
+    ],
+  );
+  return account;
+}
 
 /**
  * The process recorded a spend (recorded as broadcast) and lost its broadcast, a while ago: the wait the
@@ -174,5 +210,54 @@ describe("a Solana spend whose blockhash expired before it landed", () => {
     );
     expect(admitted.status, admitted.text).toBe(201);
     expect(await solana.getBalance(recipient, usdc)).toBe(5_000_000n);
+  });
+  it("re-signed, does not open the recipient's token account the first did not: its owner closed it since, and the transfer fails", async () => {
+    const { apiKey } = await seedAccount(server.api);
+    const created = (await server.api.post("/v1/wallets", { name: "reopen", chains: ["solana"] }, apiKey))
+      .body;
+    await fundSolana(devnet, created.solana.address, { sol: 10n ** 9n, usdc: 5_000_000n });
+    const { solana } = await devnetClients(devnet);
+    const usdc = findToken(solana, "USDC");
+    const recipient = await solanaKey();
+    await fundSolana(devnet, recipient.address, { sol: 10n ** 8n, usdc: 1n });
+    const db = server.service.store.db;
+
+    // Planned and signed while the recipient's account was open (no rent counted), then its broadcast lost.
+    const privateKey = await openStoredKey(server.service, created.id, "solana");
+    const plan = await solana.planTransfer({
+      from: created.solana.address,
+      to: recipient.address,
+      token: usdc,
+      amount: 1_000_000n,
+    });
+    expect(plan.recipientAccountRent).toBeUndefined();
+    const row = await admitSpend(
+      db,
+      {
+        walletId: created.id,
+        type: "send",
+        chain: "solana",
+        token: usdc,
+        amount: 1_000_000n,
+        from: created.solana.address,
+        to: recipient.address,
+        usdMicros: 1_000_000n,
+      },
+      { sign: () => solana.signTransfer(plan, privateKey) },
+    );
+    privateKey.fill(0);
+    // The owner closes the account; the first transfer's blockhash runs out unlanded.
+    const account = await closeTokenAccount(recipient, usdc);
+    const solBefore = await solana.getBalance(created.solana.address, solana.config.nativeToken);
+    devnet.advanceSolanaSlots(400);
+    await server.service.confirmer.runOnce(); // dropped: rebuilt, re-signed, sent (refused)
+    devnet.advanceSolanaSlots(2);
+    await server.service.confirmer.runOnce();
+    const [ended] = await db.select().from(transactions).where(eq(transactions.id, row.id));
+    expect(ended?.status).toBe("failed");
+    expect(
+      solBefore - (await solana.getBalance(created.solana.address, solana.config.nativeToken)),
+    ).toBeLessThanOrEqual(5_000n);
+    expect((await createSolanaRpc(devnet.solana.rpcUrl).getAccountInfo(account).send()).value).toBeNull();
   });
 });

@@ -10,8 +10,11 @@ import {
   createSolanaRpcFromTransport,
   createTransactionMessage,
   getBase64EncodedWireTransaction,
+  getBase64Encoder,
+  getCompiledTransactionMessageDecoder,
   getSignatureFromTransaction,
   getSolanaErrorFromJsonRpcError,
+  getTransactionDecoder,
   type Instruction,
   isAddress,
   isSolanaError,
@@ -29,6 +32,7 @@ import {
 } from "@solana/kit";
 import { getTransferSolInstruction } from "@solana-program/system";
 import {
+  ASSOCIATED_TOKEN_PROGRAM_ADDRESS,
   findAssociatedTokenPda,
   getCreateAssociatedTokenIdempotentInstruction,
   getTransferCheckedInstruction,
@@ -228,6 +232,12 @@ export class SolanaChain implements ChainClient {
       .send();
     if (value !== null) return 0n;
     return this.#rpc.getMinimumBalanceForRentExemption(TOKEN_ACCOUNT_SIZE).send();
+  }
+
+  opensRecipientAccount(raw: string): boolean {
+    const transaction = getTransactionDecoder().decode(getBase64Encoder().encode(raw));
+    const message = getCompiledTransactionMessageDecoder().decode(transaction.messageBytes);
+    return message.staticAccounts.includes(ASSOCIATED_TOKEN_PROGRAM_ADDRESS);
   }
 
   async signTransfer(plan: TransferPlan, privateKey: Uint8Array): Promise<SignedTransfer> {

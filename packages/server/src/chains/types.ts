@@ -199,6 +199,11 @@ export interface ChainClient {
    * seed. EVM: `nonce` is the caller's, default the pending nonce read by the plan.
    */
   signTransfer(plan: TransferPlan, privateKey: Uint8Array, nonce?: number): Promise<SignedTransfer>;
+  /**
+   * Solana: whether a signed transfer (`raw`, as recorded) opens its recipient's token account, so that one
+   * signed again for it (a new blockhash) opens it only if the first did, whose rent the policy counted.
+   */
+  opensRecipientAccount?(raw: string): boolean;
   /** Sends a signed transfer. Broadcasting the same one twice is harmless (the chain dedupes by hash). */
   broadcast(signed: SignedTransfer): Promise<void>;
   /** Where a broadcast transfer stands. */

@@ -334,12 +334,17 @@ export class Confirmer {
     const [wallet] = await db.select().from(wallets).where(eq(wallets.id, row.walletId));
     if (!wallet) return;
     const token = findToken(client, row.token);
-    const plan = await client.planTransfer({
+    const replanned = await client.planTransfer({
       from: row.fromAddress,
       to: row.toAddress,
       token,
       amount: row.amountAtomic,
     });
+    // Signed again as it was first: a token account the first did not open (its rent uncounted by the policy)
+    // is not opened now, though its owner has closed it since; the transfer then fails.
+    const { recipientAccountRent: _, ...withoutOpening } = replanned;
+    const opened = row.rawTx === null || (client.opensRecipientAccount?.(row.rawTx) ?? true);
+    const plan = opened ? replanned : withoutOpening;
     const privateKey = await openSigningKey(db, keyring, wallet, "solana");
     let signed: Awaited<ReturnType<ChainClient["signTransfer"]>>;
     try {
