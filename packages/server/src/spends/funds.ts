@@ -5,11 +5,11 @@
  * spends of its address the chain had not yet taken from those balances take from them
  * ({@link checkFundsInFlight}): its sends not yet mined, and its x402 payments not yet settled.
  */
-import { sql } from "drizzle-orm";
 import { type Hex, parseTransaction } from "viem";
 import { chainCall } from "../chains/errors.ts";
 import type { ChainClient, ChainConfig, EvmAuthorization, TokenInfo, TransferPlan } from "../chains/types.ts";
-import { type Db, selectRows, type Tx } from "../internal/db/store.ts";
+import { transactions } from "../internal/db/schema.ts";
+import { type Db, namedStatement, type Tx } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 import { formatUnits } from "../internal/money.ts";
 import type { SpendFacts } from "../policy/rules.ts";
@@ -140,30 +140,34 @@ export async function pendingPayments(
   token: TokenInfo,
 ): Promise<PendingPayments> {
   if (chain.kind !== "evm" || token.address === null) return NO_PENDING_PAYMENTS;
-  const rows = await selectRows<{ id: string; token: string; authorizer: string; nonce: string }>(
-    db,
-    sql`SELECT id, x402_payment->'onChain'->>'token' AS token, x402_payment->'onChain'->>'authorizer' AS authorizer,
-          x402_payment->'onChain'->>'nonce' AS nonce
-        FROM transactions
-        WHERE chain = ${chain.name} AND from_address = ${from} AND type = 'x402' AND status = 'pending'
-          AND token = ${token.symbol} AND x402_payment->'onChain'->>'kind' = 'evm'
-        ORDER BY created_at, id LIMIT ${MAX_PAYMENT_STATE_READS}`,
-  );
-  const readable = rows.filter(
-    (row) => isHex(row.token, 20) && isHex(row.authorizer, 20) && isHex(row.nonce, 32),
-  );
+  const rows = await pendingPaymentsStatement(db, [chain.name, from, token.symbol, MAX_PAYMENT_STATE_READS]);
+  const readable = rows.flatMap(({ id, payment }) => {
+    const onChain = (payment as { onChain?: Record<string, unknown> } | null)?.onChain;
+    const { token, authorizer, nonce } = onChain ?? {};
+    return onChain?.kind === "evm" && isHex(token, 20) && isHex(authorizer, 20) && isHex(nonce, 32)
+      ? [{ id, authorization: { token, authorizer, nonce } as EvmAuthorization }]
+      : [];
+  });
   return {
     ids: readable.map((row) => row.id),
-    authorizations: readable.map((row) => ({
-      token: row.token as `0x${string}`,
-      authorizer: row.authorizer as `0x${string}`,
-      nonce: row.nonce as `0x${string}`,
-    })),
+    authorizations: readable.map((row) => row.authorization),
   };
 }
 
-function isHex(value: string | null, bytes: number): boolean {
-  return value !== null && new RegExp(`^0x[0-9a-fA-F]{${bytes * 2}}$`).test(value);
+/** An address's x402 payments pending in a token, oldest first, at most $4: their ids and recorded payments. */
+const pendingPaymentsStatement = namedStatement<{ id: string; payment: unknown }>(
+  "pending_x402_payments",
+  `SELECT id, x402_payment FROM transactions
+    WHERE chain = $1 AND from_address = $2 AND type = 'x402' AND status = 'pending' AND token = $3
+    ORDER BY created_at, id LIMIT $4`,
+  [
+    [["id"], transactions.id],
+    [["payment"], transactions.x402Payment],
+  ],
+);
+
+function isHex(value: unknown, bytes: number): value is `0x${string}` {
+  return typeof value === "string" && new RegExp(`^0x[0-9a-fA-F]{${bytes * 2}}$`).test(value);
 }
 
 /** Pairs the ids of {@link pendingPayments} with the states read of their authorizations, in order. */
@@ -235,32 +239,20 @@ export async function checkFundsInFlight(
   nonce?: number,
 ): Promise<void> {
   const readUnused = [...read.payments].filter(([, used]) => !used).map(([id]) => id);
-  const sends =
-    nonce !== undefined && nonce <= read.minedNonce
-      ? []
-      : await selectRows<{ token: string; amount: string; raw: string | null }>(
-          tx,
-          sql`SELECT token, amount_atomic::text AS amount, raw_tx AS raw FROM transactions
-              WHERE chain = ${spend.chain} AND from_address = ${spend.from} AND type = 'send' AND status = 'pending'
-                AND nonce >= ${read.minedNonce}${nonce === undefined ? sql`` : sql` AND nonce < ${nonce}`}`,
-        );
-  const confirmedSince =
-    readUnused.length === 0
-      ? sql``
-      : sql` OR (status = 'confirmed' AND id IN (${sql.join(
-          readUnused.map((id) => sql`${id}`),
-          sql`, `,
-        )}))`;
-  const payments = await selectRows<{ id: string; amount: string }>(
-    tx,
-    sql`SELECT id, amount_atomic::text AS amount FROM transactions
-        WHERE chain = ${spend.chain} AND from_address = ${spend.from} AND type = 'x402'
-          AND token = ${spend.token.symbol} AND (status = 'pending'${confirmedSince})`,
-  );
+  const rows = await inFlightStatement(tx, [
+    spend.chain,
+    spend.from,
+    read.minedNonce,
+    nonce ?? null,
+    spend.token.symbol,
+    JSON.stringify(readUnused),
+  ]);
+  const sends = rows.filter((row) => row.type === "send");
+  const payments = rows.filter((row) => row.type === "x402");
   const inFlight = { ...NOTHING_IN_FLIGHT };
   const native = read.gas?.native.symbol;
   for (const row of sends) {
-    const amount = BigInt(row.amount);
+    const amount = row.amount;
     if (row.token === spend.token.symbol) {
       inFlight.token += amount;
       inFlight.sends++;
@@ -271,12 +263,43 @@ export async function checkFundsInFlight(
   }
   for (const row of payments) {
     if (read.payments.get(row.id) === true) continue;
-    inFlight.token += BigInt(row.amount);
+    inFlight.token += row.amount;
     inFlight.payments++;
   }
   if (inFlight.sends + inFlight.payments + inFlight.feePayers === 0) return;
   checkFunds(spend, read, inFlight);
 }
+
+/**
+ * An address's spends in flight on a chain, in one statement: its sends pending with a nonce from $3 (the one
+ * at the block the balances were read at) up to $4 (the one handed out; none, for an x402 payment), and its
+ * x402 payments in the token spent ($5) pending, or confirmed since the read among those read unused ($6, a
+ * JSON array of ids).
+ */
+const inFlightStatement = namedStatement<{
+  type: string;
+  id: string;
+  token: string;
+  amount: bigint;
+  raw: string | null;
+}>(
+  "spends_in_flight",
+  // Two branches, each on an index (the pending rows', the primary key): one OR of both read every row.
+  `SELECT type, id, token, amount_atomic, raw_tx FROM transactions
+    WHERE status = 'pending' AND chain = $1 AND from_address = $2 AND (
+      (type = 'send' AND nonce >= $3::int AND ($4::int IS NULL OR nonce < $4::int)) OR (type = 'x402' AND token = $5))
+   UNION ALL
+   SELECT type, id, token, amount_atomic, raw_tx FROM transactions
+    WHERE status = 'confirmed' AND id = ANY (ARRAY(SELECT jsonb_array_elements_text($6::jsonb)))
+      AND type = 'x402' AND chain = $1 AND from_address = $2 AND token = $5`,
+  [
+    [["type"], transactions.type],
+    [["id"], transactions.id],
+    [["token"], transactions.token],
+    [["amount"], transactions.amountAtomic],
+    [["raw"], transactions.rawTx],
+  ],
+);
 
 /** The most a signed EVM transaction can pay in fees: its gas limit × its max fee per gas. */
 function feeCapOf(raw: string | null): bigint | undefined {
