@@ -60,11 +60,11 @@ const SOLANA_NATIVE_MINTS: ReadonlySet<string> = new Set([
 
 /**
  * What `address` is, when it is no recipient: whatever the chain lets through to it can never be spent again.
- * EVM's zero address and the addresses up to 0x1ff (precompiles: 0x01 on, and 0x100 on some L2s), Solana's all-zero key
- * (the System Program), runtime addresses ({@link SOLANA_RUNTIME}) and wrapped SOL's mints, the contract (EVM)
- * or mint (Solana) of a token the chain serves (USDC's contract refuses transfers to itself: the sender loses the fee), or of a
- * token another served chain of its kind serves (an address nobody holds a key for here). Undefined for any
- * other address.
+ * EVM's zero address and the addresses up to 0x1ff (precompiles: 0x01 on, and 0x100 on some L2s); Solana's
+ * all-zero key (the System Program), runtime addresses ({@link SOLANA_RUNTIME}) and wrapped SOL's mints; the
+ * contract (EVM) or mint (Solana) of a token the chain serves (USDC's contract refuses transfers to itself: the
+ * sender loses the fee), or of a token another served chain of its kind serves (an address nobody holds a key
+ * for here). Undefined for any other address.
  * @example lostAt(base, "0x0000000000000000000000000000000000000000") // "the zero address"
  * @example lostAt(base, base.tokens[0].address)                    // "the USDC contract"
  */
