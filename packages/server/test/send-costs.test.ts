@@ -4,20 +4,19 @@
  * is); on EVM, the gas a recipient's code takes to receive the native coin (paid as fees, which no limit
  * counts, so bounded per send).
  */
-import { address, createSolanaRpc, getAddressEncoder } from "@solana/kit";
-import {
-  findAssociatedTokenPda,
-  getBurnCheckedInstruction,
-  getCloseAccountInstruction,
-  TOKEN_PROGRAM_ADDRESS,
-} from "@solana-program/token";
-import { fundEvm, fundSolana, sendFromSolanaTreasury } from "@svc/devnet";
+import { createSolanaRpc } from "@solana/kit";
+import { fundEvm, fundSolana } from "@svc/devnet";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChainClient } from "../src/chains/types.ts";
 import { formatUsd } from "../src/internal/money.ts";
-import { usdMicros } from "../src/policy/pricing.ts";
-import { MAX_NATIVE_SEND_GAS } from "../src/spends/transfer.ts";
-import { devnetClients, evmKey, solanaKey } from "./support/chains.ts";
+import { findToken, MAX_NATIVE_SEND_GAS } from "../src/spends/transfer.ts";
+import {
+  closeTokenAccount,
+  devnetClients,
+  evmKey,
+  solanaKey,
+  tokenAccountRentUsd,
+} from "./support/chains.ts";
 import { eventually } from "./support/eventually.ts";
 import { RpcGate } from "./support/rpc-gate.ts";
 import { waitForSettled } from "./support/spends.ts";
@@ -27,8 +26,8 @@ let server: TestServer;
 let apiKey: string;
 let chains: { base: ChainClient; solana: ChainClient };
 let devnet: Awaited<ReturnType<typeof sharedDevnet>>;
-/** The rent of a token account (165 bytes), in lamports and in USD micros at the devnet's SOL price. */
-let rent: { lamports: bigint; usdMicros: bigint };
+/** The rent of a token account, in USD micros at the devnet's SOL price. */
+let rent: { usdMicros: bigint };
 
 const USDC = 1_000_000n;
 const SOL = 1_000_000_000n;
@@ -39,10 +38,7 @@ beforeAll(async () => {
   server = await createTestServer();
   ({ apiKey } = await seedAccount(server.api));
   chains = await devnetClients(devnet);
-  const lamports = await createSolanaRpc(devnet.solana.rpcUrl).getMinimumBalanceForRentExemption(165n).send();
-  const micros = usdMicros(chains.solana.config.nativeToken, lamports);
-  if (micros === undefined) throw new Error("the devnet prices SOL");
-  rent = { lamports, usdMicros: micros };
+  rent = { usdMicros: await tokenAccountRentUsd(devnet, chains.solana.config.nativeToken) };
 });
 afterAll(() => server.close());
 
@@ -58,12 +54,6 @@ async function wallet(policy: Record<string, unknown>) {
   await fundEvm(devnet, body.evm.address, { eth: ETH });
   return body;
 }
-
-const usdcOn = (chain: ChainClient) => {
-  const usdc = chain.config.tokens.find((t) => t.symbol === "USDC");
-  if (!usdc) throw new Error("no USDC");
-  return usdc;
-};
 
 const sendUsdc = (walletId: string, to: string, amount: string) =>
   server.api.post(`/v1/wallets/${walletId}/send`, { to, amount, token: "USDC", chain: "solana" }, apiKey);
@@ -135,7 +125,7 @@ describe("a Solana send that opens its recipient's token account", () => {
     await waitForSettled(server.api, apiKey, held.body.id);
     const after = await server.api.get(`/v1/wallets/${payer.id}/spending`, apiKey);
     expect(after.body.used).toBe("0.01");
-    expect(await chains.solana.getBalance(recipient, usdcOn(chains.solana))).toBe(1n + 10_000n);
+    expect(await chains.solana.getBalance(recipient, findToken(chains.solana, "USDC"))).toBe(1n + 10_000n);
   });
 });
 
@@ -165,13 +155,7 @@ describe("a Solana send to a recipient that closes its token account after the p
     await fundSolana(devnet, payer.solana.address as never, { sol: SOL, usdc: USDC });
     const recipient = await solanaKey();
     await fundSolana(devnet, recipient.address, { sol: SOL / 10n, usdc: 1n });
-    const usdc = usdcOn(chains.solana);
-    const mint = address(usdc.address ?? "");
-    const [account] = await findAssociatedTokenPda({
-      owner: recipient.address,
-      mint,
-      tokenProgram: TOKEN_PROGRAM_ADDRESS,
-    });
+    const usdc = findToken(chains.solana, "USDC");
     const solBefore = await chains.solana.getBalance(payer.solana.address, chains.solana.config.nativeToken);
 
     // Planned with the account open (no rent counted); held on its way to the node while the owner closes it.
@@ -182,16 +166,7 @@ describe("a Solana send to a recipient that closes its token account after the p
       key,
     );
     await eventually(() => gate.held.length > 0, { describe: "the send's broadcast to reach the gate" });
-    const owner = {
-      secretKey: new Uint8Array([...recipient.privateKey, ...getAddressEncoder().encode(recipient.address)]),
-    };
-    await sendFromSolanaTreasury(
-      { solana: devnet.solana, treasury: { solana: owner } } as never,
-      (signer) => [
-        getBurnCheckedInstruction({ account, mint, authority: signer, amount: 1n, decimals: usdc.decimals }),
-        getCloseAccountInstruction({ account, destination: recipient.address, owner: signer }),
-      ],
-    );
+    const account = await closeTokenAccount(devnet, recipient, usdc);
     gate.openUp();
 
     const answered = await sending;

@@ -1,17 +1,11 @@
-import { type Address, address, createSolanaRpc, getAddressEncoder } from "@solana/kit";
-import {
-  findAssociatedTokenPda,
-  getBurnCheckedInstruction,
-  getCloseAccountInstruction,
-  TOKEN_PROGRAM_ADDRESS,
-} from "@solana-program/token";
-import { fundSolana, sendFromSolanaTreasury } from "@svc/devnet";
+import { createSolanaRpc } from "@solana/kit";
+import { fundSolana } from "@svc/devnet";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { transactions } from "../src/internal/db/schema.ts";
 import { admitSpend } from "../src/spends/admission.ts";
 import { findToken } from "../src/spends/transfer.ts";
-import { devnetClients, solanaKey } from "./support/chains.ts";
+import { closeTokenAccount, devnetClients, solanaKey } from "./support/chains.ts";
 import { openStoredKey } from "./support/keys.ts";
 import { createTestServer, seedAccount, sharedDevnet, type TestServer } from "./support/test-server.ts";
 
@@ -24,35 +18,6 @@ beforeAll(async () => {
   server = await createTestServer({ env: { SVC_CONFIRMER_INTERVAL_MS: "3600000" } });
 });
 afterAll(() => server.close());
-
-/** Empties and closes `owner`'s account of `token` (its owner takes the rent); returns the account's address. */
-async function closeTokenAccount(
-  owner: { privateKey: Uint8Array; address: Address },
-  token: { address: string | null; decimals: number },
-): Promise<Address> {
-  const mint = address(token.address ?? "");
-  const [account] = await findAssociatedTokenPda({
-    owner: owner.address,
-    mint,
-    tokenProgram: TOKEN_PROGRAM_ADDRESS,
-  });
-  const { value } = await createSolanaRpc(devnet.solana.rpcUrl).getTokenAccountBalance(account).send();
-  const secretKey = new Uint8Array([...owner.privateKey, ...getAddressEncoder().encode(owner.address)]);
-  await sendFromSolanaTreasury(
-    { solana: devnet.solana, treasury: { solana: { secretKey } } } as never,
-    (signer) => [
-      getBurnCheckedInstruction({
-        account,
-        mint,
-        authority: signer,
-        amount: BigInt(value.amount),
-        decimals: token.decimals,
-      }),
-      getCloseAccountInstruction({ account, destination: owner.address, owner: signer }),
-    ],
-  );
-  return account;
-}
 
 /**
  * The process recorded a spend (recorded as broadcast) and lost its broadcast, a while ago: the wait the
@@ -247,7 +212,7 @@ describe("a Solana spend whose blockhash expired before it landed", () => {
     );
     privateKey.fill(0);
     // The owner closes the account; the first transfer's blockhash runs out unlanded.
-    const account = await closeTokenAccount(recipient, usdc);
+    const account = await closeTokenAccount(devnet, recipient, usdc);
     const solBefore = await solana.getBalance(created.solana.address, solana.config.nativeToken);
     devnet.advanceSolanaSlots(400);
     await server.service.confirmer.runOnce(); // dropped: rebuilt, re-signed, sent (refused)

@@ -5,8 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChainClient, TokenInfo } from "../src/chains/types.ts";
 import { transactions } from "../src/internal/db/schema.ts";
 import { formatUsd } from "../src/internal/money.ts";
-import { usdMicros } from "../src/policy/pricing.ts";
-import { devnetClients, solanaKey } from "./support/chains.ts";
+import { devnetClients, solanaKey, tokenAccountRentUsd } from "./support/chains.ts";
 import { eventually } from "./support/eventually.ts";
 import { RpcGate } from "./support/rpc-gate.ts";
 import {
@@ -48,10 +47,9 @@ describe("a Solana transfer that lands but fails in execution", () => {
   it("is reported failed, with the chain's error, and gives its amount back to the daily limit", async () => {
     const { apiKey } = await seedAccount(server.api);
     // Room for two $5 sends, each with the rent of the token account it opens for its recipient.
-    const lamports = await createSolanaRpc(devnet.solana.rpcUrl)
-      .getMinimumBalanceForRentExemption(165n)
-      .send();
-    const dailyLimit = formatUsd(2n * (5_000_000n + (usdMicros(solana.config.nativeToken, lamports) ?? 0n)));
+    const dailyLimit = formatUsd(
+      2n * (5_000_000n + (await tokenAccountRentUsd(devnet, solana.config.nativeToken))),
+    );
     const wallet = (
       await server.api.post(
         "/v1/wallets",

@@ -1,12 +1,17 @@
 import { randomBytes } from "node:crypto";
 import {
   type Address,
+  address,
   createKeyPairSignerFromPrivateKeyBytes,
   createSolanaRpc,
   generateKeyPairSigner,
+  getAddressEncoder,
 } from "@solana/kit";
 import { getCreateAccountInstruction } from "@solana-program/system";
 import {
+  findAssociatedTokenPda,
+  getBurnCheckedInstruction,
+  getCloseAccountInstruction,
   getInitializeMint2Instruction,
   getInitializeMultisig2Instruction,
   getMintSize,
@@ -18,6 +23,7 @@ import { privateKeyToAddress } from "viem/accounts";
 import { createChainClient, resolveChains } from "../../src/chains/registry.ts";
 import type { ChainClient, SignedTransfer, TokenInfo } from "../../src/chains/types.ts";
 import { loadConfig } from "../../src/internal/config.ts";
+import { usdMicros } from "../../src/policy/pricing.ts";
 
 /** The chain-layer clients of a running devnet, built as the service builds them. */
 export async function devnetClients(devnet: DevnetInfo): Promise<{ base: ChainClient; solana: ChainClient }> {
@@ -114,4 +120,42 @@ export async function createTokenProgramAccount(
       : getInitializeMultisig2Instruction({ multisig: account.address, signers: [treasury.address], m: 1 }),
   ]);
   return account.address;
+}
+
+/** The rent of an SPL token account (165 bytes) in USD micros at `native`'s price: what a send opening one counts. */
+export async function tokenAccountRentUsd(devnet: DevnetInfo, native: TokenInfo): Promise<bigint> {
+  const lamports = await createSolanaRpc(devnet.solana.rpcUrl).getMinimumBalanceForRentExemption(165n).send();
+  const micros = usdMicros(native, lamports);
+  if (micros === undefined) throw new Error(`no USD price for ${native.symbol}`);
+  return micros;
+}
+
+/**
+ * Empties `owner`'s account of `token` (burning what it holds) and closes it, as its owner can at any time,
+ * taking the rent back; returns the account's address.
+ */
+export async function closeTokenAccount(
+  devnet: DevnetInfo,
+  owner: { privateKey: Uint8Array; address: Address },
+  token: TokenInfo,
+): Promise<Address> {
+  const mint = address(token.address ?? "");
+  const [account] = await findAssociatedTokenPda({
+    owner: owner.address,
+    mint,
+    tokenProgram: TOKEN_PROGRAM_ADDRESS,
+  });
+  const { value } = await createSolanaRpc(devnet.solana.rpcUrl).getTokenAccountBalance(account).send();
+  const secretKey = new Uint8Array([...owner.privateKey, ...getAddressEncoder().encode(owner.address)]);
+  await sendFromSolanaTreasury({ solana: devnet.solana, treasury: { solana: { secretKey } } }, (signer) => [
+    getBurnCheckedInstruction({
+      account,
+      mint,
+      authority: signer,
+      amount: BigInt(value.amount),
+      decimals: token.decimals,
+    }),
+    getCloseAccountInstruction({ account, destination: owner.address, owner: signer }),
+  ]);
+  return account;
 }
