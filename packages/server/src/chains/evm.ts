@@ -23,6 +23,7 @@ import {
   numberToHex,
   type PublicClient,
   pad,
+  parseAbi,
   parseEventLogs,
   parseTransaction,
   RpcError,
@@ -751,23 +752,16 @@ function resultOf(outcome: ReadOutcome | undefined): unknown {
   return outcome.result;
 }
 
-const AUTHORIZATION_STATE_ABI = [
-  {
-    type: "function",
-    name: "authorizationState",
-    stateMutability: "view",
-    inputs: [
-      { name: "authorizer", type: "address" },
-      { name: "nonce", type: "bytes32" },
-    ],
-    outputs: [{ type: "bool" }],
-  },
-] as const;
+/** What an EIP-3009 token (USDC) tells of an authorization: its state, and the log of its use. */
+export const EIP3009_ABI = parseAbi([
+  "function authorizationState(address authorizer, bytes32 nonce) view returns (bool)",
+  "event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)",
+]);
 
 /** The read of an EIP-3009 authorization's state at the latest block: `authorizationState(authorizer, nonce)`. */
 function authorizationStateCall(authorization: EvmAuthorization): RpcCall {
   const data = encodeFunctionData({
-    abi: AUTHORIZATION_STATE_ABI,
+    abi: EIP3009_ABI,
     functionName: "authorizationState",
     args: [getAddress(authorization.authorizer), authorization.nonce],
   });
@@ -782,7 +776,7 @@ function wasUsed(outcome: ReadOutcome | undefined): boolean {
   if (outcome === undefined || "error" in outcome) return false;
   try {
     return decodeFunctionResult({
-      abi: AUTHORIZATION_STATE_ABI,
+      abi: EIP3009_ABI,
       functionName: "authorizationState",
       data: outcome.result as Hex,
     });

@@ -4,9 +4,9 @@
  * through the chain layer's transports (`evmReadClient`, `solanaReadRpc`): its errors, retries and time limits.
  */
 import type { Address, Signature } from "@solana/kit";
-import { type Hash, parseAbi, parseEventLogs } from "viem";
+import { type Hash, parseEventLogs } from "viem";
 import { ChainRequestError, chainCall, findChainError, scrubRpcUrl } from "../chains/errors.ts";
-import { evmReadClient } from "../chains/evm.ts";
+import { EIP3009_ABI, evmReadClient } from "../chains/evm.ts";
 import { SOLANA_NODE_LAG, solanaReadRpc } from "../chains/solana.ts";
 import type { ChainConfig } from "../chains/types.ts";
 import type { PaymentOnChain, RecentBlockhash } from "./payment.ts";
@@ -34,10 +34,6 @@ export interface X402ChainReads {
   ): Promise<PaymentSettlement>;
 }
 
-const EIP3009_ABI = parseAbi([
-  "function authorizationState(address authorizer, bytes32 nonce) view returns (bool)",
-  "event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)",
-]);
 /** How far back an EVM settlement is looked for when no receipt names it (an hour of Base blocks and more). */
 const EVM_LOG_WINDOW = 5_000n;
 /** Signatures asked for per page of the payer's token account history. */
