@@ -36,6 +36,7 @@ import { eventually } from "./support/eventually.ts";
 import { RpcGate } from "./support/rpc-gate.ts";
 import { waitForSettled } from "./support/spends.ts";
 import { createTestServer, expectErrorShape, seedAccount, type TestServer } from "./support/test-server.ts";
+import { settleAtFacilitator } from "./support/x402.ts";
 
 const PRICE = 10_000n; // 0.01 USDC
 const USDC = 1_000_000n;
@@ -535,17 +536,7 @@ describe("a payment the resource rejects", () => {
       expect(expectErrorShape(overLimit).reason).toBe("daily_limit");
 
       // The server settles what it refused.
-      const settled = (await (
-        await fetch(`${facilitator.url}/settle`, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({
-            x402Version: 2,
-            paymentPayload: JSON.parse(Buffer.from(kept[0] as string, "base64").toString("utf8")),
-            paymentRequirements: requirement,
-          }),
-        })
-      ).json()) as { success: boolean; transaction: string };
+      const settled = await settleAtFacilitator(facilitator.url, kept[0] as string, requirement);
       expect(settled.success).toBe(true);
       expect(await usdcBalance(chains.evm, wallet.evm.address)).toBe(before - PRICE);
       // The money moved, and the record says so once the confirmer has read the chain.
@@ -624,17 +615,7 @@ describe("a receipt that lies", () => {
         expect(stillPending.body).toMatchObject({ status: "pending" });
 
         // The liar settles the payment it kept: now the chain shows it, under its own transaction.
-        const settled = (await (
-          await fetch(`${facilitator.url}/settle`, {
-            method: "POST",
-            headers: { "content-type": "application/json" },
-            body: JSON.stringify({
-              x402Version: 2,
-              paymentPayload: JSON.parse(Buffer.from(kept[0] as string, "base64").toString("utf8")),
-              paymentRequirements: requirement,
-            }),
-          })
-        ).json()) as { success: boolean; transaction: string };
+        const settled = await settleAtFacilitator(facilitator.url, kept[0] as string, requirement);
         expect(settled.success).toBe(true);
         expect(settled.transaction).not.toBe(otherTx);
         await server.service.confirmer.runOnce();
@@ -829,16 +810,7 @@ describe("never paying twice", () => {
           res.writeHead(402, { "payment-required": challenge, "content-type": "application/json" }).end("{}");
           return;
         }
-        const settle = await fetch(`${facilitator.url}/settle`, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({
-            x402Version: 2,
-            paymentPayload: JSON.parse(Buffer.from(signature, "base64").toString("utf8")),
-            paymentRequirements: requirement,
-          }),
-        });
-        settlements.push((await settle.json()) as { success: boolean; transaction: string });
+        settlements.push(await settleAtFacilitator(facilitator.url, signature, requirement));
         res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(WEATHER));
       });
       await new Promise<void>((resolve) => quiet.listen(0, "127.0.0.1", resolve));

@@ -25,6 +25,7 @@ import {
   sharedDevnet,
   type TestServer,
 } from "./support/test-server.ts";
+import { settleAtFacilitator } from "./support/x402.ts";
 
 const USDC = 1_000_000n;
 let devnet: Awaited<ReturnType<typeof sharedDevnet>>;
@@ -137,17 +138,7 @@ async function x402Rows(walletId: string) {
 async function settleLastKept(): Promise<void> {
   const last = kept.at(-1);
   if (!last) throw new Error("no payment kept");
-  const settled = (await (
-    await fetch(`${facilitator.url}/settle`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({
-        x402Version: 2,
-        paymentPayload: last.payload,
-        paymentRequirements: last.requirement,
-      }),
-    })
-  ).json()) as { success: boolean };
+  const settled = await settleAtFacilitator(facilitator.url, last.payload, last.requirement);
   expect(settled.success).toBe(true);
 }
 

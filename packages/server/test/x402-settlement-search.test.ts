@@ -29,6 +29,7 @@ import { evmKey, solanaKey, testnetProfileOnLocalChains } from "./support/chains
 import { eventually } from "./support/eventually.ts";
 import { type RpcProxy, startRpcProxy } from "./support/rpc-proxy.ts";
 import { createTestServer, seedAccount, sharedDevnet } from "./support/test-server.ts";
+import { settleAtFacilitator } from "./support/x402.ts";
 
 const NETWORK = "solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1";
 /** More slots than the search's margin before the payment's blockhash. */
@@ -322,16 +323,7 @@ async function settledEvmPayment() {
     privateKey: payer.privateKey,
     now: new Date(),
   });
-  const settle = await fetch(`${facilitator.url}/settle`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({
-      x402Version: 2,
-      paymentPayload: JSON.parse(Buffer.from(signed.header.value, "base64").toString("utf8")),
-      paymentRequirements: requirement,
-    }),
-  });
-  const settled = (await settle.json()) as { success: boolean; transaction: string };
+  const settled = await settleAtFacilitator(facilitator.url, signed.header.value, requirement);
   expect(settled, JSON.stringify(settled)).toMatchObject({ success: true });
   return { base, signed, txHash: settled.transaction };
 }
