@@ -536,10 +536,16 @@ describe("webhook deliveries", () => {
 
 describe("webhook delivery slots", () => {
   it("are shared: one account's slow endpoints with long queues do not hold another account's deliveries until they are done", async () => {
+    // The other account, ready before the busy one's queue starts: only its event comes later.
+    const quick = await receiver();
+    const other = await seedAccount(server.api);
+    await createEndpoint(server.api, other.apiKey, { url: quick.url, events: ["api_key.created"] });
+
     // An account with as many endpoints as an instance works at once, each answering slowly, each with a
-    // queue of redeliveries.
+    // queue of redeliveries: 16 s of answers per endpoint, far longer than the other delivery may take on a
+    // loaded machine (it once took more than the 4 s a shorter queue lasted).
     const slow = await receiver();
-    slow.delayMs = 500;
+    slow.delayMs = 2_000;
     const busy = await seedAccount(server.api);
     const endpoints = [];
     for (let i = 0; i < 16; i++)
@@ -555,12 +561,8 @@ describe("webhook delivery slots", () => {
         );
         expect(queued.status, queued.text).toBe(202);
       }
-    await eventually(() => slow.requests.length >= 16, { describe: "every slow endpoint being worked" });
+    await eventually(() => slow.arrived >= 16, { describe: "every slow endpoint being worked" });
 
-    // Another account's event, to a receiver that answers at once.
-    const quick = await receiver();
-    const other = await seedAccount(server.api);
-    await createEndpoint(server.api, other.apiKey, { url: quick.url, events: ["api_key.created"] });
     const key = await server.api.post("/v1/api-keys", { name: "k", role: "read" }, other.apiKey);
     expect(key.status, key.text).toBe(201);
     await eventually(() => quick.acknowledged().length === 1, { describe: "the other account's delivery" });
