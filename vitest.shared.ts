@@ -1,3 +1,5 @@
+import { fileURLToPath } from "node:url";
+
 /**
  * Test settings shared by every package's vitest config. When SVC_TEST_RESULTS names a directory (CI sets
  * it), each package also writes a JSON report there, from which `.ci/summarize.mjs` prints the closing line.
@@ -6,3 +8,11 @@ export function ciReport(packageName: string): { reporters?: string[]; outputFil
   const dir = process.env.SVC_TEST_RESULTS;
   return dir ? { reporters: ["default", "json"], outputFile: { json: `${dir}/${packageName}.json` } } : {};
 }
+
+/**
+ * The global setup of every package whose tests start the service with the server's `createTestServer`:
+ * PGlite initializes one data directory for the run, from which each test store starts.
+ */
+export const serviceTestSetup = fileURLToPath(
+  new URL("./packages/server/test/support/pglite-setup.ts", import.meta.url),
+);

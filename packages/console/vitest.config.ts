@@ -1,6 +1,6 @@
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
-import { ciReport } from "../../vitest.shared.ts";
+import { ciReport, serviceTestSetup } from "../../vitest.shared.ts";
 
 export default defineConfig({
   // As in vite.config.ts: the SDK's sources.
@@ -8,7 +8,7 @@ export default defineConfig({
   test: {
     ...ciReport("console"),
     include: ["src/**/*.test.ts", "test/**/*.test.ts"],
-    globalSetup: ["test/build-console.ts"],
+    globalSetup: ["test/build-console.ts", serviceTestSetup],
     // Each file starts a service, local chains and a headless Chromium; room on 2 cores.
     testTimeout: 180_000,
     hookTimeout: 300_000,

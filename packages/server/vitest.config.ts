@@ -1,10 +1,11 @@
 import { defineConfig } from "vitest/config";
-import { ciReport } from "../../vitest.shared.ts";
+import { ciReport, serviceTestSetup } from "../../vitest.shared.ts";
 
 export default defineConfig({
   test: {
     ...ciReport("server"),
     include: ["src/**/*.test.ts", "test/**/*.test.ts"],
+    globalSetup: [serviceTestSetup],
     // Limits only bound a broken run: end-to-end files start services, chains and child processes on a
     // shared 2-core machine, where a file can wait minutes for CPU (beside two CPU hogs and other sessions,
     // a 34 s test took over 120 s). No assertion is about time.

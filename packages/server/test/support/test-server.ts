@@ -1,12 +1,15 @@
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { type DevnetInfo, startDevnet } from "@svc/devnet";
-import { afterAll } from "vitest";
+import { afterAll, inject } from "vitest";
 import { type Config, loadConfig } from "../../src/internal/config.ts";
 import type { StoreLocation } from "../../src/internal/db/store.ts";
 import { type RunningService, startService } from "../../src/service.ts";
 import { ApiClient, type ApiResponse, LogCapture } from "./api-client.ts";
 import { TestClock } from "./clock.ts";
 import { createFreshDatabase } from "./databases.ts";
+// Declares what the global setup provides (pgliteInitializedDump).
+import type {} from "./pglite-setup.ts";
 
 export { ApiClient, type ApiResponse, LogCapture, seedAccount, slowRequest } from "./api-client.ts";
 export { createFreshDatabase } from "./databases.ts";
@@ -44,6 +47,22 @@ export async function evmThroughGate(gate: { url: string }): Promise<Record<stri
     SVC_RPC_SOLANA: devnet.solana.rpcUrl,
     SVC_USDC_SOLANA: devnet.solana.usdcMint,
   };
+}
+
+let initializedPglite: Blob | undefined;
+
+/**
+ * A fresh in-memory PGlite store, started from the data directory the run's global setup had PGlite
+ * initialize (test/support/pglite-setup.ts), instead of initializing one each time.
+ */
+export function freshPgliteStore(): StoreLocation {
+  const dump = inject("pgliteInitializedDump");
+  if (!dump)
+    throw new Error(
+      "no initialized PGlite to start from: add serviceTestSetup (vitest.shared.ts) to this package's globalSetup",
+    );
+  initializedPglite ??= new Blob([readFileSync(dump)]);
+  return { pgliteMemory: true, initializedFrom: initializedPglite };
 }
 
 export interface TestServerOptions {
@@ -86,7 +105,7 @@ export async function createTestServer(options: TestServerOptions = {}): Promise
       storeLocation = { databaseUrl: db.url };
       dropDatabase = db.drop;
     } else {
-      storeLocation = { pgliteMemory: true };
+      storeLocation = freshPgliteStore();
     }
   }
   const config = loadConfig({
