@@ -3,6 +3,7 @@ import { sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/pglite";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { initializedPglite } from "../../test/support/pglite-setup.ts";
 import { loggerOptions } from "./logging.ts";
 
 const SECRET = "hash-of-a-key-Zq81vT0wLm";
@@ -19,7 +20,7 @@ async function failure(statement: Promise<unknown>): Promise<Error> {
 }
 
 beforeAll(async () => {
-  pg = await PGlite.create();
+  pg = await PGlite.create({ loadDataDir: initializedPglite() });
   await pg.exec("CREATE TABLE keys (key_hash text UNIQUE, n int)");
   const db = drizzle(pg);
   await db.execute(sql`INSERT INTO keys (key_hash) VALUES (${SECRET})`);

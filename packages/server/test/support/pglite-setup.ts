@@ -1,13 +1,16 @@
 /**
- * Vitest global setup of every package whose tests start the service ({@link createTestServer}): PGlite
- * initializes one data directory for the whole run (initdb in WebAssembly: 2–3 s of CPU), and each in-memory
- * store starts from a copy of it (under a second) and runs the migrations itself, as a new store does.
- * The dump holds nothing of the service's: only what PGlite's initdb wrote.
+ * One data directory PGlite initializes for the whole test run (initdb in WebAssembly: 2–3 s of CPU), from
+ * which every in-memory PGlite of the tests starts instead (under a second). A store started from it runs the
+ * migrations itself, as a new store does: the dump holds nothing of the service's, only what initdb wrote.
+ *
+ * The default export is the global setup of every package whose tests start the service
+ * (`serviceTestSetup` in vitest.shared.ts); tests take the dump with {@link initializedPglite}.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
+import { inject } from "vitest";
 import type { TestProject } from "vitest/node";
 
 declare module "vitest" {
@@ -26,4 +29,20 @@ export default async function setup(project: TestProject): Promise<() => void> {
   writeFileSync(file, Buffer.from(await dump.arrayBuffer()));
   project.provide("pgliteInitializedDump", file);
   return () => rmSync(dir, { recursive: true, force: true });
+}
+
+let dump: Blob | undefined;
+
+/**
+ * The data directory the run's global setup had PGlite initialize, as a dump to start a PGlite from
+ * (`PGlite.create({ loadDataDir })`, or a store's `initializedFrom`).
+ */
+export function initializedPglite(): Blob {
+  const file = inject("pgliteInitializedDump");
+  if (!file)
+    throw new Error(
+      "no initialized PGlite to start from: add serviceTestSetup (vitest.shared.ts) to this package's globalSetup",
+    );
+  dump ??= new Blob([readFileSync(file)]);
+  return dump;
 }

@@ -1,15 +1,13 @@
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { type DevnetInfo, startDevnet } from "@svc/devnet";
-import { afterAll, inject } from "vitest";
+import { afterAll } from "vitest";
 import { type Config, loadConfig } from "../../src/internal/config.ts";
 import type { StoreLocation } from "../../src/internal/db/store.ts";
 import { type RunningService, startService } from "../../src/service.ts";
 import { ApiClient, type ApiResponse, LogCapture } from "./api-client.ts";
 import { TestClock } from "./clock.ts";
 import { createFreshDatabase } from "./databases.ts";
-// Declares what the global setup provides (pgliteInitializedDump).
-import type {} from "./pglite-setup.ts";
+import { initializedPglite } from "./pglite-setup.ts";
 
 export { ApiClient, type ApiResponse, LogCapture, seedAccount, slowRequest } from "./api-client.ts";
 export { createFreshDatabase } from "./databases.ts";
@@ -49,22 +47,6 @@ export async function evmThroughGate(gate: { url: string }): Promise<Record<stri
   };
 }
 
-let initializedPglite: Blob | undefined;
-
-/**
- * A fresh in-memory PGlite store, started from the data directory the run's global setup had PGlite
- * initialize (test/support/pglite-setup.ts), instead of initializing one each time.
- */
-export function freshPgliteStore(): StoreLocation {
-  const dump = inject("pgliteInitializedDump");
-  if (!dump)
-    throw new Error(
-      "no initialized PGlite to start from: add serviceTestSetup (vitest.shared.ts) to this package's globalSetup",
-    );
-  initializedPglite ??= new Blob([readFileSync(dump)]);
-  return { pgliteMemory: true, initializedFrom: initializedPglite };
-}
-
 export interface TestServerOptions {
   /** Environment on top of the test defaults (generous rate limits, fixed secrets). */
   env?: Record<string, string>;
@@ -93,8 +75,8 @@ export const TEST_MASTER_KEY = randomBytes(32).toString("base64");
 export const TEST_JWT_SECRET = randomBytes(32).toString("hex");
 
 /**
- * Starts a real listening service on 127.0.0.1 with a fresh store: PGlite in memory, or a fresh PostgreSQL
- * database when DATABASE_URL is set.
+ * Starts a real listening service on 127.0.0.1 with a fresh store: PGlite in memory (started from the run's
+ * initialized data directory, {@link initializedPglite}), or a fresh PostgreSQL database when DATABASE_URL is set.
  */
 export async function createTestServer(options: TestServerOptions = {}): Promise<TestServer> {
   let dropDatabase: (() => Promise<void>) | undefined;
@@ -105,7 +87,7 @@ export async function createTestServer(options: TestServerOptions = {}): Promise
       storeLocation = { databaseUrl: db.url };
       dropDatabase = db.drop;
     } else {
-      storeLocation = freshPgliteStore();
+      storeLocation = { pgliteMemory: true, initializedFrom: initializedPglite() };
     }
   }
   const config = loadConfig({

@@ -3,13 +3,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PGlite, TransactionAbortedError, types } from "@electric-sql/pglite";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { initializedPglite } from "../../../test/support/pglite-setup.ts";
 import { PgliteConnection } from "./pglite-connection.ts";
 
 let pg: PGlite;
 let connection: PgliteConnection;
 
 beforeEach(async () => {
-  pg = await PGlite.create();
+  pg = await PGlite.create({ loadDataDir: initializedPglite() });
   await pg.exec(`CREATE TABLE items (
     id serial PRIMARY KEY, n bigint NOT NULL, amount numeric, at timestamptz, data jsonb, tags text[],
     name text UNIQUE)`);
@@ -139,7 +140,7 @@ describe("PgliteConnection, when something goes wrong around it", () => {
   it("closes once what was asked for has ended, refusing what comes after", async () => {
     const dir = mkdtempSync(join(tmpdir(), "svc-pglite-"));
     try {
-      const onDisk = await PGlite.create(dir);
+      const onDisk = await PGlite.create({ dataDir: dir, loadDataDir: initializedPglite() });
       await onDisk.exec("CREATE TABLE items (n int)");
       const store = new PgliteConnection(onDisk);
       const slow = store.transaction(async (tx) => {
