@@ -27,7 +27,7 @@ let apiKey: string;
 let chains: { base: ChainClient; solana: ChainClient };
 let devnet: Awaited<ReturnType<typeof sharedDevnet>>;
 /** The rent of a token account, in USD micros at the devnet's SOL price. */
-let rent: { usdMicros: bigint };
+let rentUsdMicros: bigint;
 
 const USDC = 1_000_000n;
 const SOL = 1_000_000_000n;
@@ -38,7 +38,7 @@ beforeAll(async () => {
   server = await createTestServer();
   ({ apiKey } = await seedAccount(server.api));
   chains = await devnetClients(devnet);
-  rent = { usdMicros: await tokenAccountRentUsd(devnet, chains.solana.config.nativeToken) };
+  rentUsdMicros = await tokenAccountRentUsd(devnet, chains.solana.config.nativeToken);
 });
 afterAll(() => server.close());
 
@@ -74,15 +74,15 @@ describe("a Solana send that opens its recipient's token account", () => {
     const refused = await sendUsdc(payer.id, fresh, "0.000001");
     expect(refused.status).toBe(403);
     expect(refused.body.error.reason).toBe("max_per_tx");
-    const total = formatUsd(rent.usdMicros + 1n);
+    const total = formatUsd(rentUsdMicros + 1n);
     expect(refused.body.error.message).toBe(
-      `Per-transaction limit of $0.10 exceeded: this spend is $${total}, of which $${formatUsd(rent.usdMicros)} is the rent of the recipient's new token account`,
+      `Per-transaction limit of $0.10 exceeded: this spend is $${total}, of which $${formatUsd(rentUsdMicros)} is the rent of the recipient's new token account`,
     );
     expect(refused.body.error.details).toEqual({
       rule: "maxPerTx",
       limit: "0.10",
       requested: total,
-      recipientAccountRent: formatUsd(rent.usdMicros),
+      recipientAccountRent: formatUsd(rentUsdMicros),
     });
     expect(await chains.solana.getBalance(payer.solana.address, chains.solana.config.nativeToken)).toBe(
       solBefore,
@@ -100,12 +100,12 @@ describe("a Solana send that opens its recipient's token account", () => {
     const first = await sendUsdc(payer.id, (await solanaKey()).address, "0.01");
     expect(first.status).toBe(201);
     const spending = await server.api.get(`/v1/wallets/${payer.id}/spending`, apiKey);
-    expect(spending.body.used).toBe(formatUsd(10_000n + rent.usdMicros));
+    expect(spending.body.used).toBe(formatUsd(10_000n + rentUsdMicros));
 
     const second = await sendUsdc(payer.id, (await solanaKey()).address, "0.01");
     expect(second.status).toBe(403);
     expect(second.body.error.reason).toBe("daily_limit");
-    expect(second.body.error.details.recipientAccountRent).toBe(formatUsd(rent.usdMicros));
+    expect(second.body.error.details.recipientAccountRent).toBe(formatUsd(rentUsdMicros));
     // The same amount to a recipient with an account fits.
     expect((await sendUsdc(payer.id, await recipientWithTokenAccount(), "0.01")).status).toBe(201);
   });
@@ -117,7 +117,7 @@ describe("a Solana send that opens its recipient's token account", () => {
     expect(held.status).toBe(202);
     expect(held.body.status).toBe("pending_approval");
     const whileHeld = await server.api.get(`/v1/wallets/${payer.id}/spending`, apiKey);
-    expect(whileHeld.body.used).toBe(formatUsd(10_000n + rent.usdMicros));
+    expect(whileHeld.body.used).toBe(formatUsd(10_000n + rentUsdMicros));
 
     await fundSolana(devnet, recipient, { usdc: 1n });
     const approved = await server.api.post(`/v1/approvals/${held.body.id}/approve`, undefined, apiKey);
