@@ -101,6 +101,46 @@ describe("the rolling 24 h window", () => {
     privateKey.fill(0);
   });
 
+  it("counts a spend made after the moment it is asked about in the last hour, as the limit counts it", async () => {
+    // A reader takes the service's clock, then opens its snapshot; a spend committed in between was made after
+    // the moment read. The limit counts it (CI on PostgreSQL once saw a total of 4.00 beside hours summing 3.00).
+    const devnet = await sharedDevnet();
+    const { apiKey } = await seedAccount(server.api);
+    const created = (
+      await server.api.post(
+        "/v1/wallets",
+        { name: "just after", chains: ["base"], policy: { dailyLimit: "10" } },
+        apiKey,
+      )
+    ).body;
+    await fundEvm(devnet, created.evm.address, { eth: 10n ** 18n, usdc: 100_000_000n });
+    const { base } = await devnetClients(devnet);
+    const usdc = findToken(base, "USDC");
+    const privateKey = await openStoredKey(server.service, created.id, "evm");
+    const to = "0x000000000000000000000000000000000000dEaD";
+    const plan = await base.planTransfer({ from: created.evm.address, to, token: usdc, amount: 1n });
+    // 30 minutes into an hour, so the moment before and the spend fall in the same hour bucket.
+    const madeAt = new Date(Math.floor(Date.now() / HOUR) * HOUR - 30 * 60 * 1000);
+    await admitSpend(
+      server.service.store.db,
+      {
+        walletId: created.id,
+        type: "send",
+        chain: "base",
+        token: usdc,
+        amount: 4_000_000n,
+        from: created.evm.address,
+        to,
+        usdMicros: 4_000_000n,
+      },
+      { now: madeAt, sign: () => base.signTransfer(plan, privateKey, 0) },
+    );
+    privateKey.fill(0);
+    const seen = await windowSpending(server.service.store.db, created.id, new Date(madeAt.getTime() - 5));
+    expect(seen.used).toBe(4_000_000n);
+    expect(seen.hours.map((hour) => hour.usdMicros)).toEqual([...Array(23).fill(0n), 4_000_000n]);
+  });
+
   it("gives a spend's share back 24 h after it was made, by the service's clock, through the API", async () => {
     const devnet = await sharedDevnet();
     const { apiKey } = await seedAccount(server.api);

@@ -22,14 +22,13 @@ const holdsReservation = and(
   inArray(transactions.status, ["pending_approval", "pending", "confirmed"]),
 );
 
+/** A wallet's spends that hold a reservation, made strictly after `after`. */
+const reservationsSince = (walletId: string, after: Date) =>
+  and(eq(transactions.walletId, walletId), holdsReservation, gt(transactions.createdAt, after));
+
 /** A wallet's spends that hold a reservation, made strictly between `after` and `before`. */
 const reservationsBetween = (walletId: string, after: Date, before: Date) =>
-  and(
-    eq(transactions.walletId, walletId),
-    holdsReservation,
-    gt(transactions.createdAt, after),
-    lt(transactions.createdAt, before),
-  );
+  and(reservationsSince(walletId, after), lt(transactions.createdAt, before));
 
 /**
  * USD spent in the rolling 24 h before `now`: whole hours from `spend_hours`, and the rows of the one
@@ -56,13 +55,7 @@ async function windowResetsAt(db: Db | Tx, walletId: string, now: Date): Promise
   const [oldest] = await db
     .select({ createdAt: transactions.createdAt })
     .from(transactions)
-    .where(
-      and(
-        eq(transactions.walletId, walletId),
-        holdsReservation,
-        gt(transactions.createdAt, new Date(now.getTime() - DAY_MS)),
-      ),
-    )
+    .where(reservationsSince(walletId, new Date(now.getTime() - DAY_MS)))
     .orderBy(asc(transactions.createdAt))
     .limit(1);
   return new Date((oldest?.createdAt ?? now).getTime() + DAY_MS);
@@ -75,7 +68,11 @@ export interface WindowSpending {
   used: bigint;
   /** When the oldest spend leaves the window (now, when there is none). */
   resetsAt: Date;
-  /** 24 consecutive hours ending at `now`, oldest first; a spend counts in the hour it was made. */
+  /**
+   * 24 consecutive hours ending at `now`, oldest first; a spend counts in the hour it was made, and one made
+   * after `now` (committed between the caller's reading its clock and this read) in the last, as the limit
+   * counts it.
+   */
   hours: { start: Date; usdMicros: bigint }[];
 }
 
@@ -96,7 +93,7 @@ export async function windowSpending(
     db
       .select({ createdAt: transactions.createdAt, usdMicros: transactions.usdMicros })
       .from(transactions)
-      .where(reservationsBetween(walletId, windowStart, now)),
+      .where(reservationsSince(walletId, windowStart)),
   ]);
   const hours = Array.from({ length: 24 }, (_, i) => ({
     start: new Date(windowStart.getTime() + i * HOUR_MS),
