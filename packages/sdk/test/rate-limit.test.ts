@@ -2,7 +2,8 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { SvcRateLimitError } from "../src/index.ts";
 import { startWorld, type World } from "./support.ts";
 
-// Its own service with a small per-credential limit (the window is the service's fixed minute).
+// Its own service with a small per-credential limit (a window of a minute by the service's clock, from the
+// credential's first request).
 const LIMIT = 4;
 let world: World;
 let key: string;
@@ -23,6 +24,8 @@ it("RateLimitExceeded surfaces as SvcRateLimitError with retryAfter and requestI
   expect(error.requestId).toMatch(/^req_/);
   expect(error.retryAfter).toBeGreaterThanOrEqual(1);
   expect(error.retryAfter).toBeLessThanOrEqual(60);
+  // The service's clock moves to 4–5 s before the window ends, so the wait below is seconds, not a minute.
+  world.server.clock.advance(error.retryAfter * 1000 - 5000);
 
   const seen: { status: number; at: number; retryAfter: string | null }[] = [];
   const patient = world.client({

@@ -100,7 +100,7 @@ export async function startService(config: Config, options: StartOptions = {}): 
     await keyring.checkAgainst(store.db);
     rateLimiter = config.redisUrl
       ? new FailoverRateLimiter(new RedisRateLimiter(config.redisUrl), logger)
-      : new MemoryRateLimiter();
+      : new MemoryRateLimiter(() => now().getTime());
     local = await openLocalChains(
       config,
       options.devnet,

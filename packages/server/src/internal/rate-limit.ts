@@ -13,13 +13,20 @@ export interface RateLimiter {
   close(): Promise<void>;
 }
 
-/** Counters in this process's memory: the embedded default. */
+/**
+ * Counters in this process's memory: the embedded default. Windows are measured by `now` (milliseconds),
+ * the service's clock.
+ */
 export class MemoryRateLimiter implements RateLimiter {
   readonly #windows = new Map<string, { count: number; resetAt: number }>();
-  #lastSweep = Date.now();
+  #lastSweep: number;
+
+  constructor(readonly now: () => number = Date.now) {
+    this.#lastSweep = now();
+  }
 
   async hit(key: string, limit: number, windowMs: number): Promise<RateLimitDecision> {
-    const now = Date.now();
+    const now = this.now();
     if (now - this.#lastSweep > windowMs) this.#sweep(now);
     let window = this.#windows.get(key);
     if (!window || window.resetAt <= now) {

@@ -1,0 +1,19 @@
+import { describe, expect, it } from "vitest";
+import { MemoryRateLimiter } from "./rate-limit.ts";
+
+describe("MemoryRateLimiter", () => {
+  it("counts a window of a key from its first hit by the clock it is given, and starts a new one when it ends", async () => {
+    let now = Date.parse("2026-01-01T00:00:00Z");
+    const limiter = new MemoryRateLimiter(() => now);
+    expect(await limiter.hit("key", 2, 60_000)).toEqual({ allowed: true, retryAfterMs: 60_000 });
+    now += 10_000;
+    expect(await limiter.hit("key", 2, 60_000)).toEqual({ allowed: true, retryAfterMs: 50_000 });
+    expect(await limiter.hit("key", 2, 60_000)).toEqual({ allowed: false, retryAfterMs: 50_000 });
+    // Another key has its own window.
+    expect(await limiter.hit("other", 2, 60_000)).toEqual({ allowed: true, retryAfterMs: 60_000 });
+    now += 49_999;
+    expect((await limiter.hit("key", 2, 60_000)).allowed).toBe(false);
+    now += 1;
+    expect(await limiter.hit("key", 2, 60_000)).toEqual({ allowed: true, retryAfterMs: 60_000 });
+  });
+});
