@@ -136,7 +136,11 @@ export async function startService(config: Config, options: StartOptions = {}): 
       ...registry.list().flatMap((chain) => [chain.rpcUrl, ...(chain.wsUrl ? [chain.wsUrl] : [])]),
       ...(config.authzd ? [config.authzd.url] : []),
     ];
-    outbound = new OutboundFetcher({ allow: config.outboundAllow, backends });
+    outbound = new OutboundFetcher({
+      allow: config.outboundAllow,
+      backends,
+      timeoutMs: config.x402FetchTimeoutMs,
+    });
     // Webhooks pass the same guard, with a short timeout and no redirects (a receiver answers where it was
     // registered; a redirect could lead the signed event anywhere).
     webhookOutbound = new OutboundFetcher({

@@ -41,6 +41,7 @@ import { settleAtFacilitator } from "./support/x402.ts";
 const PRICE = 10_000n; // 0.01 USDC
 const USDC = 1_000_000n;
 const WEATHER = { city: "Lisbon", forecast: "sunny", celsius: 21 };
+const FETCH_TIMEOUT_MS = 6000;
 
 let devnet: Devnet;
 let daemon: TestDaemon;
@@ -112,6 +113,8 @@ beforeAll(async () => {
       SVC_AUTHZD_URL: daemon.url,
       SVC_AUTHZD_TOKEN: serviceToken,
       SVC_X402_FACILITATOR_URL: facilitator.url,
+      // Shorter than the default 20 s, for the tests that wait a resource out.
+      SVC_X402_FETCH_TIMEOUT_MS: String(FETCH_TIMEOUT_MS),
     },
   });
   owner = await seedAccount(server.api);
@@ -323,6 +326,25 @@ describe("paying through POST /v1/x402/fetch", () => {
     expect(expectErrorShape(withDecision).details?.issues).toEqual([
       expect.objectContaining({ path: "spendAuthorization" }),
     ]);
+  });
+
+  it("gives up on a resource that does not answer within SVC_X402_FETCH_TIMEOUT_MS: 502 resource_timeout, nothing recorded", async () => {
+    const wallet = await fundedWallet(undefined, 0n);
+    const silent = createServer(() => {});
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    try {
+      const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}/silent`;
+      const response = await paidFetch({ walletId: wallet.id, url });
+      expect(response.status, response.text).toBe(502);
+      expect(expectErrorShape(response)).toMatchObject({
+        reason: "resource_timeout",
+        details: { timeoutMs: FETCH_TIMEOUT_MS },
+      });
+      expect(await history(wallet.id)).toEqual([]);
+    } finally {
+      silent.closeAllConnections();
+      await new Promise((resolve) => silent.close(resolve));
+    }
   });
 
   it("passes the resource's status, and text and binary bodies, through", async () => {

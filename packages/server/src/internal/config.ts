@@ -153,6 +153,7 @@ const envSchema = z.object({
   SVC_AUTHZD_TOKEN: z.string().min(1).optional(),
   SVC_OUTBOUND_ALLOW: outboundAllow.optional(),
   SVC_X402_FACILITATOR_URL: httpUrl.optional(),
+  SVC_X402_FETCH_TIMEOUT_MS: positiveInt.default(20_000),
   SVC_MCP_CONFIRM_ABOVE: z
     .string()
     .regex(/^(0|[1-9]\d{0,30})(\.\d{1,18})?$/, 'an amount of US dollars, e.g. "5" or "0.50"')
@@ -274,6 +275,11 @@ export interface Config {
    */
   x402FacilitatorUrl: string | undefined;
   /**
+   * How long `POST /v1/x402/fetch` waits for a resource's answer, redirects and body included, in ms: the
+   * unpaid request and the paid one each have this long.
+   */
+  x402FetchTimeoutMs: number;
+  /**
    * USD: at `/mcp`, a spend (send, fetch_paid) worth more asks the person through MCP elicitation first
    * (`SVC_MCP_CONFIRM_ABOVE`). Default: never ask.
    */
@@ -326,6 +332,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     outboundAllow:
       e.SVC_OUTBOUND_ALLOW ?? (e.SVC_NETWORK_PROFILE === "devnet" ? [...DEVNET_OUTBOUND_ALLOW] : []),
     x402FacilitatorUrl: e.SVC_X402_FACILITATOR_URL?.replace(/\/+$/, ""),
+    x402FetchTimeoutMs: e.SVC_X402_FETCH_TIMEOUT_MS,
     mcpConfirmAboveUsd: e.SVC_MCP_CONFIRM_ABOVE,
   };
 }
