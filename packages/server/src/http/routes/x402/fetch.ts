@@ -118,7 +118,8 @@ const paidFetchView = z
 
 /**
  * x402 fetches of one account running at once, at most (on this instance): each holds up to 2 MiB of the
- * resource's answer for up to 20 s, so one agent key could otherwise hold hundreds, and the memory with them.
+ * resource's answer for up to `SVC_X402_FETCH_TIMEOUT_MS` (20 s by default), so one agent key could otherwise
+ * hold hundreds, and the memory with them.
  */
 export const MAX_FETCHES_PER_ACCOUNT = 8;
 
