@@ -38,6 +38,26 @@ describe("loadConfig", () => {
     expect(message).not.toContain(bad.SVC_MASTER_KEY);
   });
 
+  it("refuses an interval or timeout longer than a timer can wait, which Node.js would run after 1 ms", () => {
+    const names = [
+      "SVC_CONFIRMER_INTERVAL_MS",
+      "SVC_WEBHOOK_POLL_MS",
+      "SVC_REQUEST_TIMEOUT_MS",
+      "SVC_WATCH_INTERVAL_MS",
+      "SVC_X402_FETCH_TIMEOUT_MS",
+    ];
+    const longest = Object.fromEntries(names.map((name) => [name, "2147483647"]));
+    expect(loadConfig(longest)).toMatchObject({
+      confirmerIntervalMs: 2147483647,
+      x402FetchTimeoutMs: 2147483647,
+    });
+    for (const name of names) {
+      expect(() => loadConfig({ [name]: "3000000000" }), name).toThrow(
+        `${name}: must be at most 2147483647 (about 24.8 days)`,
+      );
+    }
+  });
+
   it("exempts loopback from the outbound guard on the devnet profile only, unless SVC_OUTBOUND_ALLOW says", () => {
     expect(loadConfig({}).outboundAllow).toEqual(["127.0.0.0/8", "::1/128", "localhost"]);
     expect(loadConfig({ SVC_NETWORK_PROFILE: "testnet" }).outboundAllow).toEqual([]);

@@ -4,6 +4,12 @@ import { z } from "zod";
 const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().positive();
 
+/**
+ * A duration in milliseconds that a timer can wait: Node.js runs a longer timeout after 1 ms instead, which
+ * would turn an interval of days into a busy loop.
+ */
+const milliseconds = positiveInt.max(2 ** 31 - 1, "must be at most 2147483647 (about 24.8 days)");
+
 /** A 32-byte key given as base64. */
 const base64Key32 = z
   .string()
@@ -120,10 +126,10 @@ const envSchema = z.object({
   SVC_LOGIN_LIMIT_PER_MINUTE: positiveInt.default(10),
   SVC_REGISTER_LIMIT_PER_MINUTE: positiveInt.default(10),
   SVC_TRUST_PROXY: trustedProxies.default([]),
-  SVC_CONFIRMER_INTERVAL_MS: positiveInt.default(1000),
+  SVC_CONFIRMER_INTERVAL_MS: milliseconds.default(1000),
   SVC_APPROVAL_TTL_SECONDS: positiveInt.default(3600),
-  SVC_WEBHOOK_POLL_MS: positiveInt.default(200),
-  SVC_REQUEST_TIMEOUT_MS: positiveInt.default(30_000),
+  SVC_WEBHOOK_POLL_MS: milliseconds.default(200),
+  SVC_REQUEST_TIMEOUT_MS: milliseconds.default(30_000),
   SVC_MAX_WALLETS_PER_ACCOUNT: positiveInt.default(1000),
   SVC_MAX_API_KEYS_PER_ACCOUNT: positiveInt.default(100),
   SVC_EVENT_RETENTION_DAYS: positiveInt.default(30),
@@ -142,7 +148,7 @@ const envSchema = z.object({
   SVC_USDC_SOLANA_DEVNET: z.string().min(1).optional(),
   SVC_PRICE_ETH_USD: usdPrice.optional(),
   SVC_PRICE_SOL_USD: usdPrice.optional(),
-  SVC_WATCH_INTERVAL_MS: positiveInt.default(2000),
+  SVC_WATCH_INTERVAL_MS: milliseconds.default(2000),
   SVC_FAUCET_DAILY_USDC: tokenAmount.default("1000"),
   SVC_FAUCET_DAILY_NATIVE: tokenAmount.default("10"),
   SVC_FAUCET_ACCOUNT_DAILY_USDC: tokenAmount.default("5000"),
@@ -153,7 +159,7 @@ const envSchema = z.object({
   SVC_AUTHZD_TOKEN: z.string().min(1).optional(),
   SVC_OUTBOUND_ALLOW: outboundAllow.optional(),
   SVC_X402_FACILITATOR_URL: httpUrl.optional(),
-  SVC_X402_FETCH_TIMEOUT_MS: positiveInt.default(20_000),
+  SVC_X402_FETCH_TIMEOUT_MS: milliseconds.default(20_000),
   SVC_MCP_CONFIRM_ABOVE: z
     .string()
     .regex(/^(0|[1-9]\d{0,30})(\.\d{1,18})?$/, 'an amount of US dollars, e.g. "5" or "0.50"')
