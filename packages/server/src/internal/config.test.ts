@@ -58,6 +58,21 @@ describe("loadConfig", () => {
     }
   });
 
+  it("refuses an approval time or an event retention too long to be a date, rather than failing each held spend", () => {
+    expect(
+      loadConfig({ SVC_APPROVAL_TTL_SECONDS: "31536000", SVC_EVENT_RETENTION_DAYS: "36500" }),
+    ).toMatchObject({
+      approvalTtlSeconds: 31_536_000,
+      eventRetentionDays: 36_500,
+    });
+    expect(() => loadConfig({ SVC_APPROVAL_TTL_SECONDS: "9007199254740991" })).toThrow(
+      "SVC_APPROVAL_TTL_SECONDS: must be at most 31536000 (a year)",
+    );
+    expect(() => loadConfig({ SVC_EVENT_RETENTION_DAYS: "9007199254740991" })).toThrow(
+      "SVC_EVENT_RETENTION_DAYS: must be at most 36500 (a hundred years)",
+    );
+  });
+
   it("exempts loopback from the outbound guard on the devnet profile only, unless SVC_OUTBOUND_ALLOW says", () => {
     expect(loadConfig({}).outboundAllow).toEqual(["127.0.0.0/8", "::1/128", "localhost"]);
     expect(loadConfig({ SVC_NETWORK_PROFILE: "testnet" }).outboundAllow).toEqual([]);
