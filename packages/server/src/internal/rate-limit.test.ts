@@ -16,4 +16,15 @@ describe("MemoryRateLimiter", () => {
     now += 1;
     expect(await limiter.hit("key", 2, 60_000)).toEqual({ allowed: true, retryAfterMs: 60_000 });
   });
+
+  it("starts a new window when its clock is set back past the current one, rather than holding the key", async () => {
+    let now = Date.parse("2026-01-02T00:00:00Z");
+    const limiter = new MemoryRateLimiter(() => now);
+    await limiter.hit("key", 1, 60_000);
+    expect((await limiter.hit("key", 1, 60_000)).allowed).toBe(false);
+    // Back a day: the window made then would otherwise last a day and a minute from here.
+    now -= 86_400_000;
+    expect(await limiter.hit("key", 1, 60_000)).toEqual({ allowed: true, retryAfterMs: 60_000 });
+    expect((await limiter.hit("key", 1, 60_000)).allowed).toBe(false);
+  });
 });

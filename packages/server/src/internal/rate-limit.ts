@@ -27,9 +27,11 @@ export class MemoryRateLimiter implements RateLimiter {
 
   async hit(key: string, limit: number, windowMs: number): Promise<RateLimitDecision> {
     const now = this.now();
-    if (now - this.#lastSweep > windowMs) this.#sweep(now);
+    // A clock set back (a test's, or the system's) sweeps too, and ends windows that would last longer than
+    // one window from now: a key is never held for the size of the step back.
+    if (now - this.#lastSweep > windowMs || now < this.#lastSweep) this.#sweep(now);
     let window = this.#windows.get(key);
-    if (!window || window.resetAt <= now) {
+    if (!window || window.resetAt <= now || window.resetAt - now > windowMs) {
       window = { count: 0, resetAt: now + windowMs };
       this.#windows.set(key, window);
     }
