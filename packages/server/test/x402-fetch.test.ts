@@ -41,7 +41,7 @@ import { settleAtFacilitator } from "./support/x402.ts";
 const PRICE = 10_000n; // 0.01 USDC
 const USDC = 1_000_000n;
 const WEATHER = { city: "Lisbon", forecast: "sunny", celsius: 21 };
-const FETCH_TIMEOUT_MS = 6000;
+const FETCH_TIMEOUT_MS = 8000;
 
 let devnet: Devnet;
 let daemon: TestDaemon;

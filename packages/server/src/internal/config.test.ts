@@ -47,10 +47,15 @@ describe("loadConfig", () => {
       "SVC_X402_FETCH_TIMEOUT_MS",
     ];
     const longest = Object.fromEntries(names.map((name) => [name, "2147483647"]));
+    // A paid fetch's two requests fit in the minute a client and an Idempotency-Key claim give it.
+    longest.SVC_X402_FETCH_TIMEOUT_MS = "25000";
     expect(loadConfig(longest)).toMatchObject({
       confirmerIntervalMs: 2147483647,
-      x402FetchTimeoutMs: 2147483647,
+      x402FetchTimeoutMs: 25_000,
     });
+    expect(() => loadConfig({ SVC_X402_FETCH_TIMEOUT_MS: "25001" })).toThrow(
+      "SVC_X402_FETCH_TIMEOUT_MS: must be at most 25000",
+    );
     for (const name of names) {
       expect(() => loadConfig({ [name]: "3000000000" }), name).toThrow(
         `${name}: must be at most 2147483647 (about 24.8 days)`,

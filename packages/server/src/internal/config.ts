@@ -160,7 +160,9 @@ const envSchema = z.object({
   SVC_AUTHZD_TOKEN: z.string().min(1).optional(),
   SVC_OUTBOUND_ALLOW: outboundAllow.optional(),
   SVC_X402_FACILITATOR_URL: httpUrl.optional(),
-  SVC_X402_FETCH_TIMEOUT_MS: milliseconds.default(20_000),
+  // A paid fetch makes two requests; with both at most 25 s it ends within the minute that clients (the SDK)
+  // and Idempotency-Key claims give a request.
+  SVC_X402_FETCH_TIMEOUT_MS: milliseconds.max(25_000, "must be at most 25000").default(20_000),
   SVC_MCP_CONFIRM_ABOVE: z
     .string()
     .regex(/^(0|[1-9]\d{0,30})(\.\d{1,18})?$/, 'an amount of US dollars, e.g. "5" or "0.50"')
