@@ -332,7 +332,10 @@ export interface WalletSpending {
   windowStart: string;
   /** When the oldest spend leaves the window. */
   resetsAt: string;
-  /** The window's 24 hours, oldest first; a spend counts in the hour it was made. */
+  /**
+   * The window's 24 hours, oldest first; a spend counts in the hour it was made (one made while the window
+   * was read, in the last).
+   */
   hours: { start: string; usd: string }[];
 }
 

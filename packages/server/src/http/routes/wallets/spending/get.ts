@@ -17,7 +17,8 @@ const spendingView = z
     windowStart: timestamp,
     resetsAt: timestamp.meta({ description: "when the oldest spend in the window leaves it" }),
     hours: z.array(z.object({ start: timestamp, usd: usd("USD spent in this hour") })).meta({
-      description: "the 24 hours of the window, oldest first; a spend counts in the hour it was made",
+      description:
+        "the 24 hours of the window, oldest first; a spend counts in the hour it was made (one made while the window was read, in the last)",
     }),
   })
   .meta({
