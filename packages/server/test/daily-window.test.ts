@@ -24,48 +24,48 @@ beforeAll(async () => {
 afterAll(() => server.close());
 
 const HOUR = 60 * 60 * 1000;
+const PAYEE = "0x000000000000000000000000000000000000dEaD";
+
+/**
+ * A new account's base wallet with `dailyLimit`, funded, and `spend`: admits a USDC send worth `usdMicros`
+ * made at `at` straight through the admission (signed with the wallet's next nonce, never broadcast).
+ * `forget` wipes the key read for signing.
+ */
+async function walletAdmittingSpends(name: string, dailyLimit: string) {
+  const devnet = await sharedDevnet();
+  const { apiKey } = await seedAccount(server.api);
+  const created = (
+    await server.api.post("/v1/wallets", { name, chains: ["base"], policy: { dailyLimit } }, apiKey)
+  ).body;
+  await fundEvm(devnet, created.evm.address, { eth: 10n ** 18n, usdc: 100_000_000n });
+  const { base } = await devnetClients(devnet);
+  const usdc = findToken(base, "USDC");
+  const privateKey = await openStoredKey(server.service, created.id, "evm");
+  const plan = await base.planTransfer({ from: created.evm.address, to: PAYEE, token: usdc, amount: 1n });
+  let nonce = 0;
+  const spend = (usdMicros: bigint, at: Date) =>
+    admitSpend(
+      server.service.store.db,
+      {
+        walletId: created.id,
+        type: "send",
+        chain: "base",
+        token: usdc,
+        amount: usdMicros,
+        from: created.evm.address,
+        to: PAYEE,
+        usdMicros,
+      },
+      { now: at, sign: () => base.signTransfer(plan, privateKey, nonce++) },
+    );
+  return { walletId: created.id as string, apiKey, spend, forget: () => privateKey.fill(0) };
+}
 
 describe("the rolling 24 h window", () => {
   it("counts exactly the spends of the last 24 h, across hour boundaries, and gives back failed ones", async () => {
-    const devnet = await sharedDevnet();
-    const { apiKey } = await seedAccount(server.api);
-    const created = (
-      await server.api.post(
-        "/v1/wallets",
-        { name: "window", chains: ["base"], policy: { dailyLimit: "10" } },
-        apiKey,
-      )
-    ).body;
-    await fundEvm(devnet, created.evm.address, { eth: 10n ** 18n, usdc: 100_000_000n });
-    const { base } = await devnetClients(devnet);
-    const usdc = findToken(base, "USDC");
+    const wallet = await walletAdmittingSpends("window", "10");
     const db = server.service.store.db;
-    const privateKey = await openStoredKey(server.service, created.id, "evm");
-    let nonce = 0;
-    const plan = await base.planTransfer({
-      from: created.evm.address,
-      to: "0x000000000000000000000000000000000000dEaD",
-      token: usdc,
-      amount: 1n,
-    });
-    const spend = (dollars: number, at: Date) =>
-      admitSpend(
-        db,
-        {
-          walletId: created.id,
-          type: "send",
-          chain: "base",
-          token: usdc,
-          amount: BigInt(dollars) * 1_000_000n,
-          from: created.evm.address,
-          to: "0x000000000000000000000000000000000000dEaD",
-          usdMicros: BigInt(dollars) * 1_000_000n,
-        },
-        {
-          now: at,
-          sign: () => base.signTransfer(plan, privateKey, nonce++),
-        },
-      );
+    const spend = (dollars: number, at: Date) => wallet.spend(BigInt(dollars) * 1_000_000n, at);
     // A moment 20 minutes into an hour, so the window starts inside an hour bucket.
     const now = new Date(Math.floor(Date.now() / HOUR) * HOUR - 40 * 60 * 1000);
     // Each spend fits the window as it stood when it was made.
@@ -80,7 +80,7 @@ describe("the rolling 24 h window", () => {
     );
     // The spending view counts what the limit counts, hour by hour: the $2 in the window's first hour,
     // the $3 two hours back, the $1 in the last hour.
-    const seen = await windowSpending(db, created.id, now);
+    const seen = await windowSpending(db, wallet.walletId, now);
     expect(seen.used).toBe(6_000_000n);
     expect(seen.hours).toHaveLength(24);
     expect(seen.hours.reduce((sum, hour) => sum + hour.usdMicros, 0n)).toBe(seen.used);
@@ -98,45 +98,22 @@ describe("the rolling 24 h window", () => {
       "Daily limit of $10.00 exceeded: $8.00 used in the last 24h, this spend is $3.00",
     );
     await spend(2, now);
-    privateKey.fill(0);
+    wallet.forget();
   });
 
   it("counts a spend made after the moment it is asked about in the last hour, as the limit counts it", async () => {
     // A reader takes the service's clock, then opens its snapshot; a spend committed in between was made after
     // the moment read. The limit counts it (CI on PostgreSQL once saw a total of 4.00 beside hours summing 3.00).
-    const devnet = await sharedDevnet();
-    const { apiKey } = await seedAccount(server.api);
-    const created = (
-      await server.api.post(
-        "/v1/wallets",
-        { name: "just after", chains: ["base"], policy: { dailyLimit: "10" } },
-        apiKey,
-      )
-    ).body;
-    await fundEvm(devnet, created.evm.address, { eth: 10n ** 18n, usdc: 100_000_000n });
-    const { base } = await devnetClients(devnet);
-    const usdc = findToken(base, "USDC");
-    const privateKey = await openStoredKey(server.service, created.id, "evm");
-    const to = "0x000000000000000000000000000000000000dEaD";
-    const plan = await base.planTransfer({ from: created.evm.address, to, token: usdc, amount: 1n });
+    const wallet = await walletAdmittingSpends("just after", "10");
     // 30 minutes into an hour, so the moment before and the spend fall in the same hour bucket.
     const madeAt = new Date(Math.floor(Date.now() / HOUR) * HOUR - 30 * 60 * 1000);
-    await admitSpend(
+    await wallet.spend(4_000_000n, madeAt);
+    wallet.forget();
+    const seen = await windowSpending(
       server.service.store.db,
-      {
-        walletId: created.id,
-        type: "send",
-        chain: "base",
-        token: usdc,
-        amount: 4_000_000n,
-        from: created.evm.address,
-        to,
-        usdMicros: 4_000_000n,
-      },
-      { now: madeAt, sign: () => base.signTransfer(plan, privateKey, 0) },
+      wallet.walletId,
+      new Date(madeAt.getTime() - 5),
     );
-    privateKey.fill(0);
-    const seen = await windowSpending(server.service.store.db, created.id, new Date(madeAt.getTime() - 5));
     expect(seen.used).toBe(4_000_000n);
     expect(seen.hours.map((hour) => hour.usdMicros)).toEqual([...Array(23).fill(0n), 4_000_000n]);
   });
@@ -153,11 +130,7 @@ describe("the rolling 24 h window", () => {
     ).body;
     await fundEvm(devnet, wallet.evm.address, { eth: 10n ** 18n, usdc: 100_000_000n });
     const send = (amount: string) =>
-      server.api.post(
-        `/v1/wallets/${wallet.id}/send`,
-        { to: "0x000000000000000000000000000000000000dEaD", amount, chain: "base" },
-        apiKey,
-      );
+      server.api.post(`/v1/wallets/${wallet.id}/send`, { to: PAYEE, amount, chain: "base" }, apiKey);
     expect((await send("6")).status).toBe(201);
     const refused = await send("5");
     expect(refused.status).toBe(403);
@@ -179,40 +152,12 @@ describe("the rolling 24 h window", () => {
   });
 
   it("GET /v1/wallets/:id/spending answers a total that is the sum of its hours while spends are admitted", async () => {
-    const devnet = await sharedDevnet();
-    const { apiKey } = await seedAccount(server.api);
-    const created = (
-      await server.api.post(
-        "/v1/wallets",
-        { name: "busy window", chains: ["base"], policy: { dailyLimit: "1000000" } },
-        apiKey,
-      )
-    ).body;
-    await fundEvm(devnet, created.evm.address, { eth: 10n ** 18n, usdc: 100_000_000n });
-    const { base } = await devnetClients(devnet);
-    const usdc = findToken(base, "USDC");
-    const privateKey = await openStoredKey(server.service, created.id, "evm");
-    const to = "0x000000000000000000000000000000000000dEaD";
-    const plan = await base.planTransfer({ from: created.evm.address, to, token: usdc, amount: 1n });
+    const wallet = await walletAdmittingSpends("busy window", "1000000");
+    const { apiKey } = wallet;
     let admitting = true;
     const admitter = (async () => {
       try {
-        for (let nonce = 0; nonce < 60; nonce++) {
-          await admitSpend(
-            server.service.store.db,
-            {
-              walletId: created.id,
-              type: "send",
-              chain: "base",
-              token: usdc,
-              amount: 1_000_000n,
-              from: created.evm.address,
-              to,
-              usdMicros: 1_000_000n,
-            },
-            { now: new Date(), sign: () => base.signTransfer(plan, privateKey, nonce) },
-          );
-        }
+        for (let i = 0; i < 60; i++) await wallet.spend(1_000_000n, new Date());
       } finally {
         admitting = false;
       }
@@ -220,7 +165,7 @@ describe("the rolling 24 h window", () => {
     const disagreements: string[] = [];
     let reads = 0;
     while (admitting || reads === 0) {
-      const view = await server.api.get(`/v1/wallets/${created.id}/spending`, apiKey);
+      const view = await server.api.get(`/v1/wallets/${wallet.walletId}/spending`, apiKey);
       expect(view.status).toBe(200);
       reads++;
       const micros = (usd: string) => parseUnitsStrict(usd, USD_DECIMALS) ?? -1n;
@@ -232,9 +177,9 @@ describe("the rolling 24 h window", () => {
         disagreements.push(`${view.body.used} vs ${formatUsd(hoursSum)}`);
     }
     await admitter;
-    privateKey.fill(0);
+    wallet.forget();
     expect(disagreements).toEqual([]);
-    expect((await server.api.get(`/v1/wallets/${created.id}/spending`, apiKey)).body.used).toBe("60.00");
+    expect((await server.api.get(`/v1/wallets/${wallet.walletId}/spending`, apiKey)).body.used).toBe("60.00");
   });
 
   it("GET /v1/wallets/:id/spending shows the limit's own figures, by hour, to every credential of the wallet", async () => {
@@ -259,7 +204,7 @@ describe("the rolling 24 h window", () => {
 
     const sent = await server.api.post(
       `/v1/wallets/${wallet.id}/send`,
-      { to: "0x000000000000000000000000000000000000dEaD", amount: "6.5", chain: "base" },
+      { to: PAYEE, amount: "6.5", chain: "base" },
       apiKey,
     );
     expect(sent.status, sent.text).toBe(201);
@@ -270,7 +215,7 @@ describe("the rolling 24 h window", () => {
     // The refusal of the next spend quotes the same figure.
     const refused = await server.api.post(
       `/v1/wallets/${wallet.id}/send`,
-      { to: "0x000000000000000000000000000000000000dEaD", amount: "5", chain: "base" },
+      { to: PAYEE, amount: "5", chain: "base" },
       apiKey,
     );
     expect(expectErrorShape(refused).details).toMatchObject({ used: after.used, resetsAt: after.resetsAt });
