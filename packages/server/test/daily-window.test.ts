@@ -118,6 +118,25 @@ describe("the rolling 24 h window", () => {
     expect(seen.hours.map((hour) => hour.usdMicros)).toEqual([...Array(23).fill(0n), 4_000_000n]);
   });
 
+  it("lets a spend made exactly on the hour leave the window exactly 24 h later, in the total as in the hours", async () => {
+    const wallet = await walletAdmittingSpends("on the hour", "10");
+    const db = server.service.store.db;
+    const madeAt = new Date(Math.floor(Date.now() / HOUR) * HOUR - 25 * HOUR);
+    const leavesAt = new Date(madeAt.getTime() + 24 * HOUR);
+    await wallet.spend(4_000_000n, madeAt);
+
+    const justBefore = await windowSpending(db, wallet.walletId, new Date(leavesAt.getTime() - 1));
+    expect(justBefore.used).toBe(4_000_000n);
+    expect(justBefore.hours[0]?.usdMicros).toBe(4_000_000n);
+    // The window is the 24 h after `leavesAt - 24 h`, the moment the spend was made: it is out, in both views.
+    const atLeaving = await windowSpending(db, wallet.walletId, leavesAt);
+    expect(atLeaving.used).toBe(0n);
+    expect(atLeaving.hours.map((hour) => hour.usdMicros)).toEqual(Array(24).fill(0n));
+    // And the limit agrees: the whole $10 fits again at that moment.
+    await wallet.spend(10_000_000n, leavesAt);
+    wallet.forget();
+  });
+
   it("gives a spend's share back 24 h after it was made, by the service's clock, through the API", async () => {
     const devnet = await sharedDevnet();
     const { apiKey } = await seedAccount(server.api);

@@ -31,12 +31,13 @@ const reservationsBetween = (walletId: string, after: Date, before: Date) =>
   and(reservationsSince(walletId, after), lt(transactions.createdAt, before));
 
 /**
- * USD spent in the rolling 24 h before `now`: whole hours from `spend_hours`, and the rows of the one
- * hour the window starts inside.
+ * USD spent in the rolling 24 h before `now`, spends made after `now - 24 h`: whole hours from `spend_hours`,
+ * and the rows of the one hour the window starts inside. A window that starts exactly on an hour starts
+ * inside it too: that hour's bucket holds a spend made at that very moment, which the window leaves out.
  */
 async function windowUsage(db: Db | Tx, walletId: string, now: Date): Promise<bigint> {
   const windowStart = new Date(now.getTime() - DAY_MS);
-  const firstWholeHour = new Date(Math.ceil(windowStart.getTime() / HOUR_MS) * HOUR_MS);
+  const firstWholeHour = new Date(hourOf(windowStart).getTime() + HOUR_MS);
   const [[hours], [edge]] = await Promise.all([
     db
       .select({ used: sql<string>`coalesce(sum(${spendHours.usdMicros}), 0)` })
