@@ -31,6 +31,7 @@ import { createChainClient, resolveChains } from "../src/chains/registry.ts";
 import type { ChainConfig } from "../src/chains/types.ts";
 import { MAX_FETCHES_PER_ACCOUNT } from "../src/http/routes/x402/fetch.ts";
 import { idempotencyKeys } from "../src/internal/db/schema.ts";
+import { admitSpend } from "../src/spends/admission.ts";
 import { testnetProfileOnLocalChains } from "./support/chains.ts";
 import { eventually } from "./support/eventually.ts";
 import { RpcGate } from "./support/rpc-gate.ts";
@@ -858,6 +859,96 @@ describe("never paying twice", () => {
       }
     },
   );
+});
+
+describe("payments alike in every field", () => {
+  it("several at once to one payee, price and seller's memo on Solana: each its own transfer, each record settled by its own", async () => {
+    // Ed25519 signatures are deterministic: two payments alike in every field and signed against one blockhash
+    // were one transaction, settled once and claimed by every record.
+    const requirement = {
+      scheme: "exact",
+      network: SOLANA_DEVNET_NETWORK,
+      amount: String(PRICE),
+      asset: devnet.solana.usdcMint,
+      payTo: solanaPayTo,
+      maxTimeoutSeconds: 60,
+      extra: { feePayer: facilitator.solanaFeePayer, memo: "order-42" },
+    };
+    const challenge = Buffer.from(
+      JSON.stringify({ x402Version: 2, resource: { url: "http://127.0.0.1/order" }, accepts: [requirement] }),
+    ).toString("base64");
+    const received: string[] = [];
+    const settlements: { success: boolean; transaction: string }[] = [];
+    // Settles each payment with the facilitator and serves the data only once it has settled.
+    const seller = createServer(async (req, res) => {
+      const signature = req.headers["payment-signature"];
+      if (typeof signature !== "string") {
+        res.writeHead(402, { "payment-required": challenge, "content-type": "application/json" }).end("{}");
+        return;
+      }
+      received.push(JSON.parse(Buffer.from(signature, "base64").toString("utf8")).payload.transaction);
+      const settlement = await settleAtFacilitator(facilitator.url, signature, requirement);
+      settlements.push(settlement);
+      if (settlement.success) res.writeHead(200, { "content-type": "application/json" }).end('{"ok":true}');
+      else
+        res.writeHead(402, { "payment-required": challenge, "content-type": "application/json" }).end("{}");
+    });
+    await new Promise<void>((resolve) => seller.listen(0, "127.0.0.1", resolve));
+    onTestFinished(() => void seller.close());
+    const url = `http://127.0.0.1:${(seller.address() as AddressInfo).port}/order`;
+    const wallet = await fundedWallet();
+    const before = await usdcBalance(chains.solana, wallet.solana.address);
+
+    const responses = await Promise.all(
+      Array.from({ length: 4 }, () => paidFetch({ walletId: wallet.id, url, chain: "solana-devnet" })),
+    );
+    expect(responses.map((response) => response.status)).toEqual([200, 200, 200, 200]);
+    expect(new Set(received).size).toBe(4);
+    expect(settlements.filter((settlement) => settlement.success)).toHaveLength(4);
+    const recorded = await history(wallet.id);
+    expect(recorded.map((row) => row.status)).toEqual(["confirmed", "confirmed", "confirmed", "confirmed"]);
+    expect(new Set(recorded.map((row) => row.txHash))).toEqual(
+      new Set(settlements.map((s) => s.transaction)),
+    );
+    expect(await usdcBalance(chains.solana, wallet.solana.address)).toBe(before - 4n * PRICE);
+  });
+
+  it("the store records a signed payment once: the same payment again is refused, and nothing more is recorded", async () => {
+    // Two instances on one store can still sign alike (each takes the compute-unit limits in turn from its own
+    // random start): the store keeps one.
+    const wallet = await fundedWallet(undefined, 0n);
+    const spend = {
+      walletId: wallet.id,
+      type: "x402",
+      chain: "solana-devnet",
+      token: chains.solana.tokens[0] as ChainConfig["tokens"][number],
+      amount: PRICE,
+      from: wallet.solana.address,
+      to: solanaPayTo,
+      usdMicros: PRICE,
+      resource: "http://127.0.0.1/order",
+    } as const;
+    const payerSignature = "1".repeat(64);
+    const signed = {
+      x402Payment: {
+        version: 2,
+        payer: wallet.solana.address,
+        // Its blockhash long gone: the confirmer ends it as expired.
+        onChain: {
+          kind: "solana",
+          payerSignature,
+          sourceTokenAccount: wallet.solana.address,
+          lastValidBlockHeight: "0",
+        },
+      },
+      x402PaymentKey: `solana:${payerSignature}`,
+    };
+    const db = server.service.store.db;
+    await admitSpend(db, spend, { sign: async () => signed });
+    const again = await admitSpend(db, spend, { sign: async () => signed }).catch((error: unknown) => error);
+    expect(again).toMatchObject({ status: 409, reason: "payment_not_unique" });
+    expect(await history(wallet.id)).toHaveLength(1);
+  });
 });
 
 describe("who may fetch, and what", () => {

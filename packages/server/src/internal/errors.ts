@@ -286,6 +286,17 @@ export const errors = {
       { transactionId },
       { cause },
     ),
+  /**
+   * An x402 payment identical to one the store already holds: signed by another instance at the same
+   * moment, alike in every field. Nothing was recorded or sent; a retry signs a different one.
+   */
+  paymentNotUnique: () =>
+    new AppError(
+      409,
+      "ValidationError",
+      "Another payment identical to this one was recorded a moment ago (signed by another instance of the service); this one was neither recorded nor sent. Retry: it is signed differently",
+      "payment_not_unique",
+    ),
   /** The configured x402 facilitator offers no discovery endpoint (or none is configured, or it is down). */
   discoveryUnavailable: (message: string, cause?: unknown) =>
     new AppError(502, "InternalError", message, "discovery_unavailable", undefined, { cause }),

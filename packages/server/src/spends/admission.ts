@@ -20,7 +20,7 @@ import { allocateNonceSql, releaseNonce } from "./nonces.ts";
  * What signing a spend produced: a transfer for this service to broadcast, or (x402) a payment that the
  * resource's facilitator will submit, identified on chain by `x402Payment` until a receipt names its hash.
  */
-export type SignedSpend = SignedTransfer | { x402Payment: Record<string, unknown> };
+export type SignedSpend = SignedTransfer | { x402Payment: Record<string, unknown>; x402PaymentKey: string };
 
 /** How long a spend held for approval waits before it expires (`SVC_APPROVAL_TTL_SECONDS`). */
 export const DEFAULT_APPROVAL_TTL_MS = 3_600_000;
@@ -31,7 +31,12 @@ export const DEFAULT_APPROVAL_TTL_MS = 3_600_000;
  */
 export function signedColumns(spend: Pick<SpendFacts, "resource">, signed: SignedSpend | undefined) {
   if (signed === undefined) return {};
-  if ("x402Payment" in signed) return { resource: spend.resource ?? null, x402Payment: signed.x402Payment };
+  if ("x402Payment" in signed)
+    return {
+      resource: spend.resource ?? null,
+      x402Payment: signed.x402Payment,
+      x402PaymentKey: signed.x402PaymentKey,
+    };
   return {
     txHash: signed.txHash,
     rawTx: signed.raw,
@@ -95,6 +100,8 @@ export async function admitSpend(
   // Two spends raced with one decision: the unique index let the first in, and that spend holds it.
   return withDomainErrors(() => admitLocked(db, spend, options), {
     transactions_spend_decision_key: () => alreadyUsed(spend.spendDecisionId ?? ""),
+    // An x402 payment signed alike by another instance at the same moment: one of them is recorded.
+    transactions_x402_payment_key: () => errors.paymentNotUnique(),
   });
 }
 

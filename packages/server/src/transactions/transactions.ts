@@ -153,6 +153,7 @@ const UNSET_COLUMNS = {
   transferIndex: null,
   resource: null,
   x402Payment: null,
+  x402PaymentKey: null,
   approvalStatus: null,
   approvalExpiresAt: null,
   approvalDecidedAt: null,

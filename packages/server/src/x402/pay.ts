@@ -31,7 +31,7 @@ import { getPaymentSettlement, getRecentBlockhash, type PaymentSettlement } from
 import type { PaymentChallenge, SelectedRequirement } from "./challenge.ts";
 import type { OutboundFetcher, OutboundResponse } from "./outbound-fetch.ts";
 import { fetchWithPayment } from "./paid-fetch.ts";
-import { type PaymentOnChain, type SignedPayment, signPayment } from "./payment.ts";
+import { type PaymentOnChain, paymentKeyOf, type SignedPayment, signPayment } from "./payment.ts";
 import type { PaymentReceipt } from "./receipt.ts";
 
 /** What a paid fetch needs from the rest of the service. */
@@ -178,7 +178,10 @@ export async function fetchAndPay(
         ...(deps.now ? { now: deps.now() } : {}),
         // Checked again under the lock, against the wallet's sends and x402 payments in flight.
         paymentFunds: funds,
-        sign: async () => ({ x402Payment: storedPayment(payment) }),
+        sign: async () => ({
+          x402Payment: storedPayment(payment),
+          x402PaymentKey: paymentKeyOf(payment.onChain),
+        }),
       });
       return payment;
     } catch (error) {

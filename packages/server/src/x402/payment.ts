@@ -3,7 +3,7 @@
  * makes no network call: what it needs from a chain (a Solana blockhash) is read before and passed in, so
  * the caller can reserve and record the payment first and sign last.
  */
-import { randomBytes } from "node:crypto";
+import { randomBytes, randomInt } from "node:crypto";
 import {
   type Address,
   appendTransactionMessageInstructions,
@@ -68,6 +68,18 @@ export type PaymentOnChain =
       blockhashSlot?: bigint;
     };
 
+/**
+ * What makes a signed payment one payment, and the store records each once (`transactions.x402_payment_key`):
+ * an EVM authorization's token, payer and nonce (it settles at most once), a Solana payment's payer signature
+ * (it is in one transaction only).
+ * @example paymentKeyOf(signed.onChain) // "solana:5VERv8NMvzbJMEkV8xnrLkEaWRtSz9CosKDYjCJjBRnbJLgp8uirBgmQpjKhoR4tjF3ZpRzrFmBV6UjKdiSZkQUW"
+ */
+export function paymentKeyOf(onChain: PaymentOnChain): string {
+  return onChain.kind === "evm"
+    ? `evm:${onChain.token.toLowerCase()}:${onChain.authorizer.toLowerCase()}:${onChain.nonce.toLowerCase()}`
+    : `solana:${onChain.payerSignature}`;
+}
+
 /** A payment ready to send: the header to retry the request with, and what identifies it on chain. */
 export interface SignedPayment {
   version: 1 | 2;
@@ -106,9 +118,10 @@ export interface SignPaymentInput {
  * EVM: an EIP-3009 `TransferWithAuthorization` of exactly the amount to `payTo`, EIP-712 domain `{ extra.name,
  * extra.version, chainId, verifyingContract: asset }`, a random nonce, valid from 10 minutes ago until
  * `maxTimeoutSeconds` (at most an hour) from now.
- * Solana: a v0 transaction with the facilitator (`extra.feePayer`) as fee payer — SetComputeUnitLimit 20,000,
- * SetComputeUnitPrice 1 microlamport, TransferChecked of exactly the amount between the associated token
- * accounts, a Memo (`extra.memo`, or 16 random bytes in hex) — signed by the payer only.
+ * Solana: a v0 transaction with the facilitator (`extra.feePayer`) as fee payer — SetComputeUnitLimit of at most
+ * 20,000 and different for each payment ({@link nextComputeUnitLimit}), SetComputeUnitPrice 1 microlamport,
+ * TransferChecked of exactly the amount between the associated token accounts, a Memo (`extra.memo`, or 16
+ * random bytes in hex) — signed by the payer only.
  *
  * @example
  * ```ts
@@ -217,6 +230,23 @@ const MEMO_PROGRAM = toSolanaAddress("MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcH
 /** What the reference payer sets, and what facilitators accept (they cap the price at 5 lamports/CU). */
 const COMPUTE_UNIT_LIMIT = 20_000;
 const COMPUTE_UNIT_PRICE_MICROLAMPORTS = 1n;
+/** How many compute-unit limits, from {@link COMPUTE_UNIT_LIMIT} down, payments take in turn. */
+const COMPUTE_UNIT_LIMITS = 4_000;
+let computeUnitLimitTurn = randomInt(COMPUTE_UNIT_LIMITS);
+
+/**
+ * The compute-unit limit of the next Solana payment: each payment this process signs takes the next of 4,000
+ * limits from 20,000 down, starting at a random one. Two payments alike in every field (payee, amount, the
+ * seller's memo) signed against one blockhash were otherwise one transaction, Ed25519 signatures being
+ * deterministic: it settles once, while both records would claim it. Every limit leaves room to spare (the
+ * transfer and a 256-byte memo take under 1,000 units on the local chain) and costs the fee payer the same
+ * (1 microlamport per unit rounds up to 1 lamport). Instances sharing a store can still meet on one: the
+ * store records each payment once (`transactions.x402_payment_key`).
+ */
+function nextComputeUnitLimit(): number {
+  computeUnitLimitTurn = (computeUnitLimitTurn + 1) % COMPUTE_UNIT_LIMITS;
+  return COMPUTE_UNIT_LIMIT - computeUnitLimitTurn;
+}
 const MAX_MEMO_BYTES = 256;
 
 async function signExactSolana(
@@ -254,7 +284,7 @@ async function signExactSolana(
   ]);
   const memo = memoBytes(requirement.extra.memo);
   const instructions: Instruction[] = [
-    computeUnitLimit(COMPUTE_UNIT_LIMIT),
+    computeUnitLimit(nextComputeUnitLimit()),
     computeUnitPrice(COMPUTE_UNIT_PRICE_MICROLAMPORTS),
     getTransferCheckedInstruction({
       source,

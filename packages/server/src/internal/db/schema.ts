@@ -126,6 +126,8 @@ export const transactions = pgTable("transactions", {
   resource: text("resource"),
   /** x402: what identifies the signed payment on chain (see `src/x402/pay.ts`); NULL for other types. */
   x402Payment: jsonb("x402_payment").$type<Record<string, unknown>>(),
+  /** x402: the signed payment's identity (`paymentKeyOf`), unique: one record per payment; NULL for the rest. */
+  x402PaymentKey: text("x402_payment_key"),
   /** Spends held for an owner's approval: pending → approved | rejected | expired; NULL for the others. */
   approvalStatus: text("approval_status", { enum: ["pending", "approved", "rejected", "expired"] }),
   approvalExpiresAt: timestamp("approval_expires_at", { withTimezone: true, mode: "date" }),

@@ -174,7 +174,10 @@ export function registerX402Fetch(app: App, services: Services): void {
             "PolicyViolation: the wallet's policy refuses the payment (`max_per_tx`, `daily_limit`, `recipient_not_allowed`, `policy_paused`, `spend_authorization_*`), or Forbidden `insufficient_role`",
           ],
           404,
-          409,
+          [
+            409,
+            "ValidationError: `wallet_archived`, `idempotency_key_reused`, `idempotency_key_in_use`, or `payment_not_unique`: another instance recorded a payment identical to this one at the same moment; nothing was sent, a retry signs a different one",
+          ],
           422,
           [
             429,
