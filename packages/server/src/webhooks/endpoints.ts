@@ -55,10 +55,10 @@ function generateSecret(): string {
 }
 
 /**
- * Checks a target URL before it is stored: http or https, no credentials, and a destination the webhooks'
- * outbound guard would connect to ({@link OutboundFetcher.checkDestination}: not a refused address, by
- * itself or by what its name resolves to now, and not one of the service's own backends). Deliveries check it
- * again, on what the name then resolves to.
+ * Checks a target URL before it is stored: http or https, no credentials, a port other than 0, and a
+ * destination the webhooks' outbound guard would connect to ({@link OutboundFetcher.checkDestination}: not a
+ * refused address, by itself or by what its name resolves to now, and not one of the service's own backends).
+ * Deliveries check it again, on what the name then resolves to.
  */
 export async function checkTargetUrl(text: string, outbound: OutboundFetcher): Promise<URL> {
   let url: URL;
@@ -71,6 +71,7 @@ export async function checkTargetUrl(text: string, outbound: OutboundFetcher): P
     throw errors.invalidBody(`url must be http:// or https://, not ${url.protocol}`);
   if (url.username !== "" || url.password !== "")
     throw errors.invalidBody("url must not carry credentials (user:password@)");
+  if (url.port === "0") throw errors.invalidBody("url's port must be 1-65535: nothing listens on port 0");
   return outbound.checkDestination(url.href);
 }
 
