@@ -90,6 +90,31 @@ describe("the error contract", () => {
     }
   });
 
+  it("refuses a body where the route takes none, 400 invalid_body, and does nothing; {} passes", async () => {
+    const wallet = await server.api.post("/v1/wallets", { name: "no-body", chains: ["base"] }, apiKey);
+    const pause = `/v1/wallets/${wallet.body.id}/policy/pause`;
+    for (const rawBody of ['{"status":"active"}', "[1,2]", "null", '"pause"', "1"]) {
+      const response = await server.api.request("POST", pause, {
+        token: apiKey,
+        rawBody,
+        headers: { "content-type": "application/json" },
+      });
+      expect(response.status, rawBody).toBe(400);
+      expect(expectErrorShape(response), rawBody).toMatchObject({
+        reason: "invalid_body",
+        message: "POST /v1/wallets/:id/policy/pause takes no body",
+      });
+    }
+    expect((await server.api.get(`/v1/wallets/${wallet.body.id}/policy`, apiKey)).body.status).toBe("active");
+    const empty = await server.api.request("POST", pause, {
+      token: apiKey,
+      rawBody: "{}",
+      headers: { "content-type": "application/json" },
+    });
+    expect(empty.status, empty.text).toBe(200);
+    expect((await server.api.get(`/v1/wallets/${wallet.body.id}/policy`, apiKey)).body.status).toBe("paused");
+  });
+
   it("answers an empty body where the route takes one with 400 invalid_body naming what is missing", async () => {
     const response = await server.api.request("POST", "/v1/wallets", {
       token: apiKey,

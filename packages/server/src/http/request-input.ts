@@ -50,6 +50,21 @@ function isJson(text: string): boolean {
 }
 
 /** Refuses, with 400 before any route runs, a request whose strings could not be stored or shown back. */
+/** A route of the API that declares no body (the ones that act on what their path names). */
+function takesNoBody(request: FastifyRequest): boolean {
+  return (
+    request.routeOptions.url?.startsWith("/v1/") === true && request.routeOptions.schema?.body === undefined
+  );
+}
+
+/** No body at all, or one that says nothing: `{}`. */
+function isNoBody(body: unknown): boolean {
+  return (
+    body === undefined ||
+    (typeof body === "object" && body !== null && !Array.isArray(body) && Object.keys(body).length === 0)
+  );
+}
+
 function checkStorable(request: FastifyRequest): void {
   const where = [
     ["params", request.params, errors.invalidParams],
@@ -120,6 +135,8 @@ function structureProblem(text: string, max: number): string | undefined {
  * - An empty body is no body, whatever its Content-Type: clients send `Content-Type: application/json` by
  *   default, even on `POST …/policy/pause` or `DELETE`. A route that takes a body then answers its usual
  *   validation error, one that takes none proceeds.
+ * - A route of the API that takes no body refuses one, 400 `invalid_body`, but for `{}`: a field sent there
+ *   (`{"status":"active"}` to a pause) would be ignored while its client believed it understood.
  * - A body of any other media type (`text/plain`, forms) is 415, on every route.
  * - A route of the API (`/v1/…`) that declares no query takes none: any query parameter is 400
  *   `invalid_query`, as an unknown one is where a route declares its query.
@@ -147,5 +164,9 @@ export function installInputChecks(app: App): void {
     if (body === "") done(null, undefined);
     else done(errors.unsupportedMediaType(request.headers["content-type"] ?? ""), undefined);
   });
-  app.addHook("preValidation", async (request) => checkStorable(request));
+  app.addHook("preValidation", async (request) => {
+    checkStorable(request);
+    if (takesNoBody(request) && !isNoBody(request.body))
+      throw errors.invalidBody(`${request.method} ${request.routeOptions.url} takes no body`);
+  });
 }
