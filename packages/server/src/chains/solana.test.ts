@@ -235,6 +235,37 @@ describe("SolanaChain on the local cluster", () => {
     expect((await solana.scanIncoming(async () => [watched], scan.cursor)).transfers).toEqual([]);
   });
 
+  it("reads an account's history from the newest back to the cursor: a few entries first, further pages only while all are new", async () => {
+    const watched = (await solanaKey()).address;
+    const limits: number[] = [];
+    const proxy = await startRpcProxy(devnet.solana.rpcUrl, (method, _nth, body) => {
+      if (method === "getSignaturesForAddress") {
+        const { params } = JSON.parse(body) as { params: [string, { limit?: number }?] };
+        if (params[0] === watched) limits.push(params[1]?.limit ?? 1000);
+      }
+      return "forward";
+    });
+    onTestFinished(() => proxy.close());
+    const scanner = new SolanaChain({ ...solana.config, rpcUrl: proxy.url });
+    const start = await scanner.scanIncoming(async () => [watched], null);
+    const sent: string[] = [];
+    for (let i = 0; i < 30; i++)
+      sent.push((await fundSolana(devnet, watched, { sol: 1_000_000n })).solTx ?? "");
+    devnet.advanceSolanaSlots(1);
+
+    // 30 transfers since the cursor: the first page is short, so the scan reads on.
+    const scan = await scanner.scanIncoming(async () => [watched], start.cursor);
+    expect(scan.transfers.map((t) => t.txHash).sort()).toEqual([...sent].sort());
+    expect(limits.length).toBeGreaterThan(1);
+    expect(limits[0]).toBeLessThanOrEqual(20);
+    // Nothing new: one short page of the 30 old ones, not the account's whole history.
+    limits.length = 0;
+    devnet.advanceSolanaSlots(1);
+    expect((await scanner.scanIncoming(async () => [watched], scan.cursor)).transfers).toEqual([]);
+    expect(limits).toHaveLength(1);
+    expect(limits[0]).toBeLessThanOrEqual(20);
+  });
+
   /**
    * A FAKE of what the machine cannot reach: the devnet behind a load balancer whose node answering
    * `method` is at slot 1: it lists no history (it has seen none of it) and refuses a `minContextSlot` past

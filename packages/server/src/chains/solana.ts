@@ -71,8 +71,13 @@ const LAMPORTS_PER_SIGNATURE = 5_000n;
 /** Size of an SPL token account, whose rent a transfer pays when it creates the recipient's. */
 const TOKEN_ACCOUNT_SIZE = 165n;
 const COMPUTE_BUDGET_PROGRAM = "ComputeBudget111111111111111111111111111111" as Address;
-/** Signatures looked at per address and page of `getSignaturesForAddress`. */
+/** Signatures looked at per address and page of `getSignaturesForAddress` (the most a node lists). */
 const SIGNATURES_PAGE = 1000;
+/**
+ * The first page's size: a pass covers the few seconds since the last, so a few entries usually reach back
+ * past the cursor. A full first page read an active account's last 1,000 signatures on every pass.
+ */
+const FIRST_SIGNATURES_PAGE = 20;
 /** Addresses whose history is read at once. */
 const SCAN_CONCURRENCY = 8;
 /** How long one RPC call may take before it fails with {@link ChainTimeoutError}. */
@@ -412,11 +417,12 @@ export class SolanaChain implements ChainClient {
   ): Promise<{ signature: Signature; slot: bigint }[]> {
     const found: { signature: Signature; slot: bigint }[] = [];
     let before: Signature | undefined;
+    let limit = FIRST_SIGNATURES_PAGE;
     for (;;) {
       const page = await this.#rpc
         .getSignaturesForAddress(account, {
           commitment: "confirmed",
-          limit: SIGNATURES_PAGE,
+          limit,
           minContextSlot: upTo,
           ...(before ? { before } : {}),
         })
@@ -426,8 +432,9 @@ export class SolanaChain implements ChainClient {
           found.push({ signature: entry.signature, slot: entry.slot });
       }
       const last = page[page.length - 1];
-      if (!last || page.length < SIGNATURES_PAGE || last.slot <= after) return found;
+      if (!last || page.length < limit || last.slot <= after) return found;
       before = last.signature;
+      limit = SIGNATURES_PAGE;
     }
   }
 
