@@ -40,13 +40,21 @@ describe("loadConfig", () => {
       [
         'SPEND_AUTHZ_ENABLED: expected 1 or 0, got "yes"',
         'AUTHZD_PORT: expected an integer between 0 and 65535, got "http"',
-        'AUTHZD_BUDGET_WINDOW_SECONDS: expected a positive number of seconds, at most 31622400, got "-1"',
+        'AUTHZD_BUDGET_WINDOW_SECONDS: expected a number of seconds from 0.001 to 31622400, got "-1"',
       ].join("\n"),
     );
     // A reservation time whose expiries would not be dates (or hold a reservation for months) is refused.
     expect(() => loadConfig({ AUTHZD_RESERVATION_TTL_SECONDS: "9000000000000" })).toThrow(
-      'AUTHZD_RESERVATION_TTL_SECONDS: expected a positive number of seconds, at most 2592000, got "9000000000000"',
+      'AUTHZD_RESERVATION_TTL_SECONDS: expected a number of seconds from 0.001 to 2592000, got "9000000000000"',
     );
+    // Nor one under a millisecond, which rounded to none: every approval was recorded already expired, which
+    // the daemon then refused to replay at every start.
+    for (const name of ["AUTHZD_RESERVATION_TTL_SECONDS", "AUTHZD_BUDGET_WINDOW_SECONDS"]) {
+      expect(() => loadConfig({ [name]: "0.0004" })).toThrow(
+        `${name}: expected a number of seconds from 0.001 to`,
+      );
+    }
+    expect(loadConfig({ AUTHZD_RESERVATION_TTL_SECONDS: "0.001" }).reservationTtlMs).toBe(1);
   });
 
   it("reads the per-call-cap ceiling and the spend rate limit (50/s, burst 100 by default; 0 switches it off)", () => {

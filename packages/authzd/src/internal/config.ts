@@ -68,8 +68,9 @@ export function loadConfig(env: Env = process.env): Config {
     const raw = env[name];
     if (raw === undefined || raw === "") return fallback * 1000;
     const value = Number(raw);
-    if (!/^\d+(\.\d+)?$/.test(raw) || !(value > 0) || value > max) {
-      problems.push(`${name}: expected a positive number of seconds, at most ${max}, got "${raw}"`);
+    // At least a millisecond once rounded: a time that rounds to none made every approval expire as made.
+    if (!/^\d+(\.\d+)?$/.test(raw) || Math.round(value * 1000) < 1 || value > max) {
+      problems.push(`${name}: expected a number of seconds from 0.001 to ${max}, got "${raw}"`);
       return fallback * 1000;
     }
     return Math.round(value * 1000);
