@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import { anchorFileFor, readAnchorSync } from "./audit/anchor.ts";
+import { anchorFileFor, readAnchorSync, unanchored } from "./audit/anchor.ts";
 import { verifyAuditFileParallel } from "./audit/verify.ts";
 import { CliError, operatorRequest } from "./cli/client.ts";
 import { startDaemon } from "./daemon.ts";
@@ -159,10 +159,9 @@ async function run(argv: string[]): Promise<number> {
         ...(threads === undefined ? {} : { threads }),
         ...(anchor === null ? {} : { anchor }),
       });
-      if (anchor === null && report.rows > 0) {
-        process.stderr.write(
-          `authzd: no head anchor at ${anchorFile}; rows cut off the end of the log cannot be detected\n`,
-        );
+      const unvouched = unanchored(anchor, report.rows, anchorFile);
+      if (unvouched !== undefined) {
+        process.stderr.write(`authzd: ${unvouched}; rows cut off the end of the log cannot be detected\n`);
       }
       print(report);
       return report.valid ? 0 : 1;

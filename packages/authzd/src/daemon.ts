@@ -3,7 +3,7 @@ import fs from "node:fs";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
-import { readAnchorSync } from "./audit/anchor.ts";
+import { readAnchorSync, unanchored } from "./audit/anchor.ts";
 import { AuditLog, type HashedRow } from "./audit/log.ts";
 import type { AuditRepairedFields } from "./audit/rows.ts";
 import { scanAuditFileSync } from "./audit/verify.ts";
@@ -70,9 +70,10 @@ export async function startDaemon(config: Config, options: DaemonOptions = {}): 
         if (recent.length > 2 * RECENT_ON_START) recent.splice(0, recent.length - RECENT_ON_START);
       },
     });
-    if (anchor === null && scan.goodRows > 0) {
+    const unvouched = unanchored(anchor, scan.goodRows, paths.auditHead);
+    if (unvouched !== undefined) {
       notice(
-        `authzd: no head anchor at ${paths.auditHead}; anchoring the log's ${scan.goodRows} rows as they are (rows cut off its end before now cannot be detected)`,
+        `authzd: ${unvouched}; anchoring the log's ${scan.goodRows} rows as they are (rows cut off its end before now cannot be detected)`,
       );
     }
     let repaired: AuditRepairedFields | null = null;

@@ -309,6 +309,18 @@ describe("head anchor: rows cut off the end of a stopped daemon's log", () => {
     expect(JSON.parse(three.stdout)).toMatchObject({ rows: rows - 3, valid: false, firstBadIndex: rows - 3 });
   });
 
+  it("audit verify warns, as with no anchor, when a head anchor of no rows stands over a log with rows", async () => {
+    // Cutting rows off the end and writing a fresh anchor of none hid the cut: verify said valid, and nothing more.
+    const copy = homeWithLog(withoutLast(3));
+    fs.writeFileSync(path.join(copy, "audit.head"), JSON.stringify({ rows: 0, headHash: "0".repeat(64) }));
+    const verify = await runCli(["audit", "verify"], copy);
+    expect(verify.code).toBe(0);
+    expect(JSON.parse(verify.stdout)).toMatchObject({ rows: rows - 3, valid: true });
+    expect(verify.stderr).toMatch(
+      /^authzd: the head anchor at \S+audit\.head vouches for none of the log's rows; rows cut off the end of the log cannot be detected/,
+    );
+  });
+
   it("audit verify reports a re-hashed last row (a chain valid on its own) at that row", async () => {
     const lines = linesOf(pristine);
     const last = (JSON.parse(lines.at(-1) as string) as { row: Parameters<typeof encodeRow>[0] }).row;

@@ -40,6 +40,19 @@ export class AnchorError extends Error {
 }
 
 /**
+ * What vouches for none of a log's `rows` rows, when nothing does: no anchor at `file`, or one that records
+ * no rows (as written before the first). Rows cut off the log's end then go unnoticed, so the caller warns.
+ * Undefined when the anchor vouches for some rows, or the log has none.
+ * @example unanchored(readAnchorSync(file), report.rows, file) // "no head anchor at /home/.authzd/audit.head"
+ */
+export function unanchored(anchor: HeadAnchor | null, rows: number, file: string): string | undefined {
+  if (rows === 0 || (anchor !== null && anchor.rows > 0)) return undefined;
+  return anchor === null
+    ? `no head anchor at ${file}`
+    : `the head anchor at ${file} vouches for none of the log's rows`;
+}
+
+/**
  * Reads an anchor file; null when there is none. Throws {@link AnchorError} when the file is not an
  * anchor: it is replaced atomically, so a crash leaves the old or the new one, never a partial one.
  */
