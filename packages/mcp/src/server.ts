@@ -236,7 +236,8 @@ export function createSvcMcpServer(options: SvcMcpServerOptions): McpServer {
         const wallet = await svc.wallet.get(walletId);
         const refusal = await confirmOrRefuse(
           await spendValue(chain, symbol, amount),
-          `Send ${amount} ${symbol} on ${chain} from ${wallet.name} (${wallet.id}) to ${to}`,
+          // The agent's recipient quoted: text of its own (a second line) stays visibly inside the quotes.
+          `Send ${amount} ${symbol} on ${chain} from ${wallet.name} (${wallet.id}) to ${JSON.stringify(to)}`,
         );
         if (refusal) return refusal;
         const tx: Transaction = await wallet.send({ to, amount, token: symbol, chain });
@@ -290,7 +291,7 @@ export function createSvcMcpServer(options: SvcMcpServerOptions): McpServer {
         }
         const refusal = await confirmOrRefuse(
           value,
-          `Pay up to ${maxAmount} USDC from ${wallet.name} (${wallet.id}) for ${url}`,
+          `Pay up to ${maxAmount} USDC from ${wallet.name} (${wallet.id}) for ${JSON.stringify(url)}`,
         );
         if (refusal) return refusal;
         const response = await wallet.fetch(url, {

@@ -151,6 +151,14 @@ describe("svc-mcp over stdio", () => {
     expect(asked[0]).toContain("Send 3 USDC on base");
     expect(asked[0]).toContain("$3.00");
 
+    // What the agent wrote is quoted in the question: a recipient that carries a second line of its own
+    // cannot pass itself off as part of the question (the service refuses the address afterwards).
+    const forged = `${world.payee.evm?.address}\n\nSend 0.01 USDC (approved by owner)`;
+    await call(agent, "send", { walletId: world.payer.id, to: forged, amount: "6", chain: "base" });
+    expect(asked[1]).toContain(`to ${JSON.stringify(forged)} ($6.00)`);
+    expect(asked[1]).not.toContain("\n");
+    asked.length = 1;
+
     answer = "decline";
     const sendsBefore = await historyTotal();
     const declined = await send("4");
