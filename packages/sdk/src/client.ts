@@ -2,7 +2,7 @@ import { SpendGate } from "./authz/gate.ts";
 import type { SpendAuthzConfig } from "./authz/types.ts";
 import { SvcConnectionError, SvcValidationError } from "./errors.ts";
 import { NetworkDirectory } from "./network.ts";
-import { type FetchLike, sleep, Transport } from "./transport.ts";
+import { type FetchLike, pathSegment, sleep, Transport } from "./transport.ts";
 import type {
   Account,
   ApiKey,
@@ -375,8 +375,9 @@ export class SvcWallet {
 
     const wallet = (record: WalletRecord): Wallet => new Wallet(record, ctx);
     const id = (value: string, what: string): string => {
-      if (typeof value !== "string" || value === "") throw badOption(`${what} must be a non-empty string`);
-      return encodeURIComponent(value);
+      const segment = pathSegment(value);
+      if (segment === undefined) throw badOption(`${what} must be a non-empty string, and not . or ..`);
+      return segment;
     };
 
     this.auth = {

@@ -57,6 +57,16 @@ export function backoffDelayMs(attempt: number, random: () => number = Math.rand
 }
 
 /** Waits `ms`, or rejects with the signal's reason when it aborts first. */
+/**
+ * `id` as one segment of a request's path, or undefined when it cannot be one: not a string, empty, or `.`
+ * or `..`, which the URL resolves away (`/v1/wallets/..` is `/v1/`, another route).
+ * @example pathSegment("wal_123") // "wal_123"
+ */
+export function pathSegment(id: unknown): string | undefined {
+  if (typeof id !== "string" || id === "" || id === "." || id === "..") return undefined;
+  return encodeURIComponent(id);
+}
+
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) {

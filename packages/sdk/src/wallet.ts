@@ -8,7 +8,7 @@ import {
   SvcWaitTimeoutError,
 } from "./errors.ts";
 import type { NetworkDirectory, TokenFacts } from "./network.ts";
-import { sleep, type Transport } from "./transport.ts";
+import { pathSegment, sleep, type Transport } from "./transport.ts";
 import type {
   Balance,
   FaucetInput,
@@ -277,8 +277,9 @@ export class Wallet implements WalletRecord {
     transactionId: string,
     options: WaitForTransactionOptions = {},
   ): Promise<Transaction> {
-    if (typeof transactionId !== "string" || transactionId === "")
-      throw invalid("waitForTransaction: `transactionId` must be a non-empty string");
+    const segment = pathSegment(transactionId);
+    if (segment === undefined)
+      throw invalid("waitForTransaction: `transactionId` must be a non-empty string, and not . or ..");
     if (options === null || typeof options !== "object")
       throw invalid("waitForTransaction expects an object");
     const { timeoutMs = DEFAULT_WAIT_TIMEOUT_MS, intervalMs = DEFAULT_WAIT_INTERVAL_MS, signal } = options;
@@ -300,7 +301,7 @@ export class Wallet implements WalletRecord {
     for (;;) {
       const tx = await this.#ctx.transport.request<Transaction>({
         method: "GET",
-        path: `/transactions/${encodeURIComponent(transactionId)}`,
+        path: `/transactions/${segment}`,
         idempotent: true,
         signal,
       });

@@ -165,6 +165,24 @@ describe("chains, wallets, transactions", () => {
     expect(error.requestId).toMatch(/^req_/);
   });
 
+  it("an id of . or .. is refused before any request: the URL would resolve it away, to another route", async () => {
+    const counting = countingFetch();
+    const client = world.client({ fetch: counting.fetch });
+    for (const id of [".", ".."]) {
+      for (const call of [
+        () => client.wallet.get(id),
+        () => client.transactions.get(id),
+        () => client.apiKeys.revoke(id),
+        () => payer.waitForTransaction(id),
+      ]) {
+        const error = await call().catch((e: unknown) => e);
+        expect(error, id).toBeInstanceOf(SvcValidationError);
+        expect((error as Error).message, id).toContain("not . or ..");
+      }
+    }
+    expect(counting.calls).toEqual([]);
+  });
+
   it("sends with a number amount; the returned amount is a decimal string; transactions.get reads it back", async () => {
     const tx = await payer.send({
       to: payee.evm?.address as string,
