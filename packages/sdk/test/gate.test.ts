@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { fundSolana } from "@svc/devnet";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import {
   type AuthzSettlementFailureLog,
@@ -21,7 +22,14 @@ import {
 } from "../src/index.ts";
 import { FileSettlementStore } from "../src/node/index.ts";
 import { FaultProxy } from "./proxy.ts";
-import { auditRowsOf, fundedWallet, type GatedWorld, startGatedWorld, startTestDaemon } from "./support.ts";
+import {
+  auditRowsOf,
+  fundedWallet,
+  type GatedWorld,
+  sharedDevnet,
+  startGatedWorld,
+  startTestDaemon,
+} from "./support.ts";
 
 let world: GatedWorld;
 let payee: Wallet;
@@ -541,6 +549,37 @@ describe("beyond the anchors", () => {
     expect(await budget()).toBe(reservedBefore);
   });
 
+  it("a Solana send that opens its recipient's token account is authorized again for what the service counts, the rent included", async () => {
+    const payer = await fundedWallet(world.admin);
+    // A new wallet holds no USDC account: the send opens one, and gives it its rent.
+    const fresh = await world.admin.wallet.create({ name: "fresh", chains: ["solana"] });
+    const { calls, fetch } = recordingFetch();
+    const { wallet } = await gated(payer.id, { fetch });
+    calls.length = 0;
+    const tx = await wallet.send({
+      to: fresh.solana?.address as string,
+      amount: "0.01",
+      token: "USDC",
+      chain: "solana",
+    });
+    expect(calls.filter((call) => call.startsWith("POST /spend") || call.endsWith("/send"))).toEqual([
+      "POST /spend/authorize",
+      `POST /v1/wallets/${payer.id}/send`,
+      "POST /spend/cancel",
+      "POST /spend/authorize",
+      `POST /v1/wallets/${payer.id}/send`,
+      "POST /spend/settle",
+    ]);
+    const asked = decided().filter((row) => row.destination === fresh.solana?.address);
+    expect(asked.map((row) => row.credits)).toEqual([1, expect.any(Number)]);
+    const counted = asked[1]?.credits as number;
+    // The rent of a token account (0.00203928 SOL) is worth far more than 0.01 USDC.
+    expect(counted).toBeGreaterThan(10);
+    expect(settled().find((row) => row.decision_id === tx.spendDecisionId)).toMatchObject({
+      credits: counted,
+    });
+  });
+
   it("cancel takes 'already released by the service' and 'consumed by the service' as answers, not errors", async () => {
     const verifier = await world.daemon.identity("verifier-2", ["wallet.spend.verify"]);
     const gate = new SpendGate(world.authz());
@@ -701,8 +740,11 @@ describe("beyond the anchors", () => {
     expect(creditsOf(await wallet.send({ to, amount: "0.000001", token: "USDC", chain: "base" }))).toBe(1);
     expect(creditsOf(await wallet.send({ to, amount: "0.011", token: "USDC", chain: "base" }))).toBe(2);
     expect(creditsOf(await wallet.send({ to, amount: "0.001", token: "ETH", chain: "base" }))).toBe(300);
+    // A recipient that holds a USDC account already: the send gives it nothing more than the amount.
+    const holder = await world.admin.wallet.create({ name: "holder", chains: ["solana"] });
+    await fundSolana(await sharedDevnet(), holder.solana?.address as never, { usdc: 1n });
     const solanaTx = await wallet.send({
-      to: payee.solana?.address as string,
+      to: holder.solana?.address as string,
       amount: 1,
       token: "USDC",
       chain: "solana",

@@ -1,7 +1,7 @@
 import { startTestDaemon, type TestDaemon } from "@svc/authzd/testing";
-import { fundEvm } from "@svc/devnet";
+import { fundEvm, fundSolana } from "@svc/devnet";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { devnetClients } from "./support/chains.ts";
+import { devnetClients, solanaKey, tokenAccountRentUsd } from "./support/chains.ts";
 import { eventually } from "./support/eventually.ts";
 import { waitForSettled } from "./support/spends.ts";
 import {
@@ -193,6 +193,53 @@ describe("a spend carrying spendAuthorization.decisionId", () => {
       amount: "2",
       spendAuthorization: { decisionId: priced.decision_id },
     });
+    expect(sent.status, sent.text).toBe(201);
+  });
+
+  it("counts, in what a Solana send is worth against its credits, the rent of the token account it opens for its recipient", async () => {
+    const devnet = await sharedDevnet();
+    const created = await server.api.post(
+      "/v1/wallets",
+      { name: "gated sol", chains: ["solana"] },
+      owner.apiKey,
+    );
+    expect(created.status, created.text).toBe(201);
+    await fundSolana(devnet, created.body.solana.address, { sol: 10n ** 9n, usdc: 10n * USDC });
+    const { solana } = await devnetClients(devnet);
+    const rent = await tokenAccountRentUsd(devnet, solana.config.nativeToken);
+    // 0.01 USDC is 1 credit; the token account it opens for a new recipient gives it rent worth far more.
+    const worth = String((10_000n + rent + 9_999n) / 10_000n);
+    const recipient = (await solanaKey()).address;
+    const decisionFor = (credits: number) =>
+      authorize({
+        network: solanaNetwork,
+        asset: devnet.solana.usdcMint,
+        amount: "10000",
+        destination: recipient,
+        credits,
+      });
+    const sendWith = (decisionId: string) =>
+      server.api.post(
+        `/v1/wallets/${created.body.id}/send`,
+        { chain: "solana", to: recipient, amount: "0.01", spendAuthorization: { decisionId } },
+        owner.apiKey,
+      );
+
+    const tokenOnly = await decisionFor(1);
+    const refused = await sendWith(tokenOnly.decision_id);
+    expect(refused.status, refused.text).toBe(403);
+    expect(expectErrorShape(refused)).toMatchObject({
+      reason: "spend_authorization_mismatch",
+      details: { field: "credits", authorized: "1", requested: worth },
+    });
+    expect(await sendsOf(created.body.id)).toBe(0);
+    const lookup = await daemon.call<{ state: string }>("GET", `/spend/decisions/${tokenOnly.decision_id}`, {
+      token: serviceToken,
+    });
+    expect(lookup.body.state).toBe("released");
+
+    const priced = await decisionFor(Number(worth));
+    const sent = await sendWith(priced.decision_id);
     expect(sent.status, sent.text).toBe(201);
   });
 

@@ -60,6 +60,17 @@ function definiteRefusal(error: unknown): boolean {
   );
 }
 
+/**
+ * The credits the service counts a spend as worth, when it refused the spend's decision for stating fewer
+ * (`spend_authorization_mismatch` on `credits`, `details.requested`) than that; else undefined.
+ */
+function creditsCounted(error: unknown, asked: number): number | undefined {
+  if (!(error instanceof SvcError) || error.reason !== "spend_authorization_mismatch") return undefined;
+  if (error.details?.field !== "credits") return undefined;
+  const requested = Number(error.details.requested);
+  return Number.isSafeInteger(requested) && requested > asked ? requested : undefined;
+}
+
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
@@ -141,6 +152,10 @@ export class SpendGate {
    * approval so its credits come back and rethrow; after a broadcast (a `txHash`), settle with the same
    * facts. Resolves once settlement, with its retries, has finished; its result is the submit's either way.
    *
+   * A spend the service counts as worth more credits than asked for (a Solana send that opens its
+   * recipient's token account gives it that account's rent, which the service counts as spent) is refused
+   * saying how many: the gate then asks the daemon again, once, for that many, and submits again.
+   *
    * `decisionOf` reads the decision the service recorded the spend with: a retry of a spend whose answer
    * was lost (the same Idempotency-Key) is answered with the first attempt's spend and decision. That one
    * is settled, and this attempt's approval, which the service never used, cancelled.
@@ -154,13 +169,16 @@ export class SpendGate {
     heldIdOf?: (result: T) => string | undefined,
     decisionOf?: (result: T) => string | undefined,
   ): Promise<T> {
-    const asked = await this.authorize(spend);
+    let asked = await this.authorize(spend);
     let result: T;
     try {
-      result = await submit(asked);
+      result = await this.#submit(asked, submit);
     } catch (error) {
-      if (definiteRefusal(error)) await this.cancel(asked);
-      throw error;
+      const credits = creditsCounted(error, spend.context.credits);
+      if (credits === undefined) throw error;
+      spend = { ...spend, context: { ...spend.context, credits } };
+      asked = await this.authorize(spend);
+      result = await this.#submit(asked, submit);
     }
     const decisionId = decisionOf?.(result) ?? asked;
     if (decisionId !== asked) await this.cancel(asked);
@@ -172,6 +190,16 @@ export class SpendGate {
       if (heldId !== undefined) this.#held.set(heldId, { decisionId, context: { ...spend.context } });
     }
     return result;
+  }
+
+  /** Submits with `decisionId`; on a definite refusal, cancels the approval so its credits come back. */
+  async #submit<T>(decisionId: string, submit: (decisionId: string) => Promise<T>): Promise<T> {
+    try {
+      return await submit(decisionId);
+    } catch (error) {
+      if (definiteRefusal(error)) await this.cancel(decisionId);
+      throw error;
+    }
   }
 
   /**

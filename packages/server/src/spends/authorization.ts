@@ -35,15 +35,16 @@ const MICROS_PER_CREDIT = 10_000n;
  * database transaction (it calls the daemon); the unique index on `transactions.spend_decision_id` stays
  * as this service's own guard of "one decision, one spend".
  *
- * Once this returns, the caller owns the consumption: if the spend is refused before it is recorded, it
- * calls {@link releaseRefusedSpendAuthorization}.
+ * Once this returns the decision, the caller owns the consumption: if the spend is refused before it is
+ * recorded, it calls {@link releaseRefusedSpendAuthorization}. A spend found to be worth more once planned
+ * (the rent of a token account it opens) is checked again with {@link checkCreditsCover}.
  * @example await consumeSpendAuthorization(daemon, "dec_…", { kind: "evm", network: "eip155:8453", … });
  */
 export async function consumeSpendAuthorization(
   daemon: AuthzdClient | undefined,
   decisionId: string,
   facts: AuthorizedFacts,
-): Promise<void> {
+): Promise<SpendDecision> {
   if (!daemon) throw errors.authzdNotConfigured();
   const answer = await daemon.consumeDecision(decisionId);
   if (!answer.consumed)
@@ -54,6 +55,7 @@ export async function consumeSpendAuthorization(
     await daemon.releaseDecision(decisionId);
     throw error;
   }
+  return answer.decision;
 }
 
 /**
@@ -130,8 +132,18 @@ function checkFacts(decision: SpendDecision, facts: AuthorizedFacts): void {
       { rule: "spendAuthorization", decisionId: decision.decisionId, field, authorized, requested },
     );
   }
-  // The daemon's budget counts the credits the agent stated: fewer than the spend is worth would let it
-  // spend past its budget.
+  checkCreditsCover(decision, facts);
+}
+
+/**
+ * Refuses a spend worth more than the credits of its decision: the daemon's budget counts the credits the
+ * agent stated, and fewer than the spend is worth would let it spend past its budget. A spend's worth is
+ * what the policy counts: its amount's, and the rent of a token account it opens for its recipient.
+ */
+export function checkCreditsCover(
+  decision: SpendDecision,
+  facts: Pick<AuthorizedFacts, "usdMicros" | "token" | "chain">,
+): void {
   if (facts.usdMicros === undefined) {
     throw errors.policyViolation(
       "price_unavailable",

@@ -11,6 +11,7 @@ import type { Keyring } from "../wallets/keyring.ts";
 import { findSpendingWallet, openSigningKey } from "../wallets/wallets.ts";
 import { type AskingCredential, admitSpend } from "./admission.ts";
 import {
+  checkCreditsCover,
   consumeSpendAuthorization,
   NATIVE_ASSET,
   releaseRefusedSpendAuthorization,
@@ -76,18 +77,19 @@ export async function send(
   const from = kind === "evm" ? wallet.evmAddress : wallet.solanaAddress;
   if (!from) throw errors.chainNotInWallet(request.chain, wallet.chains);
   const value = usdMicros(token, amount);
-  if (request.spendDecisionId !== undefined) {
-    await consumeSpendAuthorization(deps.authzd, request.spendDecisionId, {
-      kind,
-      network: client.config.network,
-      asset: token.address ?? NATIVE_ASSET,
-      amount,
-      destination: request.to,
-      usdMicros: value,
-      token: token.symbol,
-      chain: request.chain,
-    });
-  }
+  const decision =
+    request.spendDecisionId === undefined
+      ? undefined
+      : await consumeSpendAuthorization(deps.authzd, request.spendDecisionId, {
+          kind,
+          network: client.config.network,
+          asset: token.address ?? NATIVE_ASSET,
+          amount,
+          destination: request.to,
+          usdMicros: value,
+          token: token.symbol,
+          chain: request.chain,
+        });
   const spend: SpendFacts = {
     walletId: wallet.id,
     type: "send",
@@ -110,6 +112,8 @@ export async function send(
     const plan = await planFundedTransfer(client, { from, to: request.to, token, amount }, pending);
     // Counted with what else it gives the recipient, now that the plan says.
     const counted = withRecipientAccountRent(spend, client.config.nativeToken, plan.recipientAccountRent);
+    // And against its decision's credits, which were checked against its amount alone.
+    if (decision) checkCreditsCover(decision, { ...counted, token: token.symbol });
     const privateKey = await openSigningKey(deps.db, deps.keyring, wallet, kind, sealedKeys);
     try {
       row = await admitSpend(deps.db, counted, {
