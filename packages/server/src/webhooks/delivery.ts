@@ -49,6 +49,13 @@ const LEASE_MS = 60 * SECOND;
 const MAX_CONCURRENT_ENDPOINTS = 16;
 
 /**
+ * Endpoints of one account an instance works at once: a quarter of them. An attempt holds its slot until it
+ * ends (up to the attempt's timeout), so one account's hanging receivers held every slot, and every other
+ * account's deliveries waited for a timeout.
+ */
+const MAX_CONCURRENT_ENDPOINTS_PER_ACCOUNT = MAX_CONCURRENT_ENDPOINTS / 4;
+
+/**
  * How long an endpoint keeps its slot while every slot is taken: then it lets go and joins the back of the
  * line, so that slow receivers with long queues (one account's, say) cannot hold every other endpoint back
  * until they are done.
@@ -111,6 +118,8 @@ export class WebhookDeliverer {
   /** This instance's name in the leases it takes. */
   readonly owner = `wd_${randomBase62(16)}`;
   readonly #working = new Map<string, Promise<void>>();
+  /** The account of each endpoint being worked. */
+  readonly #workingFor = new Map<string, string>();
   #timer: NodeJS.Timeout | undefined;
   #polling: Promise<void> | undefined;
   #stopped = false;
@@ -140,13 +149,21 @@ export class WebhookDeliverer {
     await Promise.all(this.#working.values());
   }
 
+  /** Whether this instance works as many of the account's endpoints as it may at once. */
+  #fullShare(accountId: string): boolean {
+    let working = 0;
+    for (const account of this.#workingFor.values()) if (account === accountId) working++;
+    return working >= MAX_CONCURRENT_ENDPOINTS_PER_ACCOUNT;
+  }
+
   /** Leases what has work and starts working it; does not wait for the work. */
   async pollOnce(): Promise<void> {
     const room = MAX_CONCURRENT_ENDPOINTS - this.#working.size;
     if (room <= 0) return;
     const now = this.deps.now();
     const busy = [...this.#working.keys()];
-    const leased = await selectRows<{ id: string }>(
+    const full = [...new Set(this.#workingFor.values())].filter((account) => this.#fullShare(account));
+    const leased = await selectRows<{ id: string; account_id: string }>(
       this.deps.db,
       sql`
       UPDATE ${webhookEndpoints} SET lease_owner = ${this.owner}, leased_until = ${new Date(now.getTime() + LEASE_MS)}
@@ -155,6 +172,7 @@ export class WebhookDeliverer {
         WHERE e.deleted_at IS NULL
           AND (e.leased_until IS NULL OR e.leased_until <= ${now})
           AND NOT (e.id = ANY (${toTextArray(busy)}::text[]))
+          AND NOT (e.account_id = ANY (${toTextArray(full)}::text[]))
           AND (
             EXISTS (SELECT 1 FROM ${webhookRedeliveries} r WHERE r.endpoint_id = e.id)
             OR ((e.next_attempt_at IS NULL OR e.next_attempt_at <= ${now} OR ${attemptsEventGone(sql`e`)}) AND EXISTS (
@@ -167,16 +185,25 @@ export class WebhookDeliverer {
         ORDER BY e.next_attempt_at NULLS FIRST
         LIMIT ${room}
         FOR UPDATE SKIP LOCKED)
-      RETURNING id`,
+      RETURNING id, account_id`,
     );
-    for (const { id } of leased) {
-      const work = this.#work(id)
+    for (const { id, account_id: account } of leased) {
+      // More of one account than its share in this batch: let go at once, to be leased again in turn.
+      if (this.#fullShare(account)) {
+        await this.#release(id);
+        continue;
+      }
+      this.#workingFor.set(id, account);
+      const work = this.#work(id, account)
         .catch((error: unknown) => {
           this.deps.log.warn({ err: error, endpointId: id }, "webhook delivery stopped early; will retry");
           return this.#release(id);
         })
         .catch(() => undefined)
-        .finally(() => this.#working.delete(id));
+        .finally(() => {
+          this.#working.delete(id);
+          this.#workingFor.delete(id);
+        });
       this.#working.set(id, work);
     }
   }
@@ -185,10 +212,11 @@ export class WebhookDeliverer {
    * Works one leased endpoint: redeliveries first, then its events in order while they are due, until it has
    * nothing more to send now.
    */
-  async #work(endpointId: string): Promise<void> {
+  async #work(endpointId: string, accountId: string): Promise<void> {
     const started = Date.now();
     const sliceUsed = () =>
-      this.#working.size >= MAX_CONCURRENT_ENDPOINTS && Date.now() - started >= WORK_SLICE_MS;
+      (this.#working.size >= MAX_CONCURRENT_ENDPOINTS || this.#fullShare(accountId)) &&
+      Date.now() - started >= WORK_SLICE_MS;
     for (;;) {
       const [endpoint] = await this.deps.db
         .select()
