@@ -1,9 +1,12 @@
-import { fundEvm, IDLE_BLOCK_SECONDS } from "@svc/devnet";
+import { fundEvm, fundSolana, IDLE_BLOCK_SECONDS } from "@svc/devnet";
 import { parseUnits } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChainClient } from "../src/chains/types.ts";
-import { devnetClients } from "./support/chains.ts";
+import { admitSpend } from "../src/spends/admission.ts";
+import { findToken } from "../src/spends/transfer.ts";
+import { devnetClients, solanaKey } from "./support/chains.ts";
 import { eventually } from "./support/eventually.ts";
+import { openStoredKey } from "./support/keys.ts";
 import { RpcGate } from "./support/rpc-gate.ts";
 import { waitForSettled } from "./support/spends.ts";
 import {
@@ -189,6 +192,43 @@ describe("EVM nonces", () => {
     const settled = await Promise.all(responses.map((r) => waitForSettled(server.api, apiKey, r.body.id)));
     expect(settled.every((t) => t.status === "confirmed")).toBe(true);
     expect(await base.getBalance(to, usdc())).toBe(15n * USDC);
+  });
+});
+
+describe("Solana transfers, which have no nonce", () => {
+  it("are each their own transaction: one signed alike by another instance first is signed again, not recorded twice", async () => {
+    // Two identical transfers signed against one blockhash are one transaction: each process signs each of its
+    // own differently, but another instance on the same store may have signed this very one first.
+    const created = (await server.api.post("/v1/wallets", { name: "sol twin", chains: ["solana"] }, apiKey))
+      .body;
+    await fundSolana(devnet, created.solana.address, { sol: 10n ** 9n, usdc: 10n * USDC });
+    const { solana } = await devnetClients(devnet);
+    const token = findToken(solana, "USDC");
+    const recipient = (await solanaKey()).address;
+    await fundSolana(devnet, recipient, { usdc: 1n });
+    const spend = {
+      walletId: created.id as string,
+      type: "send" as const,
+      chain: "solana",
+      token,
+      amount: USDC,
+      from: created.solana.address as string,
+      to: recipient,
+      usdMicros: USDC,
+    };
+    const privateKey = await openStoredKey(server.service, created.id, "solana");
+    const plan = await solana.planTransfer({ from: spend.from, to: recipient, token, amount: USDC });
+    const twin = await solana.signTransfer(plan, privateKey);
+    const db = server.service.store.db;
+    const first = await admitSpend(db, spend, { sign: async () => twin });
+    let signings = 0;
+    const second = await admitSpend(db, spend, {
+      sign: async () => (signings++ === 0 ? twin : solana.signTransfer(plan, privateKey)),
+    });
+    privateKey.fill(0);
+    expect(first.txHash).toBe(twin.txHash);
+    expect(signings).toBe(2);
+    expect(second.txHash).not.toBe(twin.txHash);
   });
 });
 

@@ -46,6 +46,31 @@ export function signedColumns(spend: Pick<SpendFacts, "resource">, signed: Signe
   };
 }
 
+/** How often a transfer signed alike by another instance is signed again before the spend is refused. */
+const SIGNINGS_PER_SPEND = 3;
+
+/**
+ * Signs, and signs again while what it signed is a transaction already recorded. A Solana transfer has no
+ * nonce: two alike in every field and signed against one blockhash are one transaction, which lands once
+ * while both records would claim it. Each process signs each of its transfers differently, but another
+ * instance on the same store may have signed this very one first; the wallet's lock, held here, orders the
+ * two. An EVM transfer is unique by the nonce the lock handed out, and needs no look.
+ */
+async function signedAnew(tx: Tx, chain: string, sign: () => Promise<SignedSpend>): Promise<SignedSpend> {
+  for (let signing = 1; ; signing++) {
+    const signed = await sign();
+    if (!("txHash" in signed) || signed.nonce !== undefined) return signed;
+    const [taken] = await tx
+      .select({ id: transactions.id })
+      .from(transactions)
+      .where(and(eq(transactions.chain, chain), eq(transactions.txHash, signed.txHash)))
+      .limit(1);
+    if (!taken) return signed;
+    if (signing === SIGNINGS_PER_SPEND)
+      throw new Error(`signed ${SIGNINGS_PER_SPEND} times a transaction already recorded (${taken.id})`);
+  }
+}
+
 /** The credential a spend was asked with: an API key, or an owner's login access token. */
 export type AskingCredential =
   | { kind: "api_key"; keyId: string }
@@ -132,7 +157,7 @@ async function admitLocked(
     } else {
       const funds = options.evmPlan ? fundsReadOf(options.evmPlan) : options.paymentFunds;
       if (funds) await checkFundsInFlight(tx, spend, funds, nonce);
-      signed = await options.sign(nonce);
+      signed = await signedAnew(tx, spend.chain, () => options.sign(nonce));
     }
     const row = await recordTransaction(
       tx,
