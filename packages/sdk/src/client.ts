@@ -20,6 +20,7 @@ import type {
   EventQuery,
   LoginResult,
   RequestOptions,
+  RotatedWebhookEndpoint,
   SvcEvent,
   Transaction,
   WalletRecord,
@@ -306,6 +307,17 @@ export class SvcWallet {
      * await admin.webhooks.redeliver("wh_…", "evt_…");
      */
     redeliver(endpointId: string, eventId: string): Promise<void>;
+    /**
+     * Gives the endpoint a new signing secret, in this response only. Deliveries are signed with it at once,
+     * and with the secret it replaces too for `previousSecretValidForSeconds` more (default a day, at most a
+     * week; 0 for a leaked secret): time to give the receiver the new one.
+     * @example
+     * const { secret } = await admin.webhooks.rotateSecret("wh_…", { previousSecretValidForSeconds: 3600 });
+     */
+    rotateSecret(
+      endpointId: string,
+      options?: { previousSecretValidForSeconds?: number },
+    ): Promise<RotatedWebhookEndpoint>;
   };
   /** x402: paid resources (paying them is `wallet.fetch`). */
   readonly x402: {
@@ -591,6 +603,14 @@ export class SvcWallet {
           idempotent: false,
         });
       },
+      rotateSecret: (endpointId, options = {}) =>
+        transport.request<RotatedWebhookEndpoint>({
+          method: "POST",
+          path: `/webhook-endpoints/${id(endpointId, "endpointId")}/rotate-secret`,
+          body: strip(options),
+          // Each call makes a new secret, shown once: repeated only when the service surely did not act.
+          idempotent: false,
+        }),
     };
     this.transactions = {
       get: async (transactionId) => {

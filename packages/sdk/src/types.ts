@@ -588,6 +588,17 @@ export interface WebhookEndpoint {
 }
 
 /**
+ * An endpoint given a new signing secret (`svc.webhooks.rotateSecret`): the only time the new `secret` is
+ * shown. Deliveries carry the replaced secret's signature too until `previousSecretExpiresAt` (null: no more).
+ * @example
+ * const { secret, previousSecretExpiresAt } = await admin.webhooks.rotateSecret("wh_…");
+ */
+export interface RotatedWebhookEndpoint extends WebhookEndpoint {
+  secret: string;
+  previousSecretExpiresAt: string | null;
+}
+
+/**
  * The creation response of a webhook endpoint: the only time its `secret` (`whsec_…`) is shown.
  * @example
  * const { id, secret } = await admin.webhooks.create({ url: "https://example.com/hooks/svc" });

@@ -146,6 +146,36 @@ describe("svc.webhooks and verifyWebhook against the service's deliveries", () =
     expect(await world.admin.webhooks.get(endpoint.id).catch((e) => e)).toBeInstanceOf(SvcNotFoundError);
   });
 
+  it("rotateSecret gives a new secret; the replaced one verifies until it expires, at once with 0", async () => {
+    const endpoint = await world.admin.webhooks.create({ url: receiver.url, events: ["policy.updated"] });
+    const wallet = await world.admin.wallet.create({ name: "rotating", chains: ["base"] });
+    const deliveredWith = async (secret: string, maxPerTx: string) => {
+      receiver.secret = secret;
+      const [verified, refused] = [receiver.verified.length, receiver.refused.length];
+      await wallet.policy.update({ maxPerTx });
+      await eventually(() => receiver.verified.length > verified || receiver.refused.length > refused, {
+        describe: "the delivery",
+      });
+      return receiver.verified.length > verified;
+    };
+
+    const rotated = await world.admin.webhooks.rotateSecret(endpoint.id, {
+      previousSecretValidForSeconds: 3600,
+    });
+    expect(rotated.secret).toMatch(/^whsec_/);
+    expect(rotated.secret).not.toBe(endpoint.secret);
+    expect(Date.parse(rotated.previousSecretExpiresAt ?? "")).toBeGreaterThan(Date.now());
+    // A receiver not told the new secret yet still verifies; one told does too.
+    expect(await deliveredWith(endpoint.secret, "3")).toBe(true);
+    expect(await deliveredWith(rotated.secret, "4")).toBe(true);
+
+    const urgent = await world.admin.webhooks.rotateSecret(endpoint.id, { previousSecretValidForSeconds: 0 });
+    expect(urgent.previousSecretExpiresAt).toBeNull();
+    expect(await deliveredWith(rotated.secret, "5")).toBe(false);
+    receiver.refused.length = 0;
+    await world.admin.webhooks.delete(endpoint.id);
+  });
+
   it("an agent key cannot register an endpoint (SvcForbiddenError)", async () => {
     const wallet = await world.admin.wallet.create({ name: "agent's", chains: ["base"] });
     const { key } = await world.admin.apiKeys.create({

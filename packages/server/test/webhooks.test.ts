@@ -541,6 +541,76 @@ describe("webhook deliveries", () => {
 });
 
 describe("webhook delivery slots", () => {
+  it("are signed with a rotated secret at once, and with the one it replaced too until that expires", async () => {
+    const target = await receiver();
+    const { owner, wallet, endpoint } = await onePolicyEventTo(target);
+    await eventually(() => target.acknowledged().length === 1, { describe: "the first delivery" });
+    // Whether one of the delivery's signatures is `secret`'s (the verifier's own clock would refuse the
+    // timestamps of deliveries made once the service's clock is moved on).
+    const verifies = (secret: string, delivery: Received | undefined) => {
+      if (!delivery) throw new Error("no delivery");
+      const id = String(delivery.headers["webhook-id"]);
+      const at = new Date(Number(delivery.headers["webhook-timestamp"]) * 1000);
+      const expected = new Webhook(secret).sign(id, at, delivery.body);
+      return String(delivery.headers["webhook-signature"]).split(" ").includes(expected);
+    };
+    const rotate = (body?: Record<string, unknown>) =>
+      server.api.post(`/v1/webhook-endpoints/${endpoint.id}/rotate-secret`, body, owner.apiKey);
+    const nextDelivery = async (maxPerTx: string) => {
+      const before = target.requests.length;
+      expect((await patchPolicy(server.api, owner.apiKey, wallet.body.id, { maxPerTx })).status).toBe(200);
+      await eventually(() => target.requests.length > before, { describe: "the next delivery" });
+      return target.requests.at(-1);
+    };
+
+    const rotated = await rotate({ previousSecretValidForSeconds: 3600 });
+    expect(rotated.status, rotated.text).toBe(200);
+    expect(rotated.body).toMatchObject({ id: endpoint.id, url: target.url });
+    expect(rotated.body.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(rotated.body.secret).not.toBe(endpoint.secret);
+    expect(Date.parse(rotated.body.previousSecretExpiresAt) - Date.now()).toBeGreaterThan(3500_000);
+    // The endpoint as read never shows a secret, old or new.
+    const read = await server.api.get(`/v1/webhook-endpoints/${endpoint.id}`, owner.apiKey);
+    expect(read.text).not.toContain(endpoint.secret);
+    expect(read.text).not.toContain(rotated.body.secret);
+
+    const during = await nextDelivery("4");
+    expect(verifies(rotated.body.secret, during)).toBe(true);
+    expect(verifies(endpoint.secret, during)).toBe(true);
+    // An hour on, the replaced secret signs no more.
+    server.clock.advance(3600_000 + 1000);
+    try {
+      const after = await nextDelivery("5");
+      expect(verifies(rotated.body.secret, after)).toBe(true);
+      expect(verifies(endpoint.secret, after)).toBe(false);
+    } finally {
+      server.clock.reset();
+    }
+
+    // A leaked secret is dropped at once: 0 keeps none beside the new one.
+    const urgent = await rotate({ previousSecretValidForSeconds: 0 });
+    expect(urgent.status, urgent.text).toBe(200);
+    expect(urgent.body.previousSecretExpiresAt).toBeNull();
+    const now = await nextDelivery("6");
+    expect(verifies(urgent.body.secret, now)).toBe(true);
+    expect(verifies(rotated.body.secret, now)).toBe(false);
+
+    // Only an admin of the account rotates: an agent key is refused, another account sees no such endpoint.
+    const agent = await server.api.post("/v1/api-keys", { name: "bot", role: "agent" }, owner.apiKey);
+    expect(
+      (await server.api.post(`/v1/webhook-endpoints/${endpoint.id}/rotate-secret`, undefined, agent.body.key))
+        .status,
+    ).toBe(403);
+    const stranger = await seedAccount(server.api);
+    const hidden = await server.api.post(
+      `/v1/webhook-endpoints/${endpoint.id}/rotate-secret`,
+      undefined,
+      stranger.apiKey,
+    );
+    expect(hidden.status, hidden.text).toBe(404);
+    expect((await rotate({ previousSecretValidForSeconds: 8 * 86_400 })).status).toBe(400);
+  });
+
   it("are shared: one account's endpoints, their receivers hanging, hold at most a quarter of an instance's slots", async () => {
     // The other account, ready before the busy one's queue starts: only its event comes later.
     const quick = await receiver();

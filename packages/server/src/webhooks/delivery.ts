@@ -360,10 +360,21 @@ export class WebhookDeliverer {
     const sentAt = this.deps.now();
     let signature: string;
     try {
-      const secret = this.deps.keyring
-        .openSecret(endpoint.sealedSecret, secretAssociatedData(endpoint.id))
-        .toString("utf8");
-      signature = new Webhook(secret).sign(event.id, sentAt, body);
+      // The secret, and the one it replaced while that one still signs (a receiver moving to the new one).
+      const sealed = [endpoint.sealedSecret];
+      if (
+        endpoint.sealedPreviousSecret &&
+        endpoint.previousSecretExpiresAt &&
+        endpoint.previousSecretExpiresAt > sentAt
+      )
+        sealed.push(endpoint.sealedPreviousSecret);
+      signature = sealed
+        .map((secret) =>
+          new Webhook(
+            this.deps.keyring.openSecret(secret, secretAssociatedData(endpoint.id)).toString("utf8"),
+          ).sign(event.id, sentAt, body),
+        )
+        .join(" ");
     } catch {
       return { ok: false, responseStatus: null, error: "the endpoint's signing secret does not open" };
     }

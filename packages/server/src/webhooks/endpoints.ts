@@ -75,6 +75,48 @@ export async function checkTargetUrl(text: string, outbound: OutboundFetcher): P
   return outbound.checkDestination(url.href);
 }
 
+/** How long a rotated-out secret signs beside the new one unless told: a day. */
+export const DEFAULT_PREVIOUS_SECRET_SECONDS = 86_400;
+/** The longest it may: a week. */
+export const MAX_PREVIOUS_SECRET_SECONDS = 7 * 86_400;
+
+/**
+ * Gives an endpoint a new signing secret, returned here once. The one it replaces signs each delivery beside
+ * the new one (two signatures in `webhook-signature`, as Standard Webhooks allows) for `previousForSeconds`
+ * more (0: from now on only the new one), so a receiver can move to the new secret without a delivery it
+ * cannot verify; a secret rotated out before is dropped.
+ * @example const { endpoint, secret } = await rotateEndpointSecret(db, keyring, accountId, "wh_…", 86_400, new Date());
+ */
+export async function rotateEndpointSecret(
+  db: Db,
+  keyring: Keyring,
+  accountId: string,
+  endpointId: string,
+  previousForSeconds: number,
+  now: Date,
+): Promise<{ endpoint: WebhookEndpointRow; secret: string }> {
+  const secret = generateSecret();
+  const sealedSecret = keyring.sealSecret(Buffer.from(secret, "utf8"), secretAssociatedData(endpointId));
+  const keepPrevious = previousForSeconds > 0;
+  const [endpoint] = await db
+    .update(webhookEndpoints)
+    .set({
+      sealedSecret,
+      sealedPreviousSecret: keepPrevious ? sql`${webhookEndpoints.sealedSecret}` : null,
+      previousSecretExpiresAt: keepPrevious ? new Date(now.getTime() + previousForSeconds * 1000) : null,
+    })
+    .where(
+      and(
+        eq(webhookEndpoints.id, endpointId),
+        eq(webhookEndpoints.accountId, accountId),
+        isNull(webhookEndpoints.deletedAt),
+      ),
+    )
+    .returning();
+  if (!endpoint) throw errors.webhookEndpointNotFound(endpointId);
+  return { endpoint, secret };
+}
+
 export interface CreateEndpointInput {
   url: string;
   events?: EventType[] | undefined;

@@ -31,6 +31,7 @@ import { registerListWebhookDeliveries } from "./webhook-endpoints/deliveries/li
 import { registerGetWebhookEndpoint } from "./webhook-endpoints/get.ts";
 import { registerListWebhookEndpoints } from "./webhook-endpoints/list.ts";
 import { registerRedeliverWebhook } from "./webhook-endpoints/redeliver.ts";
+import { registerRotateWebhookSecret } from "./webhook-endpoints/rotate-secret.ts";
 import { registerX402Fetch } from "./x402/fetch.ts";
 import { registerListX402Services } from "./x402/services.ts";
 
@@ -76,4 +77,5 @@ export function registerRoutes(app: App, services: Services): void {
   registerDeleteWebhookEndpoint(app, services);
   registerListWebhookDeliveries(app, services);
   registerRedeliverWebhook(app, services);
+  registerRotateWebhookSecret(app, services);
 }

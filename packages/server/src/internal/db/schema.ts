@@ -223,6 +223,9 @@ export const webhookEndpoints = pgTable("webhook_endpoints", {
   description: text("description"),
   /** The signing secret sealed under the master key; never stored in clear. */
   sealedSecret: bytea("sealed_secret").notNull(),
+  /** The secret a rotation replaced, sealed alike: deliveries carry its signature too until it expires. */
+  sealedPreviousSecret: bytea("sealed_previous_secret"),
+  previousSecretExpiresAt: timestamp("previous_secret_expires_at", { withTimezone: true, mode: "date" }),
   createdAt: createdAt(),
   deletedAt: timestamp("deleted_at", { withTimezone: true, mode: "date" }),
   cursorTxId: bigint("cursor_tx_id", { mode: "bigint" }).notNull(),

@@ -8,7 +8,7 @@ const newWebhookEndpoint = webhookEndpointView
   .extend({
     secret: z.string().meta({
       description:
-        "the signing secret (`whsec_` and base64): shown here once, never again. Verify each delivery's `webhook-signature` with it",
+        "the signing secret (`whsec_` and base64): shown here once, never again (`POST …/rotate-secret` gives a new one). Verify each delivery's `webhook-signature` with it",
     }),
   })
   .meta({
