@@ -49,7 +49,6 @@ function isJson(text: string): boolean {
   }
 }
 
-/** Refuses, with 400 before any route runs, a request whose strings could not be stored or shown back. */
 /** A route of the API that declares no body (the ones that act on what their path names). */
 function takesNoBody(request: FastifyRequest): boolean {
   return (
@@ -65,6 +64,7 @@ function isNoBody(body: unknown): boolean {
   );
 }
 
+/** Refuses, with 400 before any route runs, a request whose strings could not be stored or shown back. */
 function checkStorable(request: FastifyRequest): void {
   const where = [
     ["params", request.params, errors.invalidParams],
