@@ -52,6 +52,12 @@ export function withRecipientAccountRent(
   };
 }
 
+/** The token whose missing price leaves a spend without a USD value: the rent's (native) or the amount's. */
+export function unpricedToken(spend: SpendFacts): TokenInfo {
+  const rent = spend.recipientAccountRent;
+  return rent && rent.usdMicros === undefined ? rent.token : spend.token;
+}
+
 /** A spend's USD as refusals state it, naming the rent it gives its recipient when there is any. */
 export function spendUsdText(spend: SpendFacts): string {
   const rent = spend.recipientAccountRent?.usdMicros;
@@ -103,8 +109,7 @@ export function checkStaticRules(policy: PolicyRow, spend: SpendFacts): void {
     policy.approvalAboveMicros !== null ||
     policy.alertAboveMicros !== null;
   if (bounded && spend.usdMicros === undefined) {
-    const rent = spend.recipientAccountRent;
-    const unpriced = rent && rent.usdMicros === undefined ? rent.token : spend.token;
+    const unpriced = unpricedToken(spend);
     throw errors.policyViolation(
       "price_unavailable",
       `No USD price is known for ${unpriced.symbol} on ${spend.chain}${unpriced === spend.token ? "" : " (this send pays in it the rent of the recipient's new token account)"}, so this spend cannot be checked against the policy's USD bounds`,

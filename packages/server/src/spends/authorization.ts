@@ -142,6 +142,7 @@ function checkFacts(decision: SpendDecision, facts: AuthorizedFacts): void {
  */
 export function checkCreditsCover(
   decision: SpendDecision,
+  /** `token`: the symbol a refusal names when the spend has no USD value (the token without a price). */
   facts: Pick<AuthorizedFacts, "usdMicros" | "token" | "chain">,
 ): void {
   if (facts.usdMicros === undefined) {

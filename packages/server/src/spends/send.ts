@@ -4,7 +4,12 @@ import type { IdempotencyClaim } from "../idempotency/idempotency.ts";
 import type { Db } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 import { usdMicros } from "../policy/pricing.ts";
-import { checkStaticRules, type SpendFacts, withRecipientAccountRent } from "../policy/rules.ts";
+import {
+  checkStaticRules,
+  type SpendFacts,
+  unpricedToken,
+  withRecipientAccountRent,
+} from "../policy/rules.ts";
 import { checkDailyLimit } from "../policy/spend-window.ts";
 import type { TransactionRow } from "../transactions/transactions.ts";
 import type { Keyring } from "../wallets/keyring.ts";
@@ -113,7 +118,7 @@ export async function send(
     // Counted with what else it gives the recipient, now that the plan says.
     const counted = withRecipientAccountRent(spend, client.config.nativeToken, plan.recipientAccountRent);
     // And against its decision's credits, which were checked against its amount alone.
-    if (decision) checkCreditsCover(decision, { ...counted, token: token.symbol });
+    if (decision) checkCreditsCover(decision, { ...counted, token: unpricedToken(counted).symbol });
     const privateKey = await openSigningKey(deps.db, deps.keyring, wallet, kind, sealedKeys);
     try {
       row = await admitSpend(deps.db, counted, {
