@@ -611,6 +611,58 @@ describe("webhook delivery slots", () => {
     expect((await rotate({ previousSecretValidForSeconds: 8 * 86_400 })).status).toBe(400);
   });
 
+  it("are signed with the secret as it stands at each attempt: a rotation counts from the next attempt on", async () => {
+    // A receiver that holds its first request until told, while the events after it wait in the same batch.
+    let letGo = () => {};
+    const held = new Promise<void>((resolve) => {
+      letGo = resolve;
+    });
+    const got: Received[] = [];
+    const target = createServer(async (request, response) => {
+      let body = "";
+      for await (const chunk of request) body += chunk;
+      if (got.length === 0) {
+        got.push({ headers: request.headers, body, answered: 200 });
+        await held;
+      } else got.push({ headers: request.headers, body, answered: 200 });
+      response.writeHead(200).end("ok");
+    });
+    await new Promise<void>((resolve) => target.listen(0, "127.0.0.1", resolve));
+    try {
+      const owner = await seedAccount(server.api);
+      const wallet = await server.api.post("/v1/wallets", { name: "w", chains: ["base"] }, owner.apiKey);
+      const endpoint = await createEndpoint(server.api, owner.apiKey, {
+        url: `http://127.0.0.1:${(target.address() as AddressInfo).port}/hooks`,
+        events: ["policy.updated"],
+      });
+      for (const maxPerTx of ["3", "4"])
+        expect((await patchPolicy(server.api, owner.apiKey, wallet.body.id, { maxPerTx })).status).toBe(200);
+      await eventually(() => got.length === 1, { describe: "the first delivery, held" });
+      const rotated = await server.api.post(
+        `/v1/webhook-endpoints/${endpoint.id}/rotate-secret`,
+        { previousSecretValidForSeconds: 0 },
+        owner.apiKey,
+      );
+      expect(rotated.status, rotated.text).toBe(200);
+      letGo();
+      await eventually(() => got.length === 2, { describe: "the second delivery" });
+      const second = got[1] as Received;
+      const signature = (secret: string) =>
+        new Webhook(secret).sign(
+          String(second.headers["webhook-id"]),
+          new Date(Number(second.headers["webhook-timestamp"]) * 1000),
+          second.body,
+        );
+      expect(String(second.headers["webhook-signature"]).split(" ")).toEqual([
+        signature(rotated.body.secret),
+      ]);
+    } finally {
+      letGo();
+      target.closeAllConnections();
+      await new Promise((resolve) => target.close(resolve));
+    }
+  });
+
   it("are shared: one account's endpoints, their receivers hanging, hold at most a quarter of an instance's slots", async () => {
     // The other account, ready before the busy one's queue starts: only its event comes later.
     const quick = await receiver();

@@ -358,16 +358,22 @@ export class WebhookDeliverer {
   async #attempt(endpoint: WebhookEndpointRow, event: EventRow): Promise<AttemptOutcome> {
     const body = webhookPayload(event);
     const sentAt = this.deps.now();
+    // The secrets as they stand now, not as the batch read them: a rotation counts from the next attempt.
+    const [secrets] = await this.deps.db
+      .select({
+        current: webhookEndpoints.sealedSecret,
+        previous: webhookEndpoints.sealedPreviousSecret,
+        previousUntil: webhookEndpoints.previousSecretExpiresAt,
+      })
+      .from(webhookEndpoints)
+      .where(eq(webhookEndpoints.id, endpoint.id));
     let signature: string;
     try {
+      if (!secrets) throw new Error("the endpoint is gone");
       // The secret, and the one it replaced while that one still signs (a receiver moving to the new one).
-      const sealed = [endpoint.sealedSecret];
-      if (
-        endpoint.sealedPreviousSecret &&
-        endpoint.previousSecretExpiresAt &&
-        endpoint.previousSecretExpiresAt > sentAt
-      )
-        sealed.push(endpoint.sealedPreviousSecret);
+      const sealed = [secrets.current];
+      if (secrets.previous && secrets.previousUntil && secrets.previousUntil > sentAt)
+        sealed.push(secrets.previous);
       signature = sealed
         .map((secret) =>
           new Webhook(
