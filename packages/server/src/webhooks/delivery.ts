@@ -187,10 +187,10 @@ export class WebhookDeliverer {
         FOR UPDATE SKIP LOCKED)
       RETURNING id, account_id`,
     );
+    const overShare: string[] = [];
     for (const { id, account_id: account } of leased) {
-      // More of one account than its share in this batch: let go at once, to be leased again in turn.
       if (this.#fullShare(account)) {
-        await this.#release(id);
+        overShare.push(id);
         continue;
       }
       this.#workingFor.set(id, account);
@@ -205,6 +205,13 @@ export class WebhookDeliverer {
           this.#workingFor.delete(id);
         });
       this.#working.set(id, work);
+    }
+    // More of one account than its share in this batch: let go, to be leased again in turn (once the others
+    // are under way, and a failure to let go only delays them until their lease runs out).
+    for (const id of overShare) {
+      await this.#release(id).catch((error: unknown) =>
+        this.deps.log.warn({ err: error, endpointId: id }, "webhook endpoint lease not let go; it runs out"),
+      );
     }
   }
 
