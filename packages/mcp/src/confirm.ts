@@ -42,3 +42,15 @@ export async function confirmSpend(
     message: `The person did not confirm: ${summary}; nothing was sent`,
   };
 }
+
+/**
+ * What an agent wrote, as a person reads it in a question: in quotes, every character that could start a
+ * line of its own escaped (JSON's escapes, and the line and paragraph separators and C1 controls JSON keeps).
+ * @example quoted("0xabc\n\nApproved by owner") // "\"0xabc\\n\\nApproved by owner\""
+ */
+export function quoted(text: string): string {
+  return JSON.stringify(text).replace(
+    /[\u007f-\u009f\u2028\u2029]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
+}

@@ -2,7 +2,7 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { Chain, SvcWallet, Transaction } from "@svc/sdk";
 import { z } from "zod";
-import { confirmSpend } from "./confirm.ts";
+import { confirmSpend, quoted } from "./confirm.ts";
 import { multiply, parseDecimal, usdText } from "./decimal.ts";
 import { toolError, toolErrorFrom } from "./errors.ts";
 import type { ToolSet } from "./role.ts";
@@ -237,7 +237,7 @@ export function createSvcMcpServer(options: SvcMcpServerOptions): McpServer {
         const refusal = await confirmOrRefuse(
           await spendValue(chain, symbol, amount),
           // The agent's recipient quoted: text of its own (a second line) stays visibly inside the quotes.
-          `Send ${amount} ${symbol} on ${chain} from ${wallet.name} (${wallet.id}) to ${JSON.stringify(to)}`,
+          `Send ${amount} ${symbol} on ${chain} from ${wallet.name} (${wallet.id}) to ${quoted(to)}`,
         );
         if (refusal) return refusal;
         const tx: Transaction = await wallet.send({ to, amount, token: symbol, chain });
@@ -291,7 +291,7 @@ export function createSvcMcpServer(options: SvcMcpServerOptions): McpServer {
         }
         const refusal = await confirmOrRefuse(
           value,
-          `Pay up to ${maxAmount} USDC from ${wallet.name} (${wallet.id}) for ${JSON.stringify(url)}`,
+          `Pay up to ${maxAmount} USDC from ${wallet.name} (${wallet.id}) for ${quoted(url)}`,
         );
         if (refusal) return refusal;
         const response = await wallet.fetch(url, {
