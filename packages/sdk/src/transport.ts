@@ -56,7 +56,6 @@ export function backoffDelayMs(attempt: number, random: () => number = Math.rand
   return ceiling / 2 + random() * (ceiling / 2);
 }
 
-/** Waits `ms`, or rejects with the signal's reason when it aborts first. */
 /**
  * `id` as one segment of a request's path, or undefined when it cannot be one: not a string, empty, or `.`
  * or `..`, which the URL resolves away (`/v1/wallets/..` is `/v1/`, another route).
@@ -67,6 +66,7 @@ export function pathSegment(id: unknown): string | undefined {
   return encodeURIComponent(id);
 }
 
+/** Waits `ms`, or rejects with the signal's reason when it aborts first. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) {
