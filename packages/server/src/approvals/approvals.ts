@@ -19,6 +19,7 @@ import {
   lockSpendingPolicy,
   moveReservation,
   releaseReservation,
+  signedAnew,
   signedColumns,
 } from "../spends/admission.ts";
 import { broadcastRecorded } from "../spends/broadcast.ts";
@@ -126,7 +127,7 @@ export async function approveSpend(
       await checkDailyLimit(tx, policy, counted, now, reservedInWindow(current, now));
       const funds = fundsReadOf(plan);
       if (nonce !== undefined && funds) await checkFundsInFlight(tx, spend, funds, nonce);
-      const signed = await client.signTransfer(plan, privateKey, nonce);
+      const signed = await signedAnew(tx, spend.chain, () => client.signTransfer(plan, privateKey, nonce));
       // Sent now, so dated now: the daily limit counts it from its approval, not from when it was asked.
       await moveReservation(tx, current, now, counted.usdMicros);
       const row = await decide(

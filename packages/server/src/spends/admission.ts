@@ -50,13 +50,18 @@ export function signedColumns(spend: Pick<SpendFacts, "resource">, signed: Signe
 const SIGNINGS_PER_SPEND = 3;
 
 /**
- * Signs, and signs again while what it signed is a transaction already recorded. A Solana transfer has no
+ * Signs (admitting a spend, or approving a held one), and signs again while what it signed is a transaction
+ * already recorded. A Solana transfer has no
  * nonce: two alike in every field and signed against one blockhash are one transaction, which lands once
  * while both records would claim it. Each process signs each of its transfers differently, but another
  * instance on the same store may have signed this very one first; the wallet's lock, held here, orders the
  * two. An EVM transfer is unique by the nonce the lock handed out, and needs no look.
  */
-async function signedAnew(tx: Tx, chain: string, sign: () => Promise<SignedSpend>): Promise<SignedSpend> {
+export async function signedAnew(
+  tx: Tx,
+  chain: string,
+  sign: () => Promise<SignedSpend>,
+): Promise<SignedSpend> {
   for (let signing = 1; ; signing++) {
     const signed = await sign();
     if (!("txHash" in signed) || signed.nonce !== undefined) return signed;
