@@ -297,6 +297,15 @@ export function policyInput(chains: ChainRegistry) {
   });
 }
 
+/** An endpoint as the examples of every webhook endpoint schema show it. */
+export const WEBHOOK_ENDPOINT_EXAMPLE = {
+  id: "wh_5nR2kW8qT1vY4zB7dF0hJ3",
+  url: "https://example.com/hooks/svc",
+  events: ["transaction.confirmed", "spend.alert"],
+  description: "ops alerts",
+  createdAt: "2026-01-01T00:00:00.000Z",
+};
+
 export const webhookEndpointView = z
   .object({
     id: z.string(),
@@ -311,13 +320,7 @@ export const webhookEndpointView = z
   .meta({
     id: "WebhookEndpoint",
     description: "A URL the account's events are sent to (Standard Webhooks); never its signing secret",
-    example: {
-      id: "wh_5nR2kW8qT1vY4zB7dF0hJ3",
-      url: "https://example.com/hooks/svc",
-      events: ["transaction.confirmed", "spend.alert"],
-      description: "ops alerts",
-      createdAt: "2026-01-01T00:00:00.000Z",
-    },
+    example: WEBHOOK_ENDPOINT_EXAMPLE,
   });
 
 /** The path parameters of every route under `/v1/webhook-endpoints/:id`. */

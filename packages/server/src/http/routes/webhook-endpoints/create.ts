@@ -1,7 +1,12 @@
 import { z } from "zod";
 import { EVENT_TYPES } from "../../../events/events.ts";
 import { checkTargetUrl, createEndpoint, toEndpointView } from "../../../webhooks/endpoints.ts";
-import { errorResponses, jsonResponse, webhookEndpointView } from "../../schemas.ts";
+import {
+  errorResponses,
+  jsonResponse,
+  WEBHOOK_ENDPOINT_EXAMPLE,
+  webhookEndpointView,
+} from "../../schemas.ts";
 import { type App, principalOf, type Services } from "../../types.ts";
 
 const newWebhookEndpoint = webhookEndpointView
@@ -14,14 +19,7 @@ const newWebhookEndpoint = webhookEndpointView
   .meta({
     id: "NewWebhookEndpoint",
     description: "An endpoint just created, with its signing secret",
-    example: {
-      id: "wh_5nR2kW8qT1vY4zB7dF0hJ3",
-      url: "https://example.com/hooks/svc",
-      events: null,
-      description: "ops alerts",
-      createdAt: "2026-01-01T00:00:00.000Z",
-      secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
-    },
+    example: { ...WEBHOOK_ENDPOINT_EXAMPLE, secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" },
   });
 
 const body = z

@@ -8,6 +8,7 @@ import {
 import {
   errorResponses,
   jsonResponse,
+  WEBHOOK_ENDPOINT_EXAMPLE,
   webhookEndpointPathParams,
   webhookEndpointView,
 } from "../../schemas.ts";
@@ -27,11 +28,7 @@ const rotatedWebhookEndpoint = webhookEndpointView
     id: "RotatedWebhookEndpoint",
     description: "An endpoint with its new signing secret",
     example: {
-      id: "wh_5nR2kW8qT1vY4zB7dF0hJ3",
-      url: "https://example.com/hooks/svc",
-      events: null,
-      description: "ops alerts",
-      createdAt: "2026-01-01T00:00:00.000Z",
+      ...WEBHOOK_ENDPOINT_EXAMPLE,
       secret: "whsec_3zq0bW4Hk2nM8pR6tV1xY5cE7gJ9lN2oQ4sU6wA8cE0=",
       previousSecretExpiresAt: "2026-01-02T00:00:00.000Z",
     },
