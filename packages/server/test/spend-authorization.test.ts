@@ -1,7 +1,7 @@
 import { startTestDaemon, type TestDaemon } from "@svc/authzd/testing";
 import { fundEvm, fundSolana } from "@svc/devnet";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { devnetClients, solanaKey, tokenAccountRentUsd } from "./support/chains.ts";
+import { closeTokenAccount, devnetClients, solanaKey, tokenAccountRentUsd } from "./support/chains.ts";
 import { eventually } from "./support/eventually.ts";
 import { waitForSettled } from "./support/spends.ts";
 import {
@@ -241,6 +241,54 @@ describe("a spend carrying spendAuthorization.decisionId", () => {
     const priced = await decisionFor(Number(worth));
     const sent = await sendWith(priced.decision_id);
     expect(sent.status, sent.text).toBe(201);
+  });
+
+  it("a held Solana send is approved only while its decision's credits cover it: not once its recipient closed the token account it held", async () => {
+    const devnet = await sharedDevnet();
+    const created = await server.api.post(
+      "/v1/wallets",
+      { name: "held sol", chains: ["solana"], policy: { approvalAbove: "0.001" } },
+      owner.apiKey,
+    );
+    expect(created.status, created.text).toBe(201);
+    await fundSolana(devnet, created.body.solana.address, { sol: 10n ** 9n, usdc: 10n * USDC });
+    const { solana } = await devnetClients(devnet);
+    const recipient = await solanaKey();
+    // The recipient holds a USDC account when the send is asked: 0.01 USDC is worth 1 credit, nothing more.
+    await fundSolana(devnet, recipient.address, { sol: 10n ** 8n, usdc: 1n });
+    const decision = await authorize({
+      network: solanaNetwork,
+      asset: devnet.solana.usdcMint,
+      amount: "10000",
+      destination: recipient.address,
+      credits: 1,
+    });
+    const held = await server.api.post(
+      `/v1/wallets/${created.body.id}/send`,
+      {
+        chain: "solana",
+        to: recipient.address,
+        amount: "0.01",
+        spendAuthorization: { decisionId: decision.decision_id },
+      },
+      owner.apiKey,
+    );
+    expect(held.status, held.text).toBe(202);
+    // Then it closes that account: approved now, the send would open a new one and give it the rent.
+    await closeTokenAccount(
+      devnet,
+      recipient,
+      solana.config.tokens[0] as (typeof solana.config.tokens)[number],
+    );
+
+    const approved = await server.api.post(`/v1/approvals/${held.body.id}/approve`, undefined, owner.apiKey);
+    expect(approved.status, approved.text).toBe(403);
+    expect(expectErrorShape(approved)).toMatchObject({
+      reason: "spend_authorization_mismatch",
+      details: { field: "credits", authorized: "1" },
+    });
+    const still = await server.api.get(`/v1/transactions/${held.body.id}`, owner.apiKey);
+    expect(still.body.status).toBe("pending_approval");
   });
 
   it("is refused when the agent's authorize capability was revoked after the decision: nothing is signed", async () => {

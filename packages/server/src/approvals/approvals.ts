@@ -12,7 +12,12 @@ import { transactions, wallets } from "../internal/db/schema.ts";
 import type { Db, Tx } from "../internal/db/store.ts";
 import { AppError, errors } from "../internal/errors.ts";
 import { usdMicros } from "../policy/pricing.ts";
-import { checkStaticRules, type SpendFacts, withRecipientAccountRent } from "../policy/rules.ts";
+import {
+  checkStaticRules,
+  type SpendFacts,
+  unpricedToken,
+  withRecipientAccountRent,
+} from "../policy/rules.ts";
 import { checkDailyLimit, reservedInWindow } from "../policy/spend-window.ts";
 import {
   holdAskingCredential,
@@ -22,6 +27,7 @@ import {
   signedAnew,
   signedColumns,
 } from "../spends/admission.ts";
+import { checkCreditsCover } from "../spends/authorization.ts";
 import { broadcastRecorded } from "../spends/broadcast.ts";
 import { checkFundsInFlight, fundsReadOf, pendingPayments } from "../spends/funds.ts";
 import type { SpendAsker, SpendDeps } from "../spends/send.ts";
@@ -56,6 +62,23 @@ async function findApproval(db: Db, accountId: string, transactionId: string): P
   });
   if (!row?.approvalStatus) throw errors.approvalNotFound(transactionId);
   return row;
+}
+
+/**
+ * Refuses (403 `spend_authorization_mismatch`, the spend left waiting) the approval of a held spend whose
+ * decision's credits no longer cover it as it would now be sent: its recipient closed the token account it
+ * held, so the send would open one and give it the rent. The decision was consumed when the spend was asked,
+ * and stays so.
+ */
+async function checkDecisionStillCovers(
+  deps: SpendDeps,
+  decisionId: string,
+  counted: SpendFacts,
+): Promise<void> {
+  if (!deps.authzd) throw errors.authzdNotConfigured();
+  const decision = await deps.authzd.getDecision(decisionId);
+  if (!decision) throw errors.authzdUnavailable(new Error(`the daemon knows no decision ${decisionId}`));
+  checkCreditsCover(decision, { ...counted, token: unpricedToken(counted).symbol });
 }
 
 /**
@@ -107,6 +130,8 @@ export async function approveSpend(
     client.config.nativeToken,
     plan.recipientAccountRent,
   );
+  // Its decision's credits were checked against the spend as it was asked; the rent may have come since.
+  if (held.spendDecisionId) await checkDecisionStillCovers(deps, held.spendDecisionId, counted);
   const privateKey = await openSigningKey(deps.db, deps.keyring, wallet, client.config.kind);
   let approved: TransactionRow;
   try {

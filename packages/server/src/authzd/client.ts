@@ -116,6 +116,30 @@ export class AuthzdClient {
     return false;
   }
 
+  /**
+   * The decision with this id as the daemon holds it (`GET /spend/decisions/:id`), or undefined when it knows
+   * none. Any other answer is `authzd_unavailable`.
+   */
+  async getDecision(decisionId: string): Promise<SpendDecision | undefined> {
+    let status: number;
+    let body: unknown;
+    try {
+      const response = await fetch(`${this.#url}/spend/decisions/${encodeURIComponent(decisionId)}`, {
+        headers: { authorization: `Bearer ${this.#token}` },
+        signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
+      });
+      status = response.status;
+      body = await response.json().catch(() => undefined);
+    } catch (error) {
+      throw errors.authzdUnavailable(error);
+    }
+    if (status === 404) return undefined;
+    const decision = status === 200 ? parseDecision(body) : undefined;
+    if (decision?.decisionId !== decisionId)
+      throw errors.authzdUnavailable(new Error(`decision lookup answered ${status} without the decision`));
+    return decision;
+  }
+
   async #post(path: string, decisionId: string): Promise<{ status: number; body: unknown }> {
     const response = await fetch(`${this.#url}${path}`, {
       method: "POST",

@@ -38,7 +38,7 @@ export function registerDecideApproval(app: App, services: Services): void {
           ...errorResponses(
             [
               403,
-              "PolicyViolation: the policy refuses the spend now (it stays waiting), or Forbidden `insufficient_role`",
+              "PolicyViolation: the policy refuses the spend now, or its spend authorization's credits no longer cover it (`spend_authorization_mismatch`: its recipient closed the token account it held); it stays waiting. Or Forbidden `insufficient_role`",
             ],
             404,
             [409, "ValidationError `already_decided`: approved, rejected or expired already"],
