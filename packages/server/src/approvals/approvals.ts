@@ -12,12 +12,7 @@ import { transactions, wallets } from "../internal/db/schema.ts";
 import type { Db, Tx } from "../internal/db/store.ts";
 import { AppError, errors } from "../internal/errors.ts";
 import { usdMicros } from "../policy/pricing.ts";
-import {
-  checkStaticRules,
-  type SpendFacts,
-  unpricedToken,
-  withRecipientAccountRent,
-} from "../policy/rules.ts";
+import { checkStaticRules, type SpendFacts, withRecipientAccountRent } from "../policy/rules.ts";
 import { checkDailyLimit, reservedInWindow } from "../policy/spend-window.ts";
 import {
   holdAskingCredential,
@@ -27,7 +22,7 @@ import {
   signedAnew,
   signedColumns,
 } from "../spends/admission.ts";
-import { checkCreditsCover } from "../spends/authorization.ts";
+import { checkCreditsCoverSpend } from "../spends/authorization.ts";
 import { broadcastRecorded } from "../spends/broadcast.ts";
 import { checkFundsInFlight, fundsReadOf, pendingPayments } from "../spends/funds.ts";
 import type { SpendAsker, SpendDeps } from "../spends/send.ts";
@@ -78,7 +73,7 @@ async function checkDecisionStillCovers(
   if (!deps.authzd) throw errors.authzdNotConfigured();
   const decision = await deps.authzd.getDecision(decisionId);
   if (!decision) throw errors.authzdUnavailable(new Error(`the daemon knows no decision ${decisionId}`));
-  checkCreditsCover(decision, { ...counted, token: unpricedToken(counted).symbol });
+  checkCreditsCoverSpend(decision, counted);
 }
 
 /**

@@ -2,6 +2,7 @@ import type { AuthzdClient, SpendDecision } from "../authzd/client.ts";
 import { sameAddress } from "../chains/addresses.ts";
 import type { ChainKind } from "../chains/registry.ts";
 import { AppError, errors } from "../internal/errors.ts";
+import { type SpendFacts, unpricedToken } from "../policy/rules.ts";
 
 /** The `asset` a decision names for a chain's native coin, which has no token address. */
 export const NATIVE_ASSET = "native";
@@ -37,7 +38,7 @@ const MICROS_PER_CREDIT = 10_000n;
  *
  * Once this returns the decision, the caller owns the consumption: if the spend is refused before it is
  * recorded, it calls {@link releaseRefusedSpendAuthorization}. A spend found to be worth more once planned
- * (the rent of a token account it opens) is checked again with {@link checkCreditsCover}.
+ * (the rent of a token account it opens) is checked again with {@link checkCreditsCoverSpend}.
  * @example await consumeSpendAuthorization(daemon, "dec_…", { kind: "evm", network: "eip155:8453", … });
  */
 export async function consumeSpendAuthorization(
@@ -136,11 +137,24 @@ function checkFacts(decision: SpendDecision, facts: AuthorizedFacts): void {
 }
 
 /**
+ * {@link checkCreditsCover} for a spend as the policy counts it once planned (`withRecipientAccountRent`):
+ * its amount's worth and the rent of a token account it opens for its recipient; without a USD value, the
+ * refusal names the token that has no price.
+ */
+export function checkCreditsCoverSpend(decision: SpendDecision, spend: SpendFacts): void {
+  checkCreditsCover(decision, {
+    usdMicros: spend.usdMicros,
+    token: unpricedToken(spend).symbol,
+    chain: spend.chain,
+  });
+}
+
+/**
  * Refuses a spend worth more than the credits of its decision: the daemon's budget counts the credits the
  * agent stated, and fewer than the spend is worth would let it spend past its budget. A spend's worth is
  * what the policy counts: its amount's, and the rent of a token account it opens for its recipient.
  */
-export function checkCreditsCover(
+function checkCreditsCover(
   decision: SpendDecision,
   /** `token`: the symbol a refusal names when the spend has no USD value (the token without a price). */
   facts: Pick<AuthorizedFacts, "usdMicros" | "token" | "chain">,

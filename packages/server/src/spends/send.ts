@@ -4,19 +4,14 @@ import type { IdempotencyClaim } from "../idempotency/idempotency.ts";
 import type { Db } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 import { usdMicros } from "../policy/pricing.ts";
-import {
-  checkStaticRules,
-  type SpendFacts,
-  unpricedToken,
-  withRecipientAccountRent,
-} from "../policy/rules.ts";
+import { checkStaticRules, type SpendFacts, withRecipientAccountRent } from "../policy/rules.ts";
 import { checkDailyLimit } from "../policy/spend-window.ts";
 import type { TransactionRow } from "../transactions/transactions.ts";
 import type { Keyring } from "../wallets/keyring.ts";
 import { findSpendingWallet, openSigningKey } from "../wallets/wallets.ts";
 import { type AskingCredential, admitSpend } from "./admission.ts";
 import {
-  checkCreditsCover,
+  checkCreditsCoverSpend,
   consumeSpendAuthorization,
   NATIVE_ASSET,
   releaseRefusedSpendAuthorization,
@@ -118,7 +113,7 @@ export async function send(
     // Counted with what else it gives the recipient, now that the plan says.
     const counted = withRecipientAccountRent(spend, client.config.nativeToken, plan.recipientAccountRent);
     // And against its decision's credits, which were checked against its amount alone.
-    if (decision) checkCreditsCover(decision, { ...counted, token: unpricedToken(counted).symbol });
+    if (decision) checkCreditsCoverSpend(decision, counted);
     const privateKey = await openSigningKey(deps.db, deps.keyring, wallet, kind, sealedKeys);
     try {
       row = await admitSpend(deps.db, counted, {
