@@ -1,7 +1,8 @@
 /**
  * Webhooks and the event feed at the console: an endpoint registered in the console receives signed
  * events (its secret, shown once, verifies them) and lists its deliveries; the Events page shows a new
- * event without a reload; deleting the endpoint asks first.
+ * event without a reload; a new secret, shown once, signs beside the old one for a day, or alone; deleting
+ * the endpoint asks first.
  */
 import { randomBytes } from "node:crypto";
 import http from "node:http";
@@ -106,6 +107,57 @@ describe("webhooks and events at the console", () => {
     await feed.getByText("wallet “old” archived").waitFor();
     expect(await feed.getByRole("listitem").count()).toBe(1);
     await owner.screenshot("events-1-feed");
+  });
+
+  it("gives the endpoint a new secret, shown once: the old one signs beside it for a day, or stops at once", async () => {
+    const { page } = owner;
+    await page.getByRole("link", { name: "Webhooks" }).click();
+    const card = page.getByRole("listitem", { name: receiverUrl });
+    /** Archives a wallet, and returns the delivery of its event. */
+    const nextDelivery = async () => {
+      const before = received.length;
+      const wallet = (await server.api.post("/v1/wallets", { name: "rotated", chains: ["base"] }, token))
+        .body;
+      expect((await server.api.delete(`/v1/wallets/${wallet.id}`, token)).status).toBeLessThan(300);
+      await waitUntil(() => received.length > before, "a delivery");
+      return received[received.length - 1] as (typeof received)[number];
+    };
+    const rotate = async (choice: RegExp) => {
+      await card.getByRole("button", { name: "New secret…" }).click();
+      await card.getByRole("radio", { name: choice }).check();
+      await card.getByRole("button", { name: "Make a new secret" }).click();
+      const shown = page.getByRole("status").filter({ hasText: `New secret for ${receiverUrl}` });
+      await shown.waitFor();
+      const rotated = (await shown.locator(".secret code").textContent()) as string;
+      expect(rotated).toMatch(/^whsec_/);
+      expect(owner.errors.join("\n")).toBe("");
+      return { rotated, shown };
+    };
+
+    // For a day, as chosen by default: a delivery verifies with the new secret, and still with the old.
+    const first = await rotate(/for a day/);
+    expect(first.rotated).not.toBe(secret);
+    await expect(first.shown.textContent()).resolves.toMatch(/old secret's signature too until/);
+    await owner.screenshot("webhooks-3-new-secret");
+    let delivery = await nextDelivery();
+    expect(verifyWebhook(delivery.body, delivery.headers, first.rotated)).toMatchObject({
+      type: "wallet.archived",
+    });
+    expect(verifyWebhook(delivery.body, delivery.headers, secret)).toMatchObject({ type: "wallet.archived" });
+    await first.shown.getByRole("button", { name: "I have copied it" }).click();
+
+    // At once, for a leaked secret: the one it replaced signs nothing more.
+    const second = await rotate(/Stop the old secret now/);
+    await expect(second.shown.textContent()).resolves.toMatch(/old secret no longer signs/);
+    delivery = await nextDelivery();
+    expect(verifyWebhook(delivery.body, delivery.headers, second.rotated)).toMatchObject({
+      type: "wallet.archived",
+    });
+    expect(() => verifyWebhook(delivery.body, delivery.headers, first.rotated)).toThrow();
+    await second.shown.getByRole("button", { name: "I have copied it" }).click();
+    await page.reload();
+    await card.waitFor();
+    expect(await page.content()).not.toContain(second.rotated);
   });
 
   it("deletes the endpoint after a confirmation", async () => {

@@ -1,8 +1,9 @@
 /**
  * Webhook endpoints: the service posts each event to them, signed. Listing, registering one (its signing
- * secret shown once), each endpoint's recent deliveries, and removing one.
+ * secret shown once), each endpoint's recent deliveries, giving one a new secret (shown once), and removing
+ * one.
  */
-import type { CreatedWebhookEndpoint, EventType, WebhookEndpoint } from "@svc/sdk";
+import type { CreatedWebhookEndpoint, EventType, RotatedWebhookEndpoint, WebhookEndpoint } from "@svc/sdk";
 import { EVENT_TYPES } from "@svc/sdk";
 import { type FormEvent, useState } from "react";
 import { formatRelative, formatTime } from "../format.ts";
@@ -14,6 +15,7 @@ import { useAction, useResource } from "../ui/resource.ts";
 export function WebhooksPage() {
   const endpoints = useResource(() => svc().webhooks.list(), []);
   const [created, setCreated] = useState<CreatedWebhookEndpoint | undefined>(undefined);
+  const [rotated, setRotated] = useState<RotatedWebhookEndpoint | undefined>(undefined);
   return (
     <section>
       <h1>Webhooks</h1>
@@ -36,6 +38,7 @@ export function WebhooksPage() {
           </button>
         </div>
       )}
+      {rotated && <RotatedSecret endpoint={rotated} onDone={() => setRotated(undefined)} />}
       <CreateEndpoint
         onCreated={(endpoint) => {
           setCreated(endpoint);
@@ -51,7 +54,15 @@ export function WebhooksPage() {
       {endpoints.data && endpoints.data.length > 0 && (
         <ul className="cards single" aria-label="Webhook endpoints">
           {endpoints.data.map((endpoint) => (
-            <EndpointCard key={endpoint.id} endpoint={endpoint} onDeleted={endpoints.reload} />
+            <EndpointCard
+              key={endpoint.id}
+              endpoint={endpoint}
+              onDeleted={endpoints.reload}
+              onRotated={(rotation) => {
+                setCreated(undefined);
+                setRotated(rotation);
+              }}
+            />
           ))}
         </ul>
       )}
@@ -123,10 +134,15 @@ function CreateEndpoint(props: { onCreated: (endpoint: CreatedWebhookEndpoint) =
   );
 }
 
-function EndpointCard(props: { endpoint: WebhookEndpoint; onDeleted: () => void }) {
+function EndpointCard(props: {
+  endpoint: WebhookEndpoint;
+  onDeleted: () => void;
+  onRotated: (endpoint: RotatedWebhookEndpoint) => void;
+}) {
   const { endpoint } = props;
   const [showDeliveries, setShowDeliveries] = useState(false);
   const [confirming, setConfirming] = useState(false);
+  const [rotating, setRotating] = useState(false);
   const remove = useAction(async () => {
     await svc().webhooks.delete(endpoint.id);
     props.onDeleted();
@@ -150,6 +166,11 @@ function EndpointCard(props: { endpoint: WebhookEndpoint; onDeleted: () => void 
         >
           {showDeliveries ? "Hide deliveries" : "Recent deliveries"}
         </button>
+        {!rotating && (
+          <button type="button" onClick={() => setRotating(true)}>
+            New secret…
+          </button>
+        )}
         {confirming ? (
           <>
             <button
@@ -170,8 +191,95 @@ function EndpointCard(props: { endpoint: WebhookEndpoint; onDeleted: () => void 
           </button>
         )}
       </div>
+      {rotating && (
+        <RotateSecret
+          endpoint={endpoint}
+          onCancel={() => setRotating(false)}
+          onRotated={(rotation) => {
+            setRotating(false);
+            props.onRotated(rotation);
+          }}
+        />
+      )}
       {showDeliveries && <Deliveries endpointId={endpoint.id} />}
     </li>
+  );
+}
+
+/** How long the replaced secret keeps signing beside the new one, as the owner chooses it. */
+const PREVIOUS_SECRET_CHOICES = [
+  {
+    seconds: 86_400,
+    label: "Sign with the old secret too for a day, while the receiver moves to the new one",
+  },
+  {
+    seconds: 0,
+    label: "Stop the old secret now (it leaked): deliveries fail until the receiver has the new one",
+  },
+] as const;
+
+/** Asks how the endpoint's secret is replaced, then replaces it. */
+function RotateSecret(props: {
+  endpoint: WebhookEndpoint;
+  onCancel: () => void;
+  onRotated: (endpoint: RotatedWebhookEndpoint) => void;
+}) {
+  const [previousSecretValidForSeconds, setPrevious] = useState<number>(PREVIOUS_SECRET_CHOICES[0].seconds);
+  const rotate = useAction(async () => {
+    props.onRotated(await svc().webhooks.rotateSecret(props.endpoint.id, { previousSecretValidForSeconds }));
+  });
+  const onSubmit = (event: FormEvent) => {
+    event.preventDefault();
+    void rotate.run();
+  };
+  return (
+    <form className="rotate-secret" onSubmit={onSubmit} aria-label={`New secret for ${props.endpoint.url}`}>
+      <fieldset>
+        <legend>The secret it replaces</legend>
+        {PREVIOUS_SECRET_CHOICES.map((choice) => (
+          <label key={choice.seconds} className="check block">
+            <input
+              type="radio"
+              name={`previous-secret-${props.endpoint.id}`}
+              checked={previousSecretValidForSeconds === choice.seconds}
+              onChange={() => setPrevious(choice.seconds)}
+            />
+            {choice.label}
+          </label>
+        ))}
+      </fieldset>
+      <ErrorNotice error={rotate.error} />
+      <div className="actions">
+        <button type="submit" className="primary" disabled={rotate.pending}>
+          {rotate.pending ? "Making a new secret…" : "Make a new secret"}
+        </button>
+        <button type="button" onClick={props.onCancel}>
+          Cancel
+        </button>
+      </div>
+    </form>
+  );
+}
+
+/** An endpoint's new signing secret, shown this once. */
+function RotatedSecret(props: { endpoint: RotatedWebhookEndpoint; onDone: () => void }) {
+  const { endpoint } = props;
+  return (
+    <div className="panel created-key" role="status">
+      <h2>New secret for {endpoint.url}</h2>
+      <p>
+        Give it to the receiver now: <strong>you will not see it again.</strong>{" "}
+        {endpoint.previousSecretExpiresAt === null
+          ? "The old secret no longer signs deliveries."
+          : `Deliveries carry the old secret's signature too until ${formatTime(endpoint.previousSecretExpiresAt)}.`}
+      </p>
+      <p className="secret">
+        <code>{endpoint.secret}</code> <CopyButton value={endpoint.secret} label="Copy secret" />
+      </p>
+      <button type="button" onClick={props.onDone}>
+        I have copied it
+      </button>
+    </div>
   );
 }
 
