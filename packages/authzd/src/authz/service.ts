@@ -133,6 +133,10 @@ const SETTLED_FACTS = ["provider", "network", "asset", "amount", "credits"] as c
 export class AuthzService {
   private failure: Error | null = null;
   private readonly limiter: SpendRateLimiter | null;
+  /** The audit verification running now, if any. */
+  private verifying: Promise<VerifyReport> | null = null;
+  /** The one that follows it, shared by every caller that asked while it ran. */
+  private nextVerifying: Promise<VerifyReport> | null = null;
 
   constructor(
     private readonly config: Config,
@@ -561,12 +565,30 @@ export class AuthzService {
    * daemon holds in memory (the head anchor it writes to disk trails it): no durable row may be missing
    * from the end, and the last one must hash to the head (a cut at a row boundary, or a rewritten
    * tail, leaves a chain that is valid on its own).
+   *
+   * Each verification reads the whole log, on up to 4 threads: callers that ask while one runs share the
+   * next, which starts when it ends. So at most one runs at a time, however many ask, and each caller's
+   * report covers the log as it stood when the caller asked, at least.
    */
   verifyAudit(): Promise<VerifyReport> {
-    return verifyAuditFileParallel(this.auditFile, {
+    if (this.verifying === null) return this.startVerifying();
+    this.nextVerifying ??= this.verifying.then(
+      () => this.startVerifying(),
+      () => this.startVerifying(),
+    );
+    return this.nextVerifying;
+  }
+
+  private startVerifying(): Promise<VerifyReport> {
+    this.nextVerifying = null;
+    const verifying = verifyAuditFileParallel(this.auditFile, {
       limitBytes: this.log.durableBytes,
       anchor: this.log.durableHead,
+    }).finally(() => {
+      if (this.verifying === verifying) this.verifying = null;
     });
+    this.verifying = verifying;
+    return verifying;
   }
 
   private denialReason(caller: Identity, request: AuthorizeRequest, now: number): string | null {
