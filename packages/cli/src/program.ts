@@ -4,6 +4,7 @@ import { addApprovalCommands } from "./commands/approvals.ts";
 import { addPolicyCommands } from "./commands/policy.ts";
 import { addSpendCommands } from "./commands/spend.ts";
 import { addWalletCommands } from "./commands/wallets.ts";
+import { addWebhookCommands } from "./commands/webhooks.ts";
 import { type Context, createContext, type GlobalOptions } from "./context.ts";
 
 /**
@@ -14,7 +15,9 @@ import { type Context, createContext, type GlobalOptions } from "./context.ts";
  */
 export function buildProgram(env: NodeJS.ProcessEnv, json: boolean): Command {
   const program = new Command("svc")
-    .description("The Svc wallet service from a terminal: wallets, policies, sends, x402 payments, approvals")
+    .description(
+      "The Svc wallet service from a terminal: wallets, policies, sends, x402 payments, approvals, webhooks",
+    )
     .version("0.1.0")
     .option("--api-key <key>", "API key (default $SVC_API_KEY, else the config file)")
     .option(
@@ -49,6 +52,7 @@ Exit codes: 0 ok, 1 usage or invalid input, 2 credential or role, 3 policy refus
   addSpendCommands(program, contextOf);
   addPolicyCommands(program, contextOf);
   addApprovalCommands(program, contextOf);
+  addWebhookCommands(program, contextOf);
   // Subcommands report their usage errors the same way as the program.
   const sameErrors = (command: Command): void => {
     for (const sub of command.commands) {

@@ -8,8 +8,10 @@ import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { IDLE_BLOCK_SECONDS } from "@svc/devnet";
+import { verifyWebhook } from "@svc/sdk";
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually } from "../../../test/support/eventually.ts";
 import { selectRows } from "../../server/src/internal/db/store.ts";
 import {
   createTestServer,
@@ -605,6 +607,95 @@ describe("svc wallets archive", () => {
     const restored = await svc(["wallets", "restore", payee.id], env);
     expectOk(restored);
     expect(restored.stdout.trim()).toBe(`Restored ${payee.id} (payee); it spends again`);
+  });
+});
+
+describe("svc webhooks", () => {
+  it("registers an endpoint (secret shown once), lists its deliveries, gives it a new secret, redelivers, deletes it", async () => {
+    const received: { body: string; headers: Record<string, string> }[] = [];
+    const receiver = createServer((request, response) => {
+      let body = "";
+      request.setEncoding("utf8").on("data", (chunk: string) => {
+        body += chunk;
+      });
+      request.on("end", () => {
+        received.push({ body, headers: request.headers as Record<string, string> });
+        response.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
+    try {
+      const human = await svc(
+        ["webhooks", "create", url, "--events", "wallet.archived,wallet.restored"],
+        env,
+      );
+      expectOk(human);
+      expect(human.stdout).toMatch(/^secret\s+whsec_\S+$/m);
+      expect(human.stdout).toMatch(/shown this once/);
+      const id = (/^id\s+(\S+)$/m.exec(human.stdout) as RegExpExecArray)[1] as string;
+      const secret = (/^secret\s+(\S+)$/m.exec(human.stdout) as RegExpExecArray)[1] as string;
+      const listed = await svc(["webhooks", "list", "--json"], env);
+      expect(listed.json()).toEqual([
+        {
+          id,
+          url,
+          events: ["wallet.archived", "wallet.restored"],
+          description: null,
+          createdAt: expect.any(String),
+        },
+      ]);
+      expect(listed.stdout).not.toContain(secret);
+
+      // An event of a chosen type reaches the endpoint, signed with that secret; its attempt is listed.
+      expectOk(await svc(["wallets", "archive", payee.id], env));
+      const archived = await eventually(() => received[0], { describe: "the wallet.archived delivery" });
+      const event = verifyWebhook(archived.body, archived.headers, secret);
+      expect(event).toMatchObject({ type: "wallet.archived", data: { id: payee.id } });
+      const eventId = archived.headers["webhook-id"] as string;
+      const attempts = await eventually(
+        async () => {
+          const run = await svc(["webhooks", "deliveries", id, "--event", eventId, "--json"], env);
+          return run.json().length > 0 && run.json();
+        },
+        { describe: "the attempt's record" },
+      );
+      expect(attempts).toEqual([
+        expect.objectContaining({ eventId, attempt: 1, status: "succeeded", responseStatus: 204 }),
+      ]);
+      const table = await svc(["webhooks", "deliveries", id], env);
+      expect(table.stdout).toMatch(new RegExp(`^${eventId}\\s+1\\s+succeeded\\s+204\\s`, "m"));
+
+      // A new secret, the old one stopped at once (leaked): a redelivery verifies with the new one only.
+      const rotated = await svc(
+        ["webhooks", "rotate-secret", id, "--previous-valid-for", "0", "--json"],
+        env,
+      );
+      expectOk(rotated);
+      const { secret: newSecret, previousSecretExpiresAt } = rotated.json();
+      expect(newSecret).toMatch(/^whsec_/);
+      expect(newSecret).not.toBe(secret);
+      expect(previousSecretExpiresAt).toBeNull();
+      expectOk(await svc(["webhooks", "redeliver", id, eventId], env));
+      const again = await eventually(() => received[1], { describe: "the redelivery" });
+      expect(again.headers["webhook-id"]).toBe(eventId);
+      expect(verifyWebhook(again.body, again.headers, newSecret)).toMatchObject({ type: "wallet.archived" });
+      expect(() => verifyWebhook(again.body, again.headers, secret)).toThrow();
+
+      // Bad input is refused before any request.
+      expectOneLineFailure(await svc(["webhooks", "create", url, "--events", "wallet.archivd"], env), 1);
+      expectOneLineFailure(
+        await svc(["webhooks", "rotate-secret", id, "--previous-valid-for", "604801"], env),
+        1,
+      );
+
+      const deleted = await svc(["webhooks", "delete", id], env);
+      expect(deleted.stdout.trim()).toBe(`Deleted ${id}`);
+      expect((await svc(["webhooks", "list"], env)).stdout.trim()).toBe("No webhook endpoints");
+    } finally {
+      expectOk(await svc(["wallets", "restore", payee.id], env));
+      receiver.close();
+    }
   });
 });
 

@@ -9,6 +9,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { verifyWebhook } from "@svc/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually } from "../../../test/support/eventually.ts";
 import { createTestServer, type TestServer } from "../../server/test/support/test-server.ts";
 import { type ConsoleUser, openUser, registerThroughConsole } from "./support/browser.ts";
 
@@ -43,14 +44,6 @@ afterAll(async () => {
   receiver?.close();
 });
 
-async function waitUntil(check: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    if (check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
 describe("webhooks and events at the console", () => {
   let token: string;
   let secret: string;
@@ -74,7 +67,7 @@ describe("webhooks and events at the console", () => {
     // An event of the chosen type reaches the endpoint, signed with that secret.
     const wallet = (await server.api.post("/v1/wallets", { name: "old", chains: ["base"] }, token)).body;
     expect((await server.api.delete(`/v1/wallets/${wallet.id}`, token)).status).toBeLessThan(300);
-    await waitUntil(() => received.length > 0, "a delivery");
+    await eventually(() => received.length > 0, { describe: "a delivery" });
     const delivery = received[0] as (typeof received)[number];
     const event = verifyWebhook(delivery.body, delivery.headers, secret);
     expect(event).toMatchObject({ type: "wallet.archived", data: { id: wallet.id, name: "old" } });
@@ -119,7 +112,7 @@ describe("webhooks and events at the console", () => {
       const wallet = (await server.api.post("/v1/wallets", { name: "rotated", chains: ["base"] }, token))
         .body;
       expect((await server.api.delete(`/v1/wallets/${wallet.id}`, token)).status).toBeLessThan(300);
-      await waitUntil(() => received.length > before, "a delivery");
+      await eventually(() => received.length > before, { describe: "a delivery" });
       return received[received.length - 1] as (typeof received)[number];
     };
     const rotate = async (choice: RegExp) => {
