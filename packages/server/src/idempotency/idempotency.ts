@@ -112,6 +112,7 @@ export async function claimIdempotencyKey(
  * `remember: false`). So is anything once the request recorded a spend (a rejected broadcast, say): a retry
  * must not pay again. An error that moved nothing and recorded nothing (validation, policy, funds, a fault
  * before the spend) frees the key, so a retry with the same key is evaluated afresh, as if it were the first.
+ * A fault (500) after the spend was recorded is not remembered either: the next retry answers from the spend.
  */
 export async function finishIdempotencyClaim(
   db: Db,
@@ -124,7 +125,18 @@ export async function finishIdempotencyClaim(
     .delete(idempotencyKeys)
     .where(and(owned(claim), sql`${idempotencyKeys.transactionId} IS NULL`))
     .returning({ key: idempotencyKeys.key });
-  if (freed.length === 0) await complete(db, claim, response);
+  if (freed.length > 0) return;
+  if (response.status === 500) {
+    // A fault after the spend was recorded says nothing of it (the database connection lost as the spend's
+    // COMMIT went out, say: it may have committed). The claim is left to the next retry at once, which
+    // answers from the spend as recorded instead of this error.
+    await db
+      .update(idempotencyKeys)
+      .set({ lockedAt: new Date(0) })
+      .where(owned(claim));
+    return;
+  }
+  await complete(db, claim, response);
 }
 
 /** The claim row, if this owner still holds it. */

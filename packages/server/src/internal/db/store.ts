@@ -46,8 +46,11 @@ const migrationsDir = fileURLToPath(new URL("./migrations/", import.meta.url));
 export async function openStore(location: StoreLocation): Promise<Store> {
   if ("databaseUrl" in location) {
     const pool = new pg.Pool({ connectionString: location.databaseUrl, max: 10 });
-    // An idle client that loses its connection emits 'error'; the next checkout reconnects.
+    // A client that loses its connection emits 'error': the pool listens on the idle ones, and no one on a
+    // client checked out (a transaction's), where an unheard 'error' would end the process. The query in
+    // flight fails on its own; the next checkout reconnects.
     pool.on("error", () => {});
+    pool.on("connect", (client) => client.on("error", () => {}));
     await migrate({
       withLock: async (work) => {
         const client = await pool.connect();
