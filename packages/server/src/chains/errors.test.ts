@@ -9,10 +9,12 @@ import { AppError } from "../internal/errors.ts";
 import {
   ChainRequestError,
   ChainTimeoutError,
+  ChainUnavailableError,
   ChainUnreachableError,
   chainCall,
   NonceTakenError,
   TransactionRejectedError,
+  UnclearSendError,
 } from "./errors.ts";
 import { EvmChain } from "./evm.ts";
 import { SolanaChain } from "./solana.ts";
@@ -63,7 +65,10 @@ async function fundedKey(kind: "evm" | "solana", native: bigint) {
 }
 
 /** A proxy in front of the devnet's endpoint of `kind`, closed after the test. */
-async function proxyFor(kind: "evm" | "solana", decide: (method: string, nth: number) => ProxyAction) {
+async function proxyFor(
+  kind: "evm" | "solana",
+  decide: (method: string, nth: number, body: string) => ProxyAction,
+) {
   return startRpcProxy(kind === "evm" ? devnet.evm.rpcUrl : devnet.solana.rpcUrl, decide);
 }
 
@@ -270,7 +275,8 @@ describe("refusals from the devnet", () => {
         method: "eth_sendRawTransaction",
         nonce: 0,
       });
-      expect((error as NonceTakenError).cause).toBeInstanceOf(TransactionRejectedError);
+      // anvil's "replacement transaction underpriced" is no refusal viem names: told from the pool instead.
+      expect((error as NonceTakenError).cause).toBeInstanceOf(UnclearSendError);
     } finally {
       await anvil.setAutomine(true);
       await anvil.setIntervalMining({ interval: IDLE_BLOCK_SECONDS });
@@ -294,6 +300,62 @@ describe("refusals from the devnet", () => {
       reason:
         "Transaction simulation failed: Attempt to debit an account but found no record of a prior credit.",
     });
+  });
+
+  it.each(["evm", "solana"] as const)(
+    "%s: a send answered with an error that is no refusal the node names (a gateway's timeout) is UnclearSendError, which leaves the outcome open: not TransactionRejectedError",
+    async (kind) => {
+      const sender = await fundedKey(kind, kind === "evm" ? 10n ** 18n : 10n ** 9n);
+      const gateway = await proxyFor(kind, (method, _nth, body) => {
+        if (method !== sendMethod(kind)) return "forward";
+        const { id } = JSON.parse(body) as { id: unknown };
+        const error = { code: -32603, message: "upstream request timed out" };
+        return { status: 200, body: JSON.stringify({ jsonrpc: "2.0", id, error }) };
+      });
+      try {
+        const client = clientAt(kind, gateway.url);
+        const signed = await signedTransfer(client, {
+          privateKey: sender.privateKey,
+          to: kind === "evm" ? evmKey().address : (await solanaKey()).address,
+          token: client.config.nativeToken,
+          amount: 1_000n,
+        });
+        const error = await failure(client.broadcast(signed));
+        expect(error).toBeInstanceOf(UnclearSendError);
+        expect(error).toBeInstanceOf(ChainUnavailableError);
+        expect((error as UnclearSendError).facts).toEqual({
+          chain: client.config.name,
+          method: sendMethod(kind),
+          rpcCode: -32603,
+          reason: "upstream request timed out",
+        });
+      } finally {
+        await gateway.close();
+      }
+    },
+  );
+
+  it("solana: a read answered with an error kit cannot read (no data) is ChainRequestError with its code (it was a TypeError: a 500)", async () => {
+    const limited = await proxyFor("solana", (method, _nth, body) => {
+      if (method !== "getBalance") return "forward";
+      const { id } = JSON.parse(body) as { id: unknown };
+      return {
+        status: 200,
+        body: JSON.stringify({ jsonrpc: "2.0", id, error: { code: -32002, message: "rate limited" } }),
+      };
+    });
+    try {
+      const client = clientAt("solana", limited.url);
+      const error = await failure(client.getBalance(SOLANA_OWNER, client.config.nativeToken));
+      expect(error).toBeInstanceOf(ChainRequestError);
+      expect((error as ChainRequestError).facts).toEqual({
+        chain: "solana",
+        method: "getBalance",
+        rpcCode: -32002,
+      });
+    } finally {
+      await limited.close();
+    }
   });
 
   it.each(["evm", "solana"] as const)(

@@ -8,7 +8,8 @@
  * ChainError
  * ├─ ChainUnavailableError      no usable answer: the caller may try again later
  * │  ├─ ChainUnreachableError   connection refused or reset, socket closed, HTTP error status
- * │  └─ ChainTimeoutError       no answer within the time limit
+ * │  ├─ ChainTimeoutError       no answer within the time limit
+ * │  └─ UnclearSendError        a send answered with an error that is no refusal the node names
  * ├─ ChainRequestError          the node answered a read with an error (or with something unusable)
  * ├─ TransactionRejectedError   the node refused a transaction: it can never land as sent
  * ├─ NonceTakenError            EVM: another transaction (perhaps this very one) holds its nonce
@@ -87,6 +88,24 @@ export class ChainTimeoutError extends ChainUnavailableError<ChainCallDetails & 
   override name = "ChainTimeoutError";
   constructor(details: ChainCallDetails & { timeoutMs: number }, cause?: unknown) {
     super(`The ${details.chain} RPC endpoint did not answer within ${details.timeoutMs} ms`, details, cause);
+  }
+}
+
+/**
+ * A transaction's send answered with an error that is no refusal the node names (an internal error, a rate
+ * limit, a gateway's own timeout): a gateway or load balancer may answer so and still pass the transaction
+ * on, so it may land. Like no answer at all, it proves nothing; the chain's own record decides.
+ */
+export class UnclearSendError extends ChainUnavailableError<
+  ChainCallDetails & { rpcCode?: number; reason: string }
+> {
+  override name = "UnclearSendError";
+  constructor(details: ChainCallDetails & { rpcCode?: number; reason: string }, cause?: unknown) {
+    super(
+      `The ${details.chain} RPC endpoint answered the send with an error: ${details.reason}`,
+      details,
+      cause,
+    );
   }
 }
 

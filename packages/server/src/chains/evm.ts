@@ -34,6 +34,7 @@ import {
   type TransactionReceipt,
   type Transport,
   toEventSelector,
+  UnknownNodeError,
   TransactionNotFoundError as ViemTransactionNotFoundError,
 } from "viem";
 import { getNodeError } from "viem/utils";
@@ -48,6 +49,7 @@ import {
   scrubRpcUrl,
   TransactionNotFoundError,
   TransactionRejectedError,
+  UnclearSendError,
   withReadRetries,
 } from "./errors.ts";
 import { evmAddressOf, signEvmTransaction } from "./evm-keys.ts";
@@ -354,7 +356,9 @@ export class EvmChain implements ChainClient {
         .then(() => true)
         .catch(() => false);
       if (known) return;
-      if (error instanceof TransactionRejectedError) throw await this.#nonceTakenOr(error, signed.raw as Hex);
+      if (error instanceof TransactionRejectedError || error instanceof UnclearSendError) {
+        throw await this.#nonceTakenOr(error, signed.raw as Hex);
+      }
       throw error;
     }
   }
@@ -364,7 +368,7 @@ export class EvmChain implements ChainClient {
    * (geth's "replacement transaction underpriced"), as {@link NonceTakenError}: told from the account's
    * pending nonce, since viem names no error for it.
    */
-  async #nonceTakenOr(rejection: TransactionRejectedError, raw: Hex): Promise<Error> {
+  async #nonceTakenOr(rejection: TransactionRejectedError | UnclearSendError, raw: Hex): Promise<Error> {
     const { nonce } = parseTransaction(raw);
     if (nonce === undefined) return rejection;
     const from = await recoverTransactionAddress({ serializedTransaction: raw as never });
@@ -901,6 +905,10 @@ function toChainError(error: unknown, call: { chain: string; method: string; tim
   const named = getNodeError(error, {});
   if (named instanceof NonceTooLowError) return new NonceTakenError({ chain, method }, named);
   const reason = (error.details || named.shortMessage).split("\n")[0]?.slice(0, 200) ?? "rejected";
+  // Only a refusal the node names (funds, fees, gas, nonce, type) proves the transaction is not on its way.
+  if (named instanceof UnknownNodeError) {
+    return new UnclearSendError({ chain, method, rpcCode: error.code, reason }, named);
+  }
   return new TransactionRejectedError({ chain, method, reason }, named);
 }
 

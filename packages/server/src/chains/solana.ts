@@ -21,7 +21,11 @@ import {
   pipe,
   type RpcTransport,
   type Signature,
+  SOLANA_ERROR__JSON_RPC__INVALID_PARAMS,
   SOLANA_ERROR__JSON_RPC__SERVER_ERROR_SEND_TRANSACTION_PREFLIGHT_FAILURE,
+  SOLANA_ERROR__JSON_RPC__SERVER_ERROR_TRANSACTION_SIGNATURE_LEN_MISMATCH,
+  SOLANA_ERROR__JSON_RPC__SERVER_ERROR_TRANSACTION_SIGNATURE_VERIFICATION_FAILURE,
+  SOLANA_ERROR__JSON_RPC__SERVER_ERROR_UNSUPPORTED_TRANSACTION_VERSION,
   SOLANA_ERROR__RPC__TRANSPORT_HTTP_ERROR,
   SOLANA_ERROR__TRANSACTION_ERROR__ALREADY_PROCESSED,
   SOLANA_ERROR__TRANSACTION_ERROR__BLOCKHASH_NOT_FOUND,
@@ -49,6 +53,7 @@ import {
   scrubRpcUrl,
   TransactionKnownError,
   TransactionRejectedError,
+  UnclearSendError,
   withReadRetries,
 } from "./errors.ts";
 import type {
@@ -563,9 +568,31 @@ function chainTransport(chain: string, url: string, timeoutMs: number): RpcTrans
   }) as RpcTransport;
 }
 
+/**
+ * The JSON-RPC error codes with which a node refuses a transaction it was sent: its preflight failed, a
+ * signature does not verify, a malformed or unsupported transaction. Any other error answer to a send (an
+ * internal error, an unhealthy node, a gateway's own) is no refusal: the transaction may have gone on.
+ */
+const SEND_REFUSALS: ReadonlySet<number> = new Set([
+  SOLANA_ERROR__JSON_RPC__SERVER_ERROR_SEND_TRANSACTION_PREFLIGHT_FAILURE,
+  SOLANA_ERROR__JSON_RPC__SERVER_ERROR_TRANSACTION_SIGNATURE_VERIFICATION_FAILURE,
+  SOLANA_ERROR__JSON_RPC__SERVER_ERROR_TRANSACTION_SIGNATURE_LEN_MISMATCH,
+  SOLANA_ERROR__JSON_RPC__SERVER_ERROR_UNSUPPORTED_TRANSACTION_VERSION,
+  SOLANA_ERROR__JSON_RPC__INVALID_PARAMS,
+]);
+
+/** kit's reading of a JSON-RPC error answer; an answer kit cannot read (no `data` where it wants one) as is. */
+function kitErrorOf(answer: unknown): unknown {
+  try {
+    return getSolanaErrorFromJsonRpcError(answer);
+  } catch {
+    return answer;
+  }
+}
+
 /** A JSON-RPC error answer as the chain error it stands for, kit's reading of it as the cause. */
 function fromErrorAnswer(answer: unknown, chain: string, method: string): ChainError {
-  const cause = getSolanaErrorFromJsonRpcError(answer);
+  const cause = kitErrorOf(answer);
   const { code, message } = answer as { code?: unknown; message?: unknown };
   if (!SEND_METHODS.has(method)) {
     const rpcCode = Number(code);
@@ -582,8 +609,17 @@ function fromErrorAnswer(answer: unknown, chain: string, method: string): ChainE
     return new BlockhashNotFoundError({ chain, method }, cause);
   if (isSolanaError(failure, SOLANA_ERROR__TRANSACTION_ERROR__ALREADY_PROCESSED))
     return new TransactionKnownError({ chain, method }, cause);
-  const reason = typeof message === "string" ? (message.split("\n")[0]?.slice(0, 200) ?? "") : "";
-  return new TransactionRejectedError({ chain, method, reason: reason || `error ${String(code)}` }, cause);
+  const reason =
+    (typeof message === "string" ? (message.split("\n")[0]?.slice(0, 200) ?? "") : "") ||
+    `error ${String(code)}`;
+  const rpcCode = Number(code);
+  if (!SEND_REFUSALS.has(rpcCode)) {
+    return new UnclearSendError(
+      { chain, method, ...(Number.isFinite(rpcCode) ? { rpcCode } : {}), reason },
+      cause,
+    );
+  }
+  return new TransactionRejectedError({ chain, method, reason }, cause);
 }
 
 /** The Token-2022 program (Token Extensions). */
