@@ -218,3 +218,49 @@ describe("a faucet payment whose broadcast goes unanswered", () => {
     }
   });
 });
+
+describe("a faucet payment whose receipt a lagging node does not show yet", () => {
+  it("is not taken for dropped: answered once it shows, its grant kept, so the cap holds", async () => {
+    const devnet = await sharedDevnet();
+    const faucet = evmKey();
+    await fundEvm(devnet, faucet.address, { eth: 10n ** 19n, usdc: 10_000n * USDC });
+    const withFaucet = await createTestServer({
+      env: {
+        ...(await evmThroughGate(gate)),
+        SVC_FAUCET_EVM_PRIVATE_KEY: `0x${faucet.privateKey.toString("hex")}`,
+      },
+    });
+    // Behind a load balancer, the node that serves receipts learns of a block 1.5 s after the one that
+    // counts nonces: meanwhile the payment's nonce is used and its receipt is missing.
+    const firstAsked = new Map<string, number>();
+    gate.decide = ({ methods, body }) => {
+      if (methods.length !== 1 || methods[0] !== "eth_getTransactionReceipt") return "forward";
+      const { id, params } = JSON.parse(body) as { id: number; params: [string] };
+      const first = firstAsked.get(params[0]) ?? Date.now();
+      firstAsked.set(params[0], first);
+      if (Date.now() - first > 1_500) return "forward";
+      return { gatewayAnswers: { status: 200, body: JSON.stringify({ jsonrpc: "2.0", id, result: null }) } };
+    };
+    try {
+      const owner = await seedAccount(withFaucet.api);
+      const wallet = (
+        await withFaucet.api.post("/v1/wallets", { name: "lag", chains: ["base"] }, owner.apiKey)
+      ).body;
+      const askFull = () =>
+        withFaucet.api.post(
+          `/v1/wallets/${wallet.id}/faucet`,
+          { chain: "base", token: "USDC", amount: "1000" },
+          owner.apiKey,
+        );
+      const paid = await askFull();
+      expect(paid.status, paid.text).toBe(201);
+      const again = await askFull();
+      expect(again.status, again.text).toBe(400);
+      expect(expectErrorShape(again).reason).toBe("faucet_cap_exceeded");
+      expect(await base.getBalance(wallet.evm.address, usdc)).toBe(1_000n * USDC);
+    } finally {
+      gate.openUp();
+      await withFaucet.close();
+    }
+  });
+});

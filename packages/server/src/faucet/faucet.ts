@@ -249,7 +249,12 @@ export class Faucet {
     });
   }
 
-  /** Waits until the payment is confirmed; a payment that failed or was dropped releases its grant. */
+  /**
+   * Waits until the payment is confirmed; a payment that failed, or a Solana payment whose blockhash expired
+   * unlanded, releases its grant. An EVM payment missing where its nonce is used is not "dropped" to the
+   * faucet: a node that serves receipts may lag the one that counts nonces, and the payment may be what used
+   * it. It is waited for like a pending one; past the deadline, its grant stays counted.
+   */
   async #confirmed(
     client: ChainClient,
     signed: SignedTransfer,
@@ -261,7 +266,9 @@ export class Faucet {
     for (;;) {
       const status = await client.getTransferStatus(signed, from);
       if (status.state === "confirmed") return;
-      if (status.state === "failed" || status.state === "dropped") {
+      const ended =
+        status.state === "failed" || (status.state === "dropped" && client.config.kind === "solana");
+      if (ended) {
         await this.#deps.db.delete(faucetGrants).where(eq(faucetGrants.id, grantId));
         throw errors.broadcastRejected(
           client.config.name,
