@@ -38,7 +38,7 @@ describe("policy options", () => {
     const parse = usdBound("--max-per-tx");
     expect(parse("10")).toBe("10");
     expect(parse("$2.50")).toBe("2.50");
-    expect(parse("none")).toBeNull();
+    expect(parse("None")).toBe("none");
     expect(() => parse("1e3")).toThrow(/--max-per-tx must be a USD amount/);
     expect(() => parse("-1")).toThrow(/--max-per-tx/);
     expect(() => parse("0.0000001")).toThrow(/--max-per-tx/);

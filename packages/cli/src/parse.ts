@@ -30,15 +30,16 @@ export function list(value: string): string[] {
 const USD = /^(0|[1-9]\d*)(\.\d{1,6})?$/;
 
 /**
- * A USD bound: a decimal amount (`10`, `2.50`, at most 6 decimals), or `none` (no bound, sent as null).
+ * A USD bound: a decimal amount (`10`, `2.50`, at most 6 decimals), or `none` (no bound: sent as null by
+ * {@link policyFromOptions}). `none` stays a string here: commander turns an option parser's null into "".
  * @example
  * usdBound("--max-per-tx")("10"); // "10"
- * usdBound("--daily-limit")("none"); // null
+ * usdBound("--daily-limit")("None"); // "none"
  */
-export function usdBound(name: string): (value: string) => string | null {
+export function usdBound(name: string): (value: string) => string {
   return (value) => {
     const trimmed = value.trim().replace(/^\$/, "");
-    if (trimmed.toLowerCase() === "none") return null;
+    if (trimmed.toLowerCase() === "none") return "none";
     if (!USD.test(trimmed)) {
       throw usage(`${name} must be a USD amount like 10 or 2.50 (at most 6 decimals), or none`);
     }
@@ -48,10 +49,11 @@ export function usdBound(name: string): (value: string) => string | null {
 
 /** The policy options `wallets create` and `policy set` share, as commander parses them. */
 export interface PolicyOptions {
-  maxPerTx?: string | null;
-  dailyLimit?: string | null;
-  alertAbove?: string | null;
-  approvalAbove?: string | null;
+  /** A USD amount, or `none` (see {@link usdBound}). */
+  maxPerTx?: string;
+  dailyLimit?: string;
+  alertAbove?: string;
+  approvalAbove?: string;
   whitelist?: string;
   requireSpendAuthorization?: boolean;
 }
@@ -59,14 +61,15 @@ export interface PolicyOptions {
 /**
  * The policy fields given on the command line (undefined when none was).
  * @example
- * policyFromOptions({ maxPerTx: "10", whitelist: "none" }); // { maxPerTx: "10", whitelist: [] }
+ * policyFromOptions({ maxPerTx: "10", dailyLimit: "none", whitelist: "none" }); // { maxPerTx: "10", dailyLimit: null, whitelist: [] }
  */
 export function policyFromOptions(options: PolicyOptions): PolicyInput | undefined {
   const policy: PolicyInput = {};
-  if (options.maxPerTx !== undefined) policy.maxPerTx = options.maxPerTx;
-  if (options.dailyLimit !== undefined) policy.dailyLimit = options.dailyLimit;
-  if (options.alertAbove !== undefined) policy.alertAbove = options.alertAbove;
-  if (options.approvalAbove !== undefined) policy.approvalAbove = options.approvalAbove;
+  const bound = (value: string) => (value === "none" ? null : value);
+  if (options.maxPerTx !== undefined) policy.maxPerTx = bound(options.maxPerTx);
+  if (options.dailyLimit !== undefined) policy.dailyLimit = bound(options.dailyLimit);
+  if (options.alertAbove !== undefined) policy.alertAbove = bound(options.alertAbove);
+  if (options.approvalAbove !== undefined) policy.approvalAbove = bound(options.approvalAbove);
   if (options.whitelist !== undefined) {
     const entries = options.whitelist.trim().toLowerCase() === "none" ? [] : list(options.whitelist);
     // Only `none` lifts the whitelist: an empty value (an unset variable, say) is a mistake, not "anyone".

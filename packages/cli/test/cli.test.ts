@@ -375,6 +375,12 @@ describe("svc policy and approvals", () => {
       status: "active",
     });
 
+    // none lifts a bound (it was sent as "", refused).
+    expectOk(await svc(["policy", "set", payer.id, "--alert-above", "3"], env));
+    const lifted = await svc(["policy", "set", payer.id, "--alert-above", "none", "--json"], env);
+    expectOk(lifted);
+    expect(lifted.json()).toMatchObject({ alertAbove: null, approvalAbove: "5", dailyLimit: "50" });
+
     const nothing = await svc(["policy", "set", payer.id], env);
     expectOneLineFailure(nothing, 1);
   });
