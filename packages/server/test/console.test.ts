@@ -45,6 +45,25 @@ describe("the console at /", () => {
     }
   });
 
+  it("answers a Range or precondition it cannot meet 416 or 412 in the API's error shape (it was a 500, logged as an error)", async () => {
+    const html = await (await fetch(`${server.url}/`)).text();
+    const style = html.match(/href="(\/assets\/[^"]+\.css)"/)?.[1] as string;
+    for (const [path, headers, status] of [
+      [style, { range: "bytes=99999999-" }, 416],
+      [style, { range: "bytes=5-1" }, 416],
+      ["/", { "if-match": '"nope"' }, 412],
+      ["/favicon.svg", { "if-unmodified-since": "Mon, 01 Jan 1990 00:00:00 GMT" }, 412],
+    ] as const) {
+      const response = await fetch(`${server.url}${path}`, { headers });
+      expect(response.status, `${path} ${JSON.stringify(headers)}`).toBe(status);
+      const body = (await response.json()) as { error: { code: string; reason: string } };
+      expect(body.error).toMatchObject({
+        code: "ValidationError",
+        reason: status === 416 ? "range_not_satisfiable" : "precondition_failed",
+      });
+    }
+  });
+
   it("caches hashed assets for good; an unknown asset or a path out of the build is the API's 404", async () => {
     const html = await (await fetch(`${server.url}/`)).text();
     const script = html.match(/src="(\/assets\/[^"]+\.js)"/)?.[1] as string;

@@ -71,6 +71,10 @@ function toAppError(error: unknown, request: FastifyRequest): AppError {
     case "FST_ERR_VALIDATION":
       return errors.invalidBody(fastifyError.message ?? "Invalid request");
   }
+  // The static files' sender answers an unmet Range or precondition with an error of that status.
+  if (fastifyError.statusCode === 412 || fastifyError.statusCode === 416) {
+    return errors.fileConditionUnmet(fastifyError.statusCode);
+  }
   // Body parser errors for malformed JSON arrive as SyntaxError with a 400 status.
   if (error instanceof SyntaxError || fastifyError.statusCode === 400) {
     return errors.invalidBody(`Malformed request: ${fastifyError.message ?? "bad request"}`);

@@ -408,6 +408,21 @@ export const errors = {
       "too_many_webhook_endpoints",
       { max },
     ),
+  /** A file route's 412 or 416: the request's `If-Match`, `If-Unmodified-Since` or `Range` cannot be met. */
+  fileConditionUnmet: (status: 412 | 416) =>
+    status === 416
+      ? new AppError(
+          416,
+          "ValidationError",
+          "The requested range is not in the file",
+          "range_not_satisfiable",
+        )
+      : new AppError(
+          412,
+          "ValidationError",
+          "A precondition of the request does not hold",
+          "precondition_failed",
+        ),
   routeNotFound: (method: string, url: string) =>
     new AppError(404, "NotFound", `No route ${method} ${url.split("?")[0]}`, "route_not_found"),
 
