@@ -1,4 +1,8 @@
+import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ensureAccessTokenLive } from "../src/accounts/accounts.ts";
+import { ensureApiKeyLive } from "../src/api-keys/api-keys.ts";
+import { selectRows } from "../src/internal/db/store.ts";
 import { eventually } from "./support/eventually.ts";
 import {
   createTestServer,
@@ -148,3 +152,84 @@ describe.runIf(STORE_KIND === "postgres")("revocation across instances on one Po
     }
   });
 });
+
+describe.runIf(STORE_KIND === "postgres")(
+  "a revocation or logout while the credential's spends keep coming",
+  () => {
+    /**
+     * A spend being admitted holds its credential (`hold`) until released; meanwhile the revocation is asked,
+     * then another spend comes. Returns what that later spend met, once the first has ended.
+     */
+    async function spendAfterWaitingEnd(
+      hold: (tx: Parameters<Parameters<typeof server.service.store.db.transaction>[0]>[0]) => Promise<void>,
+      end: () => Promise<number>,
+    ) {
+      const db = server.service.store.db;
+      const waitingForLocks = async () =>
+        (
+          await selectRows<{ n: number }>(
+            db,
+            sql`SELECT count(*)::int AS n FROM pg_stat_activity
+              WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+          )
+        )[0]?.n ?? 0;
+      let release = () => {};
+      const released = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      let holding = () => {};
+      const held = new Promise<void>((resolve) => {
+        holding = resolve;
+      });
+      const first = db.transaction(async (tx) => {
+        await hold(tx);
+        holding();
+        await released;
+      });
+      await held;
+      const ending = end();
+      await eventually(async () => (await waitingForLocks()) >= 1, { describe: "the revocation to wait" });
+      let settled = false;
+      const later = db
+        .transaction(hold)
+        .then(
+          () => "admitted",
+          (error: { reason?: string }) => error.reason ?? String(error),
+        )
+        .finally(() => {
+          settled = true;
+        });
+      // Before: the later spend's share lock was granted beside the first one's, ahead of the waiting revocation.
+      await eventually(async () => settled || (await waitingForLocks()) >= 2, {
+        describe: "the later spend to queue or end",
+      });
+      release();
+      await first;
+      return { later: await later, ended: await ending };
+    }
+
+    it("a key's later spend waits for its revocation and is refused", async () => {
+      const { apiKeyId, accessToken } = await seedAccount(server.api);
+      const outcome = await spendAfterWaitingEnd(
+        (tx) => ensureApiKeyLive(tx, apiKeyId, new Date(), { hold: true }),
+        async () => (await server.api.delete(`/v1/api-keys/${apiKeyId}`, accessToken)).status,
+      );
+      expect(outcome).toEqual({ later: "key_revoked", ended: 204 });
+    });
+
+    it("a login's later spend waits for its logout and is refused", async () => {
+      const { accessToken } = await seedAccount(server.api);
+      const claims = JSON.parse(Buffer.from(accessToken.split(".")[1] as string, "base64url").toString()) as {
+        sub: string;
+        jti: string;
+        exp: number;
+      };
+      const token = { accountId: claims.sub, tokenId: claims.jti, expiresAt: new Date(claims.exp * 1000) };
+      const outcome = await spendAfterWaitingEnd(
+        (tx) => ensureAccessTokenLive(tx, token, new Date(), { hold: true }),
+        async () => (await server.api.post("/v1/auth/logout", undefined, accessToken)).status,
+      );
+      expect(outcome).toEqual({ later: "token_ended", ended: 204 });
+    });
+  },
+);

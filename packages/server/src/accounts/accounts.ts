@@ -2,7 +2,7 @@ import { hash, verify } from "@node-rs/argon2";
 import { eq, lt, sql } from "drizzle-orm";
 import { newId } from "../internal/crypto.ts";
 import { accounts, endedAccessTokens } from "../internal/db/schema.ts";
-import { type Db, selectRows, type Tx, withDomainErrors } from "../internal/db/store.ts";
+import { type Db, holdCredential, selectRows, type Tx, withDomainErrors } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 
 /** argon2id, 64 MiB, 3 passes: OWASP's first recommended setting. */
@@ -80,9 +80,10 @@ export async function getAccount(db: Db, accountId: string): Promise<Account> {
  * was authenticated, but a request may take long to send its body or, for a payment, to be answered), whose
  * account is gone (401 `invalid_credentials`) or which its owner ended by logging out (401 `token_ended`);
  * checked for every request an access token makes, in one read. With
- * `hold`, inside a spend's transaction, the account's row stays locked `FOR SHARE` until it ends, which a
- * logout ({@link endAccessToken}) locks for update: a logout waits for a spend already being admitted, and
- * every later one sees the token ended.
+ * `hold`, inside a spend's transaction, the account's logins are held ({@link holdCredential}) and its row
+ * locked `FOR SHARE` until it ends, which a logout ({@link endAccessToken}) takes exclusive and for update: a
+ * logout waits for a spend already being admitted, and every later one waits for the logout and sees the
+ * token ended.
  */
 export async function ensureAccessTokenLive(
   db: Db | Tx,
@@ -91,6 +92,7 @@ export async function ensureAccessTokenLive(
   options: { hold?: boolean } = {},
 ): Promise<void> {
   if (token.expiresAt.getTime() <= now.getTime()) throw errors.tokenExpired();
+  if (options.hold) await holdCredential(db, token.accountId, "shared");
   const [row] = await selectRows<{ ended: boolean }>(
     db,
     sql`SELECT EXISTS (SELECT 1 FROM ended_access_tokens WHERE jti = ${token.tokenId}) AS ended
@@ -120,6 +122,7 @@ export async function endAccessToken(
   token: { accountId: string; tokenId: string; expiresAt: Date },
 ): Promise<void> {
   await db.transaction(async (tx) => {
+    await holdCredential(tx, token.accountId, "exclusive");
     await lockAccount(tx, token.accountId);
     await tx
       .insert(endedAccessTokens)

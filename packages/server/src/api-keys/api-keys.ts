@@ -3,7 +3,7 @@ import { lockAccount } from "../accounts/accounts.ts";
 import { recordEvent } from "../events/events.ts";
 import { generateApiKey, hashApiKey, newId } from "../internal/crypto.ts";
 import { apiKeys, wallets } from "../internal/db/schema.ts";
-import { type Db, namedStatement, type Tx } from "../internal/db/store.ts";
+import { type Db, holdCredential, namedStatement, type Tx } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 
 /** What a key may do (api.md, "Credentials and roles"). */
@@ -133,9 +133,11 @@ export async function revokeApiKey<T = undefined>(
   keyId: string,
   options: { alsoInTransaction?: (tx: Tx, revokedAt: Date) => Promise<T>; now?: Date } = {},
 ): Promise<T | undefined> {
-  const now = options.now ?? new Date();
   const ofAccount = and(eq(apiKeys.id, keyId), eq(apiKeys.accountId, accountId));
   const revoked = await db.transaction(async (tx) => {
+    // Spends the key is being admitted for end first; those it asks for later wait, and find it revoked.
+    await holdCredential(tx, keyId, "exclusive");
+    const now = options.now ?? new Date();
     const [record] = await tx
       .update(apiKeys)
       .set({ revokedAt: now })
@@ -154,8 +156,9 @@ export async function revokeApiKey<T = undefined>(
 /**
  * Refuses a key revoked (or expired) since its request was authenticated, 401 as its next request would be.
  * The guards ask once the request's body has arrived (a client may take its time sending it). With `hold`,
- * inside a spend's transaction, the key's row stays locked `FOR SHARE` until it ends: a revocation that
- * comes after waits for the spend, so what the key spent was decided before the revocation answered.
+ * inside a spend's transaction, the key is held ({@link holdCredential}) until it ends: a revocation that
+ * comes after waits for the spend, so what the key spent was decided before the revocation answered, and a
+ * spend that comes after the revocation waits for it.
  */
 export async function ensureApiKeyLive(
   db: Db | Tx,
@@ -163,6 +166,7 @@ export async function ensureApiKeyLive(
   at: Date,
   options: { hold?: boolean } = {},
 ): Promise<void> {
+  if (options.hold) await holdCredential(db, keyId, "shared");
   const read = db
     .select({ revokedAt: apiKeys.revokedAt, expiresAt: apiKeys.expiresAt })
     .from(apiKeys)

@@ -171,6 +171,26 @@ export function readSnapshot<T>(db: Db, read: (tx: Tx) => Promise<T>): Promise<T
   return db.transaction(read, { isolationLevel: "repeatable read", accessMode: "read only" });
 }
 
+/** The first key of {@link holdCredential}'s advisory locks, apart from every other use of them. */
+const CREDENTIAL_LOCKS = 727_275;
+
+/**
+ * Holds a credential (an API key's id; an account's id for its login tokens) until the transaction `tx`
+ * ends (outside one it holds nothing):
+ * `shared` by each spend it asks for, `exclusive` by its revocation or logout. PostgreSQL queues a shared
+ * request behind an exclusive one already waiting, so a stream of spends cannot hold a revocation off,
+ * which locking the credential's row `FOR SHARE` alone allowed (a new share lock is granted beside the
+ * others however long an update has waited: a key kept spending for 30 s after its revocation was asked).
+ * @example await holdCredential(tx, keyId, "exclusive");
+ */
+export async function holdCredential(tx: Db | Tx, id: string, mode: "shared" | "exclusive"): Promise<void> {
+  await tx.execute(
+    mode === "shared"
+      ? sql`SELECT pg_advisory_xact_lock_shared(${CREDENTIAL_LOCKS}, hashtext(${id}))`
+      : sql`SELECT pg_advisory_xact_lock(${CREDENTIAL_LOCKS}, hashtext(${id}))`,
+  );
+}
+
 /** Rows of a raw SQL query, whichever driver is underneath (both answer `{ rows }`). */
 export async function selectRows<T>(db: Db | Tx, query: SQL): Promise<T[]> {
   const result: unknown = await db.execute(query);
