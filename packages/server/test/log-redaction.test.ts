@@ -97,6 +97,21 @@ describe("a credential a client puts in the URL", () => {
     expect(server.logs.text()).not.toContain(accessToken);
   });
 
+  it("written in no log line when it stands in the query as a name, not a value (it was written whole)", async () => {
+    const { apiKey, accessToken } = await seedAccount(server.api);
+    for (const path of [
+      `/v1/wallets?${apiKey}`,
+      `/v1/wallets?${accessToken}&x=1`,
+      `/healthz?token;${apiKey}`,
+      `/v1/wallets?%73vc_${apiKey.slice(4)}`,
+    ])
+      await server.api.get(path);
+    const text = server.logs.text();
+    expect(text).not.toContain(apiKey.slice(4));
+    expect(text).not.toContain(accessToken);
+    expect(text).toContain('"url":"/v1/wallets?[Redacted]&x=[Redacted]"');
+  });
+
   it("written in no log line when it is in the path either, also percent-encoded: the rest of the path stays", async () => {
     const { apiKey, accessToken } = await seedAccount(server.api);
     const webhookSecret = `whsec_${"A".repeat(32)}`;

@@ -107,6 +107,22 @@ describe.concurrent.each(["evm", "solana"] as const)(
       expect(inspect(wrapped, { depth: 10 })).not.toContain(SECRET);
     });
 
+    it("a gateway failing at a URL with credentials and a key in its path: the error holds neither, at any depth", async () => {
+      const failing = await proxyFor(kind, () => ({ status: 500 }));
+      try {
+        const url = new URL(failing.url);
+        const client = clientAt(kind, `http://rpcuser:Pa55word@${url.host}/v2/${SECRET}?api-key=${SECRET}`);
+        const error = await failure(client.getBalance(ownerOf(kind), client.config.nativeToken));
+        expect(error).toBeInstanceOf(ChainUnreachableError);
+        const written = inspect(error, { depth: 10 });
+        expect(written).toContain(url.host);
+        expect(written).not.toContain(SECRET);
+        expect(written).not.toContain("Pa55word");
+      } finally {
+        await failing.close();
+      }
+    });
+
     it("accepting and never answering: ChainTimeoutError after the time limit, without the URL's key", async () => {
       const silent = await silentServer();
       try {

@@ -226,21 +226,27 @@ export async function chainCall<T>(chain: string, call: () => Promise<T>): Promi
  */
 export function scrubRpcUrl<T>(error: T, rpcUrl: string): T {
   let origin: string;
+  const written = [rpcUrl];
   try {
     const parsed = new URL(rpcUrl);
-    if ((parsed.pathname === "/" || parsed.pathname === "") && !parsed.search && !parsed.username)
-      return error;
+    const keyInPath = (parsed.pathname !== "/" && parsed.pathname !== "") || parsed.search !== "";
+    if (!keyInPath && !parsed.username) return error;
     origin = `${parsed.protocol}//${parsed.host}/…`;
+    // As a client writes it once it has moved the credentials to the Authorization header (viem does).
+    if (keyInPath) written.push(`${parsed.protocol}//${parsed.host}${parsed.pathname}${parsed.search}`);
   } catch {
     return error;
   }
-  const secretForms = [rpcUrl, rpcUrl.replace(/\/$/, "")];
+  // Longest first: a shorter form inside a longer one must not leave the longer's rest behind.
+  const secretForms = written
+    .flatMap((form) => [form, form.replace(/\/$/, "")])
+    .sort((a, b) => b.length - a.length);
   const scrub = (text: string) => secretForms.reduce((out, form) => out.split(form).join(origin), text);
   for (let e: unknown = error, depth = 0; e && typeof e === "object" && depth < 8; depth++) {
     const record = e as Record<string, unknown>;
     for (const key of ["message", "shortMessage", "details", "url", "stack"]) {
       const value = record[key];
-      if (typeof value === "string" && value.includes(secretForms[1] ?? rpcUrl)) {
+      if (typeof value === "string" && secretForms.some((form) => value.includes(form))) {
         try {
           record[key] = scrub(value);
         } catch {}

@@ -62,7 +62,7 @@ interface RequestLike {
 function loggedRequest(request: RequestLike): Record<string, unknown> {
   return {
     method: request.method,
-    url: withoutCredentialsInPath(withoutQueryValues(request.url ?? "")),
+    url: withoutCredentials(withoutQueryValues(request.url ?? "")),
     host: request.host,
     remoteAddress: request.ip,
     remotePort: request.socket?.remotePort,
@@ -81,30 +81,28 @@ function withoutQueryValues(url: string): string {
 }
 
 /**
- * What in a URL's path may be a credential: an API key (`svc_` and base62), a JWT (an access token: `eyJ…`,
- * base64url of `{"`, then a dot), a webhook secret (`whsec_…`). None of the service's ids can hold one (an id
- * is a prefix, `_` and base62 only).
+ * What in a URL may be a credential: an API key (`svc_` and base62), a JWT (an access token: `eyJ…`, base64url
+ * of `{"`, then a dot), a webhook secret (`whsec_…`). None of the service's ids can hold one (an id is a
+ * prefix, `_` and base62 only).
  */
-const CREDENTIAL_IN_PATH = /svc_[A-Za-z0-9]+|eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_.-]*|whsec_[A-Za-z0-9+/=]+/g;
+const CREDENTIAL_IN_URL = /svc_[A-Za-z0-9]+|eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_.-]*|whsec_[A-Za-z0-9+/=]+/g;
 
 /**
- * `/v1/svc_Abc…` as `/v1/[Redacted]`, its other parts as they were sent. A path that holds a credential
- * once percent-decoded (`%73vc_…`, `%2Fsvc_…`) is written decoded, with it redacted.
+ * `/v1/svc_Abc…` as `/v1/[Redacted]`, and the same in the query's names (`?svc_Abc…`): the rest as it was
+ * sent. A URL that holds a credential once percent-decoded (`%73vc_…`, `%2Fsvc_…`) is written decoded, with
+ * it redacted.
  */
-function withoutCredentialsInPath(url: string): string {
-  const end = url.indexOf("?");
-  const rest = end < 0 ? "" : url.slice(end);
-  const path = (end < 0 ? url : url.slice(0, end)).replace(CREDENTIAL_IN_PATH, "[Redacted]");
+function withoutCredentials(url: string): string {
+  const redacted = url.replace(CREDENTIAL_IN_URL, "[Redacted]");
   let decoded: string;
   try {
-    decoded = decodeURIComponent(path);
+    decoded = decodeURIComponent(redacted);
   } catch {
-    return path + rest; // not valid percent-encoding: what was sent is all there is
+    return redacted; // not valid percent-encoding: what was sent is all there is
   }
-  return (
-    (decoded.search(CREDENTIAL_IN_PATH) === -1 ? path : decoded.replace(CREDENTIAL_IN_PATH, "[Redacted]")) +
-    rest
-  );
+  return decoded.search(CREDENTIAL_IN_URL) === -1
+    ? redacted
+    : decoded.replace(CREDENTIAL_IN_URL, "[Redacted]");
 }
 
 /** A database error's fields that say what failed without quoting a value. */
