@@ -1,4 +1,5 @@
 import { ConfigError, loadConfig } from "./internal/config.ts";
+import { DataDirInUseError } from "./internal/data-dir-lock.ts";
 import { startService } from "./service.ts";
 import { MasterKeyMismatchError } from "./wallets/keyring.ts";
 
@@ -21,8 +22,15 @@ async function main(): Promise<void> {
 
 main().catch((error: unknown) => {
   // One clear line for the failures an operator can fix; the stack for anything else.
-  if (error instanceof ConfigError || error instanceof MasterKeyMismatchError) {
+  if (
+    error instanceof ConfigError ||
+    error instanceof MasterKeyMismatchError ||
+    error instanceof DataDirInUseError
+  ) {
     console.error(`svc: ${error.message}`);
+  } else if ((error as NodeJS.ErrnoException).code === "EADDRINUSE") {
+    const port = (error as { port?: number }).port;
+    console.error(`svc: port ${port} is in use: stop what listens there, or set PORT to another`);
   } else {
     console.error("svc: failed to start:", error);
   }

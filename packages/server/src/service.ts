@@ -13,6 +13,7 @@ import type { App } from "./http/types.ts";
 import { sweepIdempotencyKeys } from "./idempotency/idempotency.ts";
 import { type Config, ConfigError } from "./internal/config.ts";
 import { newKey, randomBase62 } from "./internal/crypto.ts";
+import { lockDataDir } from "./internal/data-dir-lock.ts";
 import { openStore, type Store, type StoreLocation } from "./internal/db/store.ts";
 import { loggerOptions } from "./internal/logging.ts";
 import { ensurePrivateDir, restrictTree, restrictUmask } from "./internal/private-files.ts";
@@ -80,14 +81,24 @@ export async function startService(config: Config, options: StartOptions = {}): 
     options.store ??
     (config.databaseUrl ? { databaseUrl: config.databaseUrl } : { pgliteDir: join(dataDir, "pg") });
   const generatesSecrets = !config.masterKey || !config.jwtSecret;
-  const usesDataDir = generatesSecrets || (!options.store && !config.databaseUrl);
+  const embeddedStore = !options.store && !config.databaseUrl;
+  const usesDataDir = generatesSecrets || embeddedStore;
   if (usesDataDir) {
     // Before anything is written there: the directory and all it will hold are the owner's alone.
     restrictUmask();
     ensurePrivateDir(dataDir);
   }
-  const secrets = resolveSecrets(config, logger);
-  const store = await openStore(location);
+  // The embedded store is one process's: a second service on it would corrupt it.
+  const releaseDataDir = embeddedStore ? lockDataDir(dataDir) : () => {};
+  let secrets: ReturnType<typeof resolveSecrets>;
+  let store: Store;
+  try {
+    secrets = resolveSecrets(config, logger);
+    store = await openStore(location);
+  } catch (error) {
+    releaseDataDir();
+    throw error;
+  }
   if (usesDataDir) restrictTree(dataDir);
   let rateLimiter: RateLimiter | undefined;
   let local: LocalChains | undefined;
@@ -245,6 +256,7 @@ export async function startService(config: Config, options: StartOptions = {}): 
         await outboundFetcher.close();
         await limiter.close();
         await store.close();
+        releaseDataDir();
         await registry.close();
         await localChains?.stop();
       },
@@ -254,6 +266,7 @@ export async function startService(config: Config, options: StartOptions = {}): 
     await outbound?.close();
     await rateLimiter?.close();
     await store.close();
+    releaseDataDir();
     await chains?.close();
     await local?.stop();
     throw error;
