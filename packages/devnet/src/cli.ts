@@ -65,6 +65,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(`svc-devnet: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  // What went wrong, without the stack: a usage error or a port in use is the operator's to fix.
+  process.stderr.write(`svc-devnet: ${err instanceof Error ? err.message : String(err)}\n`);
   process.exit(1);
 });

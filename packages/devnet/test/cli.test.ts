@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import net from "node:net";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { eventually } from "../../../test/support/eventually.ts";
@@ -89,4 +90,32 @@ describe("svc-devnet", () => {
     await exited;
     await stopsAnswering(rpcUrl);
   });
+
+  it.each(["--evm-port", "--solana-port"])(
+    "with %s taken: one line saying so, and exit 1 (it hung 60 s, or crashed with a stack)",
+    async (option) => {
+      const taken = net.createServer();
+      await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+      const port = (taken.address() as net.AddressInfo).port;
+      try {
+        const child = spawn(process.execPath, ["--import", EXIT_WITH_PARENT, BIN, option, String(port)], {
+          stdio: ["pipe", "pipe", "pipe"],
+        });
+        onTestFinished(() => {
+          child.kill("SIGKILL");
+        });
+        let stderr = "";
+        child.stderr.on("data", (chunk: Buffer) => {
+          stderr += chunk.toString("utf8");
+        });
+        const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+        expect(code).toBe(1);
+        const lines = stderr.trimEnd().split("\n");
+        expect(lines).toHaveLength(1);
+        expect(lines[0]).toMatch(/^svc-devnet: .*(Address already in use|EADDRINUSE)/);
+      } finally {
+        taken.close();
+      }
+    },
+  );
 });

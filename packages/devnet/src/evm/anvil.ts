@@ -55,15 +55,21 @@ export function anvilBinaryPath(): string {
 
 // A tiny POSIX-sh supervisor: anvil runs in the background and is killed as soon as our end of the pipe on
 // the shell's stdin closes — which also happens when this Node process dies without running exit handlers
-// (SIGKILL, crash). Keeps test runs from leaving orphaned nodes behind.
+// (SIGKILL, crash). Keeps test runs from leaving orphaned nodes behind. The shell waits for anvil and exits
+// with it, so anvil failing to start (its port taken) is seen at once; the stdin watch runs beside it, on
+// a copy of stdin (an asynchronous list's own stdin is /dev/null).
 const SUPERVISOR = [
+  "exec 3<&0",
   '"$0" "$@" &',
   "pid=$!",
   'echo "svc-devnet anvil pid $pid"',
   "trap 'kill $pid 2>/dev/null; exit 0' TERM INT HUP",
-  "read -r _ignored",
-  "kill $pid 2>/dev/null",
+  "(read -r _ignored <&3; kill $pid 2>/dev/null) &",
+  "watch=$!",
   "wait $pid",
+  "code=$?",
+  "kill $watch 2>/dev/null",
+  "exit $code",
 ].join("\n");
 
 interface Running {
@@ -170,7 +176,9 @@ export async function startAnvil(options: AnvilOptions): Promise<AnvilProcess> {
     });
     child.once("exit", (code) => {
       clearTimeout(timer);
-      reject(new Error(`anvil: exited with code ${code} before listening\n${output}`));
+      // Its last line says why (`Error: Address already in use (os error 98)`).
+      const why = output.trim().split("\n").at(-1) ?? "";
+      reject(new Error(`anvil exited with code ${code} before listening: ${why}`));
     });
     child.once("error", (err) => {
       clearTimeout(timer);

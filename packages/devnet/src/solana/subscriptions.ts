@@ -34,6 +34,8 @@ function commitmentOf(config: unknown): Commitment {
  */
 export function attachSubscriptions(server: Server, ctx: MethodContext): { close(): void } {
   const wss = new WebSocketServer({ server });
+  // The HTTP server's errors are passed on here too; its own listen reports them (a port in use).
+  wss.on("error", () => {});
   const subscriptions = new Map<number, Subscription>();
   let nextId = 0;
   const { ledger } = ctx;
