@@ -152,6 +152,16 @@ describe("an owner at the console", () => {
       .waitFor({ timeout: 20_000 });
     const sent = await server.api.get(`/v1/transactions/${held.body.id}`, token);
     expect(sent.body).toMatchObject({ status: "confirmed", amount: "10" });
+    // The chart's bar holding the spend names an hour (to the minute) that the spend was made in.
+    const barTitles = await page.locator("svg.spending-chart rect.bar title").allTextContents();
+    const bar = barTitles.find((title) => title.endsWith(": $10.00")) as string;
+    const [from, to] = [...bar.matchAll(/(\d+):(\d+) (AM|PM)/g)].map(
+      ([, h, m, half]) => ((Number(h) % 12) + (half === "PM" ? 12 : 0)) * 60 + Number(m),
+    ) as [number, number];
+    const made = new Date(sent.body.timestamp as string);
+    const madeAt = made.getUTCHours() * 60 + made.getUTCMinutes();
+    const within = from <= to ? from <= madeAt && madeAt <= to : madeAt >= from || madeAt <= to;
+    expect(within, `${bar} holds a spend made at ${made.toISOString()}`).toBe(true);
     expect(await history.textContent()).toContain((sent.body.txHash as string).slice(0, 8));
     // The filters: sends only, then receives on base only; the pager counts what matches.
     const historySection = page.getByRole("region", { name: "History" });

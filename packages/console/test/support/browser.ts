@@ -52,7 +52,13 @@ export async function openUser(
   viewport: { width: number; height: number } = { width: 1280, height: 900 },
 ): Promise<ConsoleUser> {
   const browser = await launch();
-  const context = await browser.newContext({ viewport, baseURL: baseUrl });
+  // One locale and time zone wherever the suite runs: what the page writes of times is then known.
+  const context = await browser.newContext({
+    viewport,
+    baseURL: baseUrl,
+    locale: "en-US",
+    timezoneId: "UTC",
+  });
   await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: baseUrl });
   const page = await context.newPage();
   const errors: string[] = [];

@@ -16,7 +16,18 @@ function micros(usd: string): number {
   return Number(BigInt(whole) * 1_000_000n + BigInt(fraction.padEnd(6, "0").slice(0, 6) || "0"));
 }
 
-const hourLabel = new Intl.DateTimeFormat(undefined, { hour: "numeric" });
+/**
+ * A bar's hour is the window's, rolling: from 24 h before the figures were read, an hour each, so it starts at
+ * the minute it starts (4:59 PM), not on the hour (labelling it "4 PM" put a spend of 5:30 PM under "4 PM").
+ */
+const timeLabel = new Intl.DateTimeFormat(undefined, { hour: "numeric", minute: "2-digit" });
+const HOUR_MS = 3_600_000;
+
+/** "3:59 PM – 4:59 PM" for the hour starting at `start`. */
+function hourRange(start: string | undefined): string {
+  const from = new Date(start ?? 0);
+  return `${timeLabel.format(from)} – ${timeLabel.format(new Date(from.getTime() + HOUR_MS))}`;
+}
 
 export function SpendingChart(props: { spending: WalletSpending }) {
   const { spending } = props;
@@ -80,7 +91,7 @@ export function SpendingChart(props: { spending: WalletSpending }) {
             height={Math.max(0, PAD.top + plotH - y(value))}
           >
             <title>
-              {hourLabel.format(new Date(spending.hours[i]?.start ?? 0))}: {formatUsd(spending.hours[i]?.usd)}
+              {hourRange(spending.hours[i]?.start)}: {formatUsd(spending.hours[i]?.usd)}
             </title>
           </rect>
         ))}
@@ -95,7 +106,7 @@ export function SpendingChart(props: { spending: WalletSpending }) {
         )}
         {[0, 6, 12, 18].map((i) => (
           <text key={i} className="axis" x={PAD.left + slot * i} y={HEIGHT - 6}>
-            {hourLabel.format(new Date(spending.hours[i]?.start ?? 0))}
+            {timeLabel.format(new Date(spending.hours[i]?.start ?? 0))}
           </text>
         ))}
         <text className="axis" x={WIDTH - PAD.right} y={HEIGHT - 6} textAnchor="end">
