@@ -91,8 +91,15 @@ export function describeFailure(error: unknown, options: { json: boolean; verbos
   // The CLI's own failures need no code beside their message; the service's carry its code and reason.
   const tags = error instanceof SvcError ? [fields.code, fields.reason].filter(Boolean).join(" ") : "";
   const where = [tags, fields.requestId ? `request ${fields.requestId}` : undefined].filter(Boolean);
+  // A service not found where it was looked for is most often one started on another port.
+  const hint =
+    fields.code === "ConnectionError" && fields.reason === "network_error"
+      ? "; is the service running there? --base-url or SVC_BASE_URL names another"
+      : "";
   // One line, whatever the message holds: it may quote what the service or a paid resource said.
-  const lines = [`error: ${printable(fields.message)}${where.length > 0 ? ` (${where.join(", ")})` : ""}`];
+  const lines = [
+    `error: ${printable(fields.message)}${hint}${where.length > 0 ? ` (${where.join(", ")})` : ""}`,
+  ];
   if (options.verbose) {
     if (fields.status !== undefined) lines.push(`  status: ${fields.status}`);
     if (fields.details !== undefined) lines.push(`  details: ${printable(JSON.stringify(fields.details))}`);

@@ -19,6 +19,7 @@ import {
   sharedDevnet,
   type TestServer,
 } from "../../server/test/support/test-server.ts";
+import { WebhookReceiver } from "../../server/test/support/webhook-receiver.ts";
 import { type Run, svc } from "./support.ts";
 
 let server: TestServer;
@@ -538,7 +539,9 @@ describe("svc keys", () => {
       ...env,
       SVC_API_KEY: owner.apiKey,
     });
-    expect(expectOneLineFailure(closed, 6)).toMatch(/ConnectionError network_error/);
+    expect(expectOneLineFailure(closed, 6)).toMatch(
+      /^error: Could not reach the service for GET \/wallets: .*; is the service running there\? --base-url or SVC_BASE_URL names another \(ConnectionError network_error\)$/,
+    );
     expect(expectOneLineFailure(await svc(["wallets", "frobnicate"], env), 1)).toMatch(/unknown command/);
     const usageJson = await svc(["send", "--json"], env);
     expect(usageJson.code).toBe(1);
@@ -618,19 +621,10 @@ describe("svc wallets archive", () => {
 
 describe("svc webhooks", () => {
   it("registers an endpoint (secret shown once), lists its deliveries, gives it a new secret, redelivers, deletes it", async () => {
-    const received: { body: string; headers: Record<string, string> }[] = [];
-    const receiver = createServer((request, response) => {
-      let body = "";
-      request.setEncoding("utf8").on("data", (chunk: string) => {
-        body += chunk;
-      });
-      request.on("end", () => {
-        received.push({ body, headers: request.headers as Record<string, string> });
-        response.writeHead(204).end();
-      });
-    });
-    await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
-    const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
+    const receiver = await new WebhookReceiver().listen();
+    receiver.answer = () => 204;
+    const received = receiver.requests as { body: string; headers: Record<string, string> }[];
+    const { url } = receiver;
     try {
       const human = await svc(
         ["webhooks", "create", url, "--events", "wallet.archived,wallet.restored"],
@@ -700,7 +694,7 @@ describe("svc webhooks", () => {
       expect((await svc(["webhooks", "list"], env)).stdout.trim()).toBe("No webhook endpoints");
     } finally {
       expectOk(await svc(["wallets", "restore", payee.id], env));
-      receiver.close();
+      await receiver.close();
     }
   });
 });
