@@ -5,43 +5,35 @@
  * the endpoint asks first.
  */
 import { randomBytes } from "node:crypto";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { verifyWebhook } from "@svc/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually } from "../../../test/support/eventually.ts";
 import { createTestServer, type TestServer } from "../../server/test/support/test-server.ts";
+import { WebhookReceiver } from "../../server/test/support/webhook-receiver.ts";
 import { type ConsoleUser, openUser, registerThroughConsole } from "./support/browser.ts";
 
 let server: TestServer;
 let owner: ConsoleUser;
 const email = `hooks-${randomBytes(4).toString("hex")}@example.com`;
 const password = "correct-horse-battery-staple";
+/** Where the service delivers; it answers 204. */
+let receiver: WebhookReceiver;
 /** What the receiver got: raw body and headers of each delivery. */
-const received: { body: string; headers: Record<string, string> }[] = [];
-let receiver: http.Server;
+let received: { body: string; headers: Record<string, string> }[];
 let receiverUrl: string;
 
 beforeAll(async () => {
-  receiver = http.createServer((request, response) => {
-    let body = "";
-    request.setEncoding("utf8").on("data", (chunk: string) => {
-      body += chunk;
-    });
-    request.on("end", () => {
-      received.push({ body, headers: request.headers as Record<string, string> });
-      response.writeHead(204).end();
-    });
-  });
-  await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
-  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
+  receiver = await new WebhookReceiver().listen();
+  receiver.answer = () => 204;
+  received = receiver.requests as typeof received;
+  receiverUrl = receiver.url;
   server = await createTestServer();
   owner = await openUser(server.url);
 });
 afterAll(async () => {
   await owner?.close();
   await server?.close();
-  receiver?.close();
+  await receiver?.close();
 });
 
 describe("webhooks and events at the console", () => {

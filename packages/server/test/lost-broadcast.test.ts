@@ -173,17 +173,21 @@ describe("a broadcast the node refuses once a later nonce was handed out", () =>
   });
 });
 
+/** A service whose EVM faucet pays from a funded key of its own, its RPC through the gate. */
+async function serverWithFaucet(): Promise<TestServer> {
+  const faucet = evmKey();
+  await fundEvm(await sharedDevnet(), faucet.address, { eth: 10n ** 19n, usdc: 10_000n * USDC });
+  return createTestServer({
+    env: {
+      ...(await evmThroughGate(gate)),
+      SVC_FAUCET_EVM_PRIVATE_KEY: `0x${faucet.privateKey.toString("hex")}`,
+    },
+  });
+}
+
 describe("a faucet payment whose broadcast goes unanswered", () => {
   it("keeps its grant counted against the cap, for the payment lands", async () => {
-    const devnet = await sharedDevnet();
-    const faucet = evmKey();
-    await fundEvm(devnet, faucet.address, { eth: 10n ** 19n, usdc: 10_000n * USDC });
-    const withFaucet = await createTestServer({
-      env: {
-        ...(await evmThroughGate(gate)),
-        SVC_FAUCET_EVM_PRIVATE_KEY: `0x${faucet.privateKey.toString("hex")}`,
-      },
-    });
+    const withFaucet = await serverWithFaucet();
     try {
       const owner = await seedAccount(withFaucet.api);
       const wallet = await withFaucet.api.post(
@@ -200,8 +204,15 @@ describe("a faucet payment whose broadcast goes unanswered", () => {
         );
       gate.decide = firstBroadcastTimedOutAtGateway(200);
       const unanswered = askFull();
+      let answered: Awaited<typeof unanswered> | undefined;
+      void unanswered.then((response) => {
+        answered = response;
+      });
       // The payment reaches the node once the service has asked about it and found nothing yet.
-      await eventually(async () => gate.held[0]);
+      await eventually(async () => gate.held[0] !== undefined || answered !== undefined, {
+        describe: "the payment's broadcast at the gateway",
+      });
+      expect(answered, `answered before its payment was broadcast: ${answered?.text}`).toBeUndefined();
       gate.openUp();
       // Not refused: once the payment is confirmed, it is the answer.
       expect((await unanswered).status).toBe(201);
@@ -221,15 +232,7 @@ describe("a faucet payment whose broadcast goes unanswered", () => {
 
 describe("a faucet payment whose receipt a lagging node does not show yet", () => {
   it("is not taken for dropped: answered once it shows, its grant kept, so the cap holds", async () => {
-    const devnet = await sharedDevnet();
-    const faucet = evmKey();
-    await fundEvm(devnet, faucet.address, { eth: 10n ** 19n, usdc: 10_000n * USDC });
-    const withFaucet = await createTestServer({
-      env: {
-        ...(await evmThroughGate(gate)),
-        SVC_FAUCET_EVM_PRIVATE_KEY: `0x${faucet.privateKey.toString("hex")}`,
-      },
-    });
+    const withFaucet = await serverWithFaucet();
     // Behind a load balancer, the node that serves receipts learns of a block 1.5 s after the one that
     // counts nonces: meanwhile the payment's nonce is used and its receipt is missing.
     const firstAsked = new Map<string, number>();
