@@ -291,8 +291,7 @@ describe("refusals from the devnet", () => {
         method: "eth_sendRawTransaction",
         nonce: 0,
       });
-      // anvil's "replacement transaction underpriced" is no refusal viem names: told from the pool instead.
-      expect((error as NonceTakenError).cause).toBeInstanceOf(UnclearSendError);
+      expect((error as NonceTakenError).cause).toBeInstanceOf(TransactionRejectedError);
     } finally {
       await anvil.setAutomine(true);
       await anvil.setIntervalMining({ interval: IDLE_BLOCK_SECONDS });

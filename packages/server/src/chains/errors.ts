@@ -9,7 +9,7 @@
  * ├─ ChainUnavailableError      no usable answer: the caller may try again later
  * │  ├─ ChainUnreachableError   connection refused or reset, socket closed, HTTP error status
  * │  ├─ ChainTimeoutError       no answer within the time limit
- * │  └─ UnclearSendError        a send answered with an error that is no refusal the node names
+ * │  └─ UnclearSendError        a send answered with the endpoint's own trouble (an internal error, a limit)
  * ├─ ChainRequestError          the node answered a read with an error (or with something unusable)
  * ├─ TransactionRejectedError   the node refused a transaction: it can never land as sent
  * ├─ NonceTakenError            EVM: another transaction (perhaps this very one) holds its nonce
@@ -92,9 +92,11 @@ export class ChainTimeoutError extends ChainUnavailableError<ChainCallDetails & 
 }
 
 /**
- * A transaction's send answered with an error that is no refusal the node names (an internal error, a rate
- * limit, a gateway's own timeout): a gateway or load balancer may answer so and still pass the transaction
- * on, so it may land. Like no answer at all, it proves nothing; the chain's own record decides.
+ * A transaction's send answered with an error of the endpoint's own trouble, by its JSON-RPC code (an
+ * internal error, a limit exceeded, a node unhealthy: a gateway's timeout comes so), not a verdict on the
+ * transaction: a gateway or load balancer may answer so and still pass the transaction on, so it may land.
+ * Like no answer at all, it proves nothing; the chain's own record decides. Any other error answer to a send
+ * is {@link TransactionRejectedError}.
  */
 export class UnclearSendError extends ChainUnavailableError<
   ChainCallDetails & { rpcCode?: number; reason: string }

@@ -356,9 +356,7 @@ export class EvmChain implements ChainClient {
         .then(() => true)
         .catch(() => false);
       if (known) return;
-      if (error instanceof TransactionRejectedError || error instanceof UnclearSendError) {
-        throw await this.#nonceTakenOr(error, signed.raw as Hex);
-      }
+      if (error instanceof TransactionRejectedError) throw await this.#nonceTakenOr(error, signed.raw as Hex);
       throw error;
     }
   }
@@ -368,7 +366,7 @@ export class EvmChain implements ChainClient {
    * (geth's "replacement transaction underpriced"), as {@link NonceTakenError}: told from the account's
    * pending nonce, since viem names no error for it.
    */
-  async #nonceTakenOr(rejection: TransactionRejectedError | UnclearSendError, raw: Hex): Promise<Error> {
+  async #nonceTakenOr(rejection: TransactionRejectedError, raw: Hex): Promise<Error> {
     const { nonce } = parseTransaction(raw);
     if (nonce === undefined) return rejection;
     const from = await recoverTransactionAddress({ serializedTransaction: raw as never });
@@ -905,12 +903,16 @@ function toChainError(error: unknown, call: { chain: string; method: string; tim
   const named = getNodeError(error, {});
   if (named instanceof NonceTooLowError) return new NonceTakenError({ chain, method }, named);
   const reason = (error.details || named.shortMessage).split("\n")[0]?.slice(0, 200) ?? "rejected";
-  // Only a refusal the node names (funds, fees, gas, nonce, type) proves the transaction is not on its way.
-  if (named instanceof UnknownNodeError) {
+  // An internal error, a resource unavailable, a limit exceeded: the endpoint's own trouble, not the node's
+  // verdict on the transaction, which may have gone on. Any other error is the node refusing it.
+  if (named instanceof UnknownNodeError && UNCLEAR_SEND_CODES.has(error.code)) {
     return new UnclearSendError({ chain, method, rpcCode: error.code, reason }, named);
   }
   return new TransactionRejectedError({ chain, method, reason }, named);
 }
+
+/** JSON-RPC codes (EIP-1474's) a gateway answers a send with when the trouble is its own. */
+const UNCLEAR_SEND_CODES: ReadonlySet<number> = new Set([-32603, -32002, -32005]);
 
 /** The numeric chain id of an `eip155:<id>` network. */
 function evmChainId(network: string): number {

@@ -21,11 +21,9 @@ import {
   pipe,
   type RpcTransport,
   type Signature,
-  SOLANA_ERROR__JSON_RPC__INVALID_PARAMS,
+  SOLANA_ERROR__JSON_RPC__INTERNAL_ERROR,
+  SOLANA_ERROR__JSON_RPC__SERVER_ERROR_NODE_UNHEALTHY,
   SOLANA_ERROR__JSON_RPC__SERVER_ERROR_SEND_TRANSACTION_PREFLIGHT_FAILURE,
-  SOLANA_ERROR__JSON_RPC__SERVER_ERROR_TRANSACTION_SIGNATURE_LEN_MISMATCH,
-  SOLANA_ERROR__JSON_RPC__SERVER_ERROR_TRANSACTION_SIGNATURE_VERIFICATION_FAILURE,
-  SOLANA_ERROR__JSON_RPC__SERVER_ERROR_UNSUPPORTED_TRANSACTION_VERSION,
   SOLANA_ERROR__RPC__TRANSPORT_HTTP_ERROR,
   SOLANA_ERROR__TRANSACTION_ERROR__ALREADY_PROCESSED,
   SOLANA_ERROR__TRANSACTION_ERROR__BLOCKHASH_NOT_FOUND,
@@ -569,16 +567,12 @@ function chainTransport(chain: string, url: string, timeoutMs: number): RpcTrans
 }
 
 /**
- * The JSON-RPC error codes with which a node refuses a transaction it was sent: its preflight failed, a
- * signature does not verify, a malformed or unsupported transaction. Any other error answer to a send (an
- * internal error, an unhealthy node, a gateway's own) is no refusal: the transaction may have gone on.
+ * The JSON-RPC error codes of an endpoint's own trouble (an internal error, a node unhealthy or behind): no
+ * verdict on the transaction, which may have gone on. Any other error answer to a send is a refusal.
  */
-const SEND_REFUSALS: ReadonlySet<number> = new Set([
-  SOLANA_ERROR__JSON_RPC__SERVER_ERROR_SEND_TRANSACTION_PREFLIGHT_FAILURE,
-  SOLANA_ERROR__JSON_RPC__SERVER_ERROR_TRANSACTION_SIGNATURE_VERIFICATION_FAILURE,
-  SOLANA_ERROR__JSON_RPC__SERVER_ERROR_TRANSACTION_SIGNATURE_LEN_MISMATCH,
-  SOLANA_ERROR__JSON_RPC__SERVER_ERROR_UNSUPPORTED_TRANSACTION_VERSION,
-  SOLANA_ERROR__JSON_RPC__INVALID_PARAMS,
+const UNCLEAR_SEND_CODES: ReadonlySet<number> = new Set([
+  SOLANA_ERROR__JSON_RPC__INTERNAL_ERROR,
+  SOLANA_ERROR__JSON_RPC__SERVER_ERROR_NODE_UNHEALTHY,
 ]);
 
 /** kit's reading of a JSON-RPC error answer; an answer kit cannot read (no `data` where it wants one) as is. */
@@ -613,7 +607,7 @@ function fromErrorAnswer(answer: unknown, chain: string, method: string): ChainE
     (typeof message === "string" ? (message.split("\n")[0]?.slice(0, 200) ?? "") : "") ||
     `error ${String(code)}`;
   const rpcCode = Number(code);
-  if (!SEND_REFUSALS.has(rpcCode)) {
+  if (UNCLEAR_SEND_CODES.has(rpcCode)) {
     return new UnclearSendError(
       { chain, method, ...(Number.isFinite(rpcCode) ? { rpcCode } : {}), reason },
       cause,
