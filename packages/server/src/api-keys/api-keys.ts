@@ -135,6 +135,9 @@ export async function revokeApiKey<T = undefined>(
 ): Promise<T | undefined> {
   const ofAccount = and(eq(apiKeys.id, keyId), eq(apiKeys.accountId, accountId));
   const revoked = await db.transaction(async (tx) => {
+    // Only the account's own key is waited for: another account's key id locks nothing.
+    const [own] = await tx.select({ id: apiKeys.id }).from(apiKeys).where(ofAccount);
+    if (!own) return undefined;
     // Spends the key is being admitted for end first; those it asks for later wait, and find it revoked.
     await holdCredential(tx, keyId, "exclusive");
     const now = options.now ?? new Date();
