@@ -99,13 +99,13 @@ export async function startService(config: Config, options: StartOptions = {}): 
     releaseDataDir();
     throw error;
   }
-  if (usesDataDir) restrictTree(dataDir);
   let rateLimiter: RateLimiter | undefined;
   let local: LocalChains | undefined;
   let chains: ChainRegistry | undefined;
   let outbound: OutboundFetcher | undefined;
   let webhookOutbound: OutboundFetcher | undefined;
   try {
+    if (usesDataDir) restrictTree(dataDir);
     const now = options.now ?? (() => new Date());
     const keyring = new Keyring(secrets.masterKey);
     await keyring.checkAgainst(store.db);
@@ -248,25 +248,31 @@ export async function startService(config: Config, options: StartOptions = {}): 
       webhooks,
       close: async () => {
         clearInterval(sweeps);
-        await webhooks.stop();
-        await confirmer.stop();
-        await watcher.stop();
-        await app.close();
-        await webhookFetcher.close();
-        await outboundFetcher.close();
-        await limiter.close();
-        await store.close();
-        releaseDataDir();
+        try {
+          await webhooks.stop();
+          await confirmer.stop();
+          await watcher.stop();
+          await app.close();
+          await webhookFetcher.close();
+          await outboundFetcher.close();
+          await limiter.close();
+          await store.close();
+        } finally {
+          releaseDataDir();
+        }
         await registry.close();
         await localChains?.stop();
       },
     };
   } catch (error) {
-    await webhookOutbound?.close();
-    await outbound?.close();
-    await rateLimiter?.close();
-    await store.close();
-    releaseDataDir();
+    try {
+      await webhookOutbound?.close();
+      await outbound?.close();
+      await rateLimiter?.close();
+      await store.close();
+    } finally {
+      releaseDataDir();
+    }
     await chains?.close();
     await local?.stop();
     throw error;

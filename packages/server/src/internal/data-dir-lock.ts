@@ -31,15 +31,16 @@ export function lockDataDir(dir: string): () => void {
   const takeover = `${pidFile}.takeover`;
   const deadline = Date.now() + TAKEOVER_WAIT_MS;
   for (;;) {
-    if (createWhole(pidFile, `${process.pid}\n`)) {
+    if (createWhole(pidFile, `${[process.pid, startTimeOf(process.pid)].filter(Boolean).join(" ")}\n`)) {
       held.add(pidFile);
       return () => {
         if (!held.delete(pidFile)) return;
-        if (ownerOf(pidFile) === process.pid) rmSync(pidFile, { force: true });
+        const owner = ownerOf(pidFile);
+        if (typeof owner === "object" && owner.pid === process.pid) rmSync(pidFile, { force: true });
       };
     }
     const owner = ownerOf(pidFile);
-    if (typeof owner === "number" && isAlive(owner, pidFile)) throw new DataDirInUseError(dir, owner);
+    if (typeof owner === "object" && isAlive(owner, pidFile)) throw new DataDirInUseError(dir, owner.pid);
     if (owner === "absent") continue;
     try {
       mkdirSync(takeover, { mode: 0o700 });
@@ -54,7 +55,7 @@ export function lockDataDir(dir: string): () => void {
     try {
       // Read again under the takeover: only a lock naming no live process goes (one made meanwhile stays).
       const now = ownerOf(pidFile);
-      if (now !== "absent" && !(typeof now === "number" && isAlive(now, pidFile)))
+      if (now !== "absent" && !(typeof now === "object" && isAlive(now, pidFile)))
         rmSync(pidFile, { force: true });
     } finally {
       rmdirSync(takeover);
@@ -77,8 +78,8 @@ function createWhole(file: string, text: string): boolean {
   }
 }
 
-/** The pid a lock file names; "absent" when there is none; "unreadable" when it names none. */
-function ownerOf(file: string): number | "absent" | "unreadable" {
+/** The process a lock file names (its pid, and its start time where known); "absent"; "unreadable". */
+function ownerOf(file: string): { pid: number; start?: string } | "absent" | "unreadable" {
   let text: string;
   try {
     text = readFileSync(file, "utf8");
@@ -86,18 +87,38 @@ function ownerOf(file: string): number | "absent" | "unreadable" {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return "absent";
     throw error;
   }
-  const pid = Number(text.trim());
-  return Number.isSafeInteger(pid) && pid > 0 ? pid : "unreadable";
+  const [pidText = "", start] = text.trim().split(" ");
+  const pid = Number(pidText);
+  if (!Number.isSafeInteger(pid) || pid <= 0) return "unreadable";
+  return start ? { pid, start } : { pid };
 }
 
-/** Whether `pid` runs and holds `pidFile` (a former process may have had this process's pid: a container's 1). */
-function isAlive(pid: number, pidFile: string): boolean {
-  if (pid === process.pid) return held.has(pidFile);
+/**
+ * When a process started, in clock ticks since boot (Linux's /proc/<pid>/stat, field 22): a pid reused by
+ * another process (after a reboot, in a new container) starts at another time. Undefined where unknown.
+ */
+function startTimeOf(pid: number): string | undefined {
   try {
-    process.kill(pid, 0);
-    return true;
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // The command name (field 2) is in parentheses and may hold spaces: count from field 3, after it.
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Whether the process a lock names runs, and holds `pidFile`: a former process may have had this process's
+ * pid (a container's 1), or another process the former one's.
+ */
+function isAlive(owner: { pid: number; start?: string }, pidFile: string): boolean {
+  if (owner.pid === process.pid) return held.has(pidFile);
+  try {
+    process.kill(owner.pid, 0);
   } catch (error) {
     // EPERM: it lives, as another user's.
-    return (error as NodeJS.ErrnoException).code === "EPERM";
+    if ((error as NodeJS.ErrnoException).code !== "EPERM") return false;
   }
+  const start = startTimeOf(owner.pid);
+  return owner.start === undefined || start === undefined || start === owner.start;
 }
