@@ -133,10 +133,10 @@ const SETTLED_FACTS = ["provider", "network", "asset", "amount", "credits"] as c
 export class AuthzService {
   private failure: Error | null = null;
   private readonly limiter: SpendRateLimiter | null;
-  /** The audit verification running now, if any. */
-  private verifying: Promise<VerifyReport> | null = null;
-  /** The one that follows it, shared by every caller that asked while it ran. */
-  private nextVerifying: Promise<VerifyReport> | null = null;
+  /** Whether an audit verification runs now. */
+  private verifying = false;
+  /** The one that follows it, shared by every caller that asked while it ran, and what starts it. */
+  private nextVerifying: { report: Promise<VerifyReport>; start(): void } | null = null;
 
   constructor(
     private readonly config: Config,
@@ -571,24 +571,32 @@ export class AuthzService {
    * report covers the log as it stood when the caller asked, at least.
    */
   verifyAudit(): Promise<VerifyReport> {
-    if (this.verifying === null) return this.startVerifying();
-    this.nextVerifying ??= this.verifying.then(
-      () => this.startVerifying(),
-      () => this.startVerifying(),
-    );
-    return this.nextVerifying;
+    if (!this.verifying) return this.startVerifying();
+    if (this.nextVerifying === null) {
+      let start = () => {};
+      const report = new Promise<VerifyReport>((resolve, reject) => {
+        start = () => this.startVerifying().then(resolve, reject);
+      });
+      this.nextVerifying = { report, start };
+    }
+    return this.nextVerifying.report;
   }
 
+  /** Runs a verification; as it ends, the next one asked for meanwhile starts, with no moment between. */
   private startVerifying(): Promise<VerifyReport> {
-    this.nextVerifying = null;
-    const verifying = verifyAuditFileParallel(this.auditFile, {
+    this.verifying = true;
+    const report = verifyAuditFileParallel(this.auditFile, {
       limitBytes: this.log.durableBytes,
       anchor: this.log.durableHead,
-    }).finally(() => {
-      if (this.verifying === verifying) this.verifying = null;
     });
-    this.verifying = verifying;
-    return verifying;
+    const ended = () => {
+      this.verifying = false;
+      const next = this.nextVerifying;
+      this.nextVerifying = null;
+      next?.start();
+    };
+    report.then(ended, ended);
+    return report;
   }
 
   private denialReason(caller: Identity, request: AuthorizeRequest, now: number): string | null {
