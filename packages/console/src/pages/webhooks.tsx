@@ -15,7 +15,8 @@ import { useAction, useResource } from "../ui/resource.ts";
 export function WebhooksPage() {
   const endpoints = useResource(() => svc().webhooks.list(), []);
   const [created, setCreated] = useState<CreatedWebhookEndpoint | undefined>(undefined);
-  const [rotated, setRotated] = useState<RotatedWebhookEndpoint | undefined>(undefined);
+  // Every new secret stays shown until its own "I have copied it": another action never hides one.
+  const [rotated, setRotated] = useState<RotatedWebhookEndpoint[]>([]);
   return (
     <section>
       <h1>Webhooks</h1>
@@ -38,7 +39,13 @@ export function WebhooksPage() {
           </button>
         </div>
       )}
-      {rotated && <RotatedSecret endpoint={rotated} onDone={() => setRotated(undefined)} />}
+      {rotated.map((endpoint) => (
+        <RotatedSecret
+          key={endpoint.secret}
+          endpoint={endpoint}
+          onDone={() => setRotated((shown) => shown.filter((other) => other !== endpoint))}
+        />
+      ))}
       <CreateEndpoint
         onCreated={(endpoint) => {
           setCreated(endpoint);
@@ -58,10 +65,7 @@ export function WebhooksPage() {
               key={endpoint.id}
               endpoint={endpoint}
               onDeleted={endpoints.reload}
-              onRotated={(rotation) => {
-                setCreated(undefined);
-                setRotated(rotation);
-              }}
+              onRotated={(rotation) => setRotated((shown) => [...shown, rotation])}
             />
           ))}
         </ul>
