@@ -186,48 +186,51 @@ async function serverWithFaucet(): Promise<TestServer> {
 }
 
 describe("a faucet payment whose broadcast goes unanswered", () => {
-  it("keeps its grant counted against the cap, for the payment lands", async () => {
-    const withFaucet = await serverWithFaucet();
-    try {
-      const owner = await seedAccount(withFaucet.api);
-      const wallet = await withFaucet.api.post(
-        "/v1/wallets",
-        { name: "faucet", chains: ["base"] },
-        owner.apiKey,
-      );
-      expect(wallet.status, wallet.text).toBe(201);
-      const askFull = () =>
-        withFaucet.api.post(
-          `/v1/wallets/${wallet.body.id}/faucet`,
-          { chain: "base", token: "USDC", amount: "1000" },
+  it.each([504, 200])(
+    "answered HTTP %i: keeps its grant counted against the cap, for the payment lands",
+    async (status) => {
+      const withFaucet = await serverWithFaucet();
+      try {
+        const owner = await seedAccount(withFaucet.api);
+        const wallet = await withFaucet.api.post(
+          "/v1/wallets",
+          { name: "faucet", chains: ["base"] },
           owner.apiKey,
         );
-      gate.decide = firstBroadcastTimedOutAtGateway(200);
-      const unanswered = askFull();
-      let answered: Awaited<typeof unanswered> | undefined;
-      void unanswered.then((response) => {
-        answered = response;
-      });
-      // The payment reaches the node once the service has asked about it and found nothing yet.
-      await eventually(async () => gate.held[0] !== undefined || answered !== undefined, {
-        describe: "the payment's broadcast at the gateway",
-      });
-      expect(answered, `answered before its payment was broadcast: ${answered?.text}`).toBeUndefined();
-      gate.openUp();
-      // Not refused: once the payment is confirmed, it is the answer.
-      expect((await unanswered).status).toBe(201);
-      await eventually(async () =>
-        (await base.getBalance(wallet.body.evm.address, usdc)) === 1_000n * USDC ? true : undefined,
-      );
-      const again = await askFull();
-      expect(again.status, again.text).toBe(400);
-      expect(expectErrorShape(again).reason).toBe("faucet_cap_exceeded");
-      expect(await base.getBalance(wallet.body.evm.address, usdc)).toBe(1_000n * USDC);
-    } finally {
-      gate.openUp();
-      await withFaucet.close();
-    }
-  });
+        expect(wallet.status, wallet.text).toBe(201);
+        const askFull = () =>
+          withFaucet.api.post(
+            `/v1/wallets/${wallet.body.id}/faucet`,
+            { chain: "base", token: "USDC", amount: "1000" },
+            owner.apiKey,
+          );
+        gate.decide = firstBroadcastTimedOutAtGateway(status);
+        const unanswered = askFull();
+        let answered: Awaited<typeof unanswered> | undefined;
+        void unanswered.then((response) => {
+          answered = response;
+        });
+        // The payment reaches the node once the service has asked about it and found nothing yet.
+        await eventually(async () => gate.held[0] !== undefined || answered !== undefined, {
+          describe: "the payment's broadcast at the gateway",
+        });
+        expect(answered, `answered before its payment was broadcast: ${answered?.text}`).toBeUndefined();
+        gate.openUp();
+        // Not refused: once the payment is confirmed, it is the answer.
+        expect((await unanswered).status).toBe(201);
+        await eventually(async () =>
+          (await base.getBalance(wallet.body.evm.address, usdc)) === 1_000n * USDC ? true : undefined,
+        );
+        const again = await askFull();
+        expect(again.status, again.text).toBe(400);
+        expect(expectErrorShape(again).reason).toBe("faucet_cap_exceeded");
+        expect(await base.getBalance(wallet.body.evm.address, usdc)).toBe(1_000n * USDC);
+      } finally {
+        gate.openUp();
+        await withFaucet.close();
+      }
+    },
+  );
 });
 
 describe("a faucet payment whose receipt a lagging node does not show yet", () => {

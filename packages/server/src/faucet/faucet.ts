@@ -59,6 +59,7 @@ export const DEFAULT_AMOUNTS = { usdc: "100", native: "1" } as const;
 const DAY_MS = 24 * 60 * 60 * 1000;
 const CONFIRMATION_TIMEOUT_MS = 60_000;
 const CONFIRMATION_POLL_MS = 50;
+const DROPPED_POLL_MS = 500;
 /** Attempts when a payment's EVM nonce is taken by another sender of the same key (another instance). */
 const NONCE_ATTEMPTS = 3;
 
@@ -275,9 +276,10 @@ export class Faucet {
           `faucet payment ${status.state}: ${status.reason}`,
         );
       }
-      // Still pending: the watcher records it when it lands; the grant stays counted meanwhile.
+      // Still pending: the watcher records it when it lands; the grant stays counted meanwhile. Missing where
+      // its nonce is used, it is looked for less often: a lagging node takes seconds to catch up.
       if (Date.now() > deadline) throw errors.chainUnavailable(client.config.name);
-      await sleep(CONFIRMATION_POLL_MS);
+      await sleep(status.state === "dropped" ? DROPPED_POLL_MS : CONFIRMATION_POLL_MS);
     }
   }
 
