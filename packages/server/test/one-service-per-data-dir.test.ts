@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawnService, startServiceProcess } from "./support/service-process.ts";
-import { seedAccount, sharedDevnet } from "./support/test-server.ts";
+import { STORE_KIND, seedAccount, sharedDevnet } from "./support/test-server.ts";
 
 let dataDir: string;
 let chainsEnv: Record<string, string>;
@@ -36,7 +36,8 @@ async function refusedStart(env: Record<string, string>) {
   return { code: await service.exited, lines: stderr.trimEnd().split("\n") };
 }
 
-describe("one service per data directory", () => {
+// Each service here runs on PGlite whatever store the suite is on: once, in the embedded run.
+describe.skipIf(STORE_KIND === "postgres")("one service per data directory", () => {
   it("refuses a second service on a data directory in use, in one line; the first goes on; after a SIGKILL the next start takes it", {
     timeout: 300_000,
   }, async () => {
