@@ -2,7 +2,7 @@ import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureAccessTokenLive } from "../src/accounts/accounts.ts";
 import { ensureApiKeyLive } from "../src/api-keys/api-keys.ts";
-import { selectRows } from "../src/internal/db/store.ts";
+import { selectRows, type Tx } from "../src/internal/db/store.ts";
 import { eventually } from "./support/eventually.ts";
 import {
   createTestServer,
@@ -160,10 +160,7 @@ describe.runIf(STORE_KIND === "postgres")(
      * A spend being admitted holds its credential (`hold`) until released; meanwhile the revocation is asked,
      * then another spend comes. Returns what that later spend met, once the first has ended.
      */
-    async function spendAfterWaitingEnd(
-      hold: (tx: Parameters<Parameters<typeof server.service.store.db.transaction>[0]>[0]) => Promise<void>,
-      end: () => Promise<number>,
-    ) {
+    async function spendAfterWaitingEnd(hold: (tx: Tx) => Promise<void>, end: () => Promise<number>) {
       const db = server.service.store.db;
       const waitingForLocks = async () =>
         (
