@@ -6,9 +6,9 @@ import type { ApiKey, ApiKeyRole, CreatedApiKey, Wallet } from "@svc/sdk";
 import { type FormEvent, useState } from "react";
 import { formatRelative, formatTime } from "../format.ts";
 import { svc } from "../session.ts";
-import { CopyButton } from "../ui/copy-button.tsx";
 import { Empty, ErrorNotice, fieldError, Loading } from "../ui/feedback.tsx";
 import { useAction, useResource } from "../ui/resource.ts";
+import { ShownOnce } from "../ui/shown-once.tsx";
 
 const ROLES: { role: ApiKeyRole; label: string }[] = [
   { role: "agent", label: "Agent: reads and spends within the policy; can only tighten it" },
@@ -213,18 +213,14 @@ function CreateKey(props: { wallets: Wallet[]; onCreated: (key: CreatedApiKey) =
 /** The new key's value, shown this once. */
 function CreatedKey(props: { apiKey: CreatedApiKey; onDone: () => void }) {
   return (
-    <div className="panel created-key" role="status">
-      <h2>Key “{props.apiKey.name}” created</h2>
-      <p>
-        Copy it now: <strong>you will not see it again.</strong> Give it to the agent as{" "}
-        <code>SVC_API_KEY</code>.
-      </p>
-      <p className="secret">
-        <code>{props.apiKey.key}</code> <CopyButton value={props.apiKey.key} label="Copy key" />
-      </p>
-      <button type="button" onClick={props.onDone}>
-        I have copied it
-      </button>
-    </div>
+    <ShownOnce
+      title={<>Key “{props.apiKey.name}” created</>}
+      secret={props.apiKey.key}
+      copyLabel="Copy key"
+      onDone={props.onDone}
+    >
+      Copy it now: <strong>you will not see it again.</strong> Give it to the agent as{" "}
+      <code>SVC_API_KEY</code>.
+    </ShownOnce>
   );
 }

@@ -8,9 +8,9 @@ import { EVENT_TYPES } from "@svc/sdk";
 import { type FormEvent, useState } from "react";
 import { formatRelative, formatTime } from "../format.ts";
 import { svc } from "../session.ts";
-import { CopyButton } from "../ui/copy-button.tsx";
 import { Empty, ErrorNotice, fieldError, Loading } from "../ui/feedback.tsx";
 import { useAction, useResource } from "../ui/resource.ts";
+import { ShownOnce } from "../ui/shown-once.tsx";
 
 export function WebhooksPage() {
   const endpoints = useResource(() => svc().webhooks.list(), []);
@@ -26,18 +26,14 @@ export function WebhooksPage() {
         events.
       </p>
       {created && (
-        <div className="panel created-key" role="status">
-          <h2>Endpoint created</h2>
-          <p>
-            Its signing secret, for checking what it receives: <strong>you will not see it again.</strong>
-          </p>
-          <p className="secret">
-            <code>{created.secret}</code> <CopyButton value={created.secret} label="Copy secret" />
-          </p>
-          <button type="button" onClick={() => setCreated(undefined)}>
-            I have copied it
-          </button>
-        </div>
+        <ShownOnce
+          title="Endpoint created"
+          secret={created.secret}
+          copyLabel="Copy secret"
+          onDone={() => setCreated(undefined)}
+        >
+          Its signing secret, for checking what it receives: <strong>you will not see it again.</strong>
+        </ShownOnce>
       )}
       {rotated.map((endpoint) => (
         <RotatedSecret
@@ -269,21 +265,17 @@ function RotateSecret(props: {
 function RotatedSecret(props: { endpoint: RotatedWebhookEndpoint; onDone: () => void }) {
   const { endpoint } = props;
   return (
-    <div className="panel created-key" role="status">
-      <h2>New secret for {endpoint.url}</h2>
-      <p>
-        Give it to the receiver now: <strong>you will not see it again.</strong>{" "}
-        {endpoint.previousSecretExpiresAt === null
-          ? "The old secret no longer signs deliveries."
-          : `Deliveries carry the old secret's signature too until ${formatTime(endpoint.previousSecretExpiresAt)}.`}
-      </p>
-      <p className="secret">
-        <code>{endpoint.secret}</code> <CopyButton value={endpoint.secret} label="Copy secret" />
-      </p>
-      <button type="button" onClick={props.onDone}>
-        I have copied it
-      </button>
-    </div>
+    <ShownOnce
+      title={`New secret for ${endpoint.url}`}
+      secret={endpoint.secret}
+      copyLabel="Copy secret"
+      onDone={props.onDone}
+    >
+      Give it to the receiver now: <strong>you will not see it again.</strong>{" "}
+      {endpoint.previousSecretExpiresAt === null
+        ? "The old secret no longer signs deliveries."
+        : `Deliveries carry the old secret's signature too until ${formatTime(endpoint.previousSecretExpiresAt)}.`}
+    </ShownOnce>
   );
 }
 
