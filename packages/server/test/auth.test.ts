@@ -159,7 +159,7 @@ describe("POST /v1/auth/login", () => {
     expect(expectErrorShape(none).reason).toBe("missing_credentials");
   });
 
-  it("refuses a token signed with the secret but missing sub, jti, iat or exp, living over an hour, or naming no account", async () => {
+  it("refuses a token signed with the secret but missing sub, jti, iat or exp, living over an hour, naming no account, or with ids the service never makes", async () => {
     const { userId } = await seedAccount(server.api);
     const now = Math.floor(Date.now() / 1000);
     const sign = (claims: { sub?: string; jti?: string; iat?: number; exp?: number }) => {
@@ -181,6 +181,11 @@ describe("POST /v1/auth/login", () => {
       "no exp": await sign({ sub: userId, jti, iat: now }),
       "a day's life": await sign({ sub: userId, jti, iat: now, exp: now + 86_400 }),
       "an unknown account": await sign({ sub: "usr_0000000000000000000000", jti, iat: now, exp: now + 3600 }),
+      // Not ids the service makes; a NUL cannot even be stored in a PostgreSQL text column (a 500 before).
+      "a sub with a NUL": await sign({ sub: `${userId}\u0000`, jti, iat: now, exp: now + 3600 }),
+      "a jti with a NUL": await sign({ sub: userId, jti: "tok\u0000", iat: now, exp: now + 3600 }),
+      "a sub of another kind": await sign({ sub: "wal_0000000000000000000000", jti, iat: now, exp: now + 3600 }),
+      "a 5 kB jti": await sign({ sub: userId, jti: "j".repeat(5000), iat: now, exp: now + 3600 }),
     };
     for (const [why, token] of Object.entries(bad)) {
       const response = await server.api.get("/v1/wallets", token);

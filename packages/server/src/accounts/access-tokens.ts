@@ -8,6 +8,9 @@ export const ACCESS_TOKEN_TTL_SECONDS = 3600;
 /** The issuer of every token the service signs (access tokens, login device tokens). */
 export const ISSUER = "svc";
 const AUDIENCE = "svc-api";
+/** The ids a token may carry: an account's (`sub`), and its own (`jti`, base62; `_` allowed). */
+const ACCOUNT_ID = /^usr_[0-9A-Za-z]{1,64}$/;
+const TOKEN_ID = /^[0-9A-Za-z_]{1,64}$/;
 
 /** Signs and verifies the HS256 access tokens that login hands out. */
 export class AccessTokens {
@@ -33,8 +36,8 @@ export class AccessTokens {
    * Returns the account the token acts for, the token's id and when it expires, or throws Unauthorized
    * (`token_expired` when it expired). The token must name its account (`sub`), itself (`jti`), when it
    * was issued (`iat`) and when it ends (`exp`), and live no longer than {@link ACCESS_TOKEN_TTL_SECONDS}:
-   * a token signed with the secret but without those, or for longer, is refused. Whether its owner ended
-   * it by logging out is the store's to say (`accessTokenLive`).
+   * a token signed with the secret but without those, for longer, or with ids of a form the service never
+   * makes, is refused. Whether its owner ended it by logging out is the store's to say (`accessTokenLive`).
    */
   async verify(token: string): Promise<VerifiedAccessToken> {
     let payload: JWTPayload;
@@ -54,7 +57,9 @@ export class AccessTokens {
     const { sub, jti, iat, exp } = payload;
     if (
       typeof sub !== "string" ||
+      !ACCOUNT_ID.test(sub) ||
       typeof jti !== "string" ||
+      !TOKEN_ID.test(jti) ||
       typeof iat !== "number" ||
       typeof exp !== "number"
     )
