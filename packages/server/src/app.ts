@@ -4,7 +4,12 @@ import Fastify, { type FastifyBaseLogger, LogController } from "fastify";
 import { validatorCompiler, type ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { registerConsole } from "./http/console.ts";
-import { BODY_LIMIT_BYTES, installErrorHandling, renderFrameworkError } from "./http/error-handler.ts";
+import {
+  answerClientError,
+  BODY_LIMIT_BYTES,
+  installErrorHandling,
+  renderFrameworkError,
+} from "./http/error-handler.ts";
 import { installGuards } from "./http/guards.ts";
 import { installIdempotency } from "./http/idempotency.ts";
 import { registerMcp } from "./http/mcp.ts";
@@ -36,6 +41,7 @@ export async function createApp(
     return503OnClosing: true,
     routerOptions: { maxParamLength: 200 },
     frameworkErrors: renderFrameworkError,
+    clientErrorHandler: answerClientError,
   }).withTypeProvider<ZodTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);

@@ -235,9 +235,65 @@ describe("a request that never finishes", () => {
         socket.on("close", () => resolve(received));
       });
       expect(answered).toMatch(/^HTTP\/1\.1 408 /);
+      expect(errorOfRawAnswer(answered)).toMatchObject({
+        code: "ValidationError",
+        reason: "request_timeout",
+      });
       expect((await strict.api.get("/healthz")).status).toBe(200);
     } finally {
       await strict.close();
     }
   });
 });
+
+describe("a request the HTTP parser refuses", () => {
+  it.each([
+    ["a malformed request line", "GARBAGE\r\n\r\n", 400, "malformed_request"],
+    [
+      "a header with no colon",
+      "GET /healthz HTTP/1.1\r\nHost: svc\r\nno-colon-here\r\n\r\n",
+      400,
+      "malformed_request",
+    ],
+    [
+      "20 kB of headers",
+      `GET /healthz HTTP/1.1\r\nHost: svc\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`,
+      431,
+      "headers_too_large",
+    ],
+  ])(
+    "answers %s in the API's error shape, with a request id, and closes the connection",
+    async (_what, request, status, reason) => {
+      const { hostname, port } = new URL(server.url);
+      const socket = connect(Number(port), hostname);
+      socket.setTimeout(15_000, () => socket.destroy());
+      socket.write(request);
+      const answered = await new Promise<string>((resolve) => {
+        let received = "";
+        socket.on("data", (chunk) => (received += chunk));
+        socket.on("close", () => resolve(received));
+      });
+      expect(answered.split("\r\n")[0]).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `));
+      const error = errorOfRawAnswer(answered);
+      expect(error).toMatchObject({ code: "ValidationError", reason });
+      expect(answered).toMatch(new RegExp(`\r\nx-request-id: ${error.requestId}\r\n`, "i"));
+      expect((await server.api.get("/healthz")).status).toBe(200);
+    },
+  );
+});
+
+/** The error object of a raw HTTP/1.1 answer's JSON body (whose Content-Length must be right). */
+function errorOfRawAnswer(answer: string): {
+  code: string;
+  message: string;
+  requestId: string;
+  reason?: string;
+} {
+  const [head = "", body = ""] = answer.split("\r\n\r\n");
+  expect(head).toMatch(/\r\ncontent-type: application\/json/i);
+  expect(head).toContain(`\r\nContent-Length: ${Buffer.byteLength(body)}`);
+  const { error } = JSON.parse(body);
+  expect(error.requestId).toMatch(/^req_/);
+  expect(typeof error.message).toBe("string");
+  return error;
+}

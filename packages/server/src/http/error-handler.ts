@@ -1,5 +1,8 @@
+import { STATUS_CODES } from "node:http";
+import type { Socket } from "node:net";
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
+import { newId } from "../internal/crypto.ts";
 import { AppError, errors } from "../internal/errors.ts";
 import type { App } from "./types.ts";
 
@@ -14,16 +17,20 @@ export interface ErrorBody {
   };
 }
 
-function render(request: FastifyRequest, reply: FastifyReply, error: AppError): FastifyReply {
-  const body: ErrorBody = {
+function errorBody(error: AppError, requestId: string): ErrorBody {
+  return {
     error: {
       code: error.code,
       message: error.message,
-      requestId: request.id,
+      requestId,
       ...(error.reason ? { reason: error.reason } : {}),
       ...(error.details ? { details: error.details } : {}),
     },
   };
+}
+
+function render(request: FastifyRequest, reply: FastifyReply, error: AppError): FastifyReply {
+  const body = errorBody(error, request.id);
   // Set here as well as in onRequest: errors raised by the router arrive before any hook has run.
   reply.header("x-request-id", request.id);
   if (error.status === 429) {
@@ -92,6 +99,35 @@ export function renderFrameworkError(
   reply: FastifyReply,
 ): FastifyReply {
   return render(request, reply, toAppError(error, request));
+}
+
+/**
+ * Answers what Node's HTTP parser refused before Fastify saw a request (a malformed request line or header,
+ * headers over Node's limit, a request not all arrived in time), in the API's error shape with a request id,
+ * and closes the connection: the rest of its bytes cannot be trusted to start a request.
+ */
+export function answerClientError(error: Error & { code?: string }, socket: Socket): void {
+  // A connection reset left nothing to answer.
+  if (error.code === "ECONNRESET" || socket.destroyed) return;
+  const appError =
+    error.code === "ERR_HTTP_REQUEST_TIMEOUT"
+      ? errors.requestTimeout()
+      : error.code === "HPE_HEADER_OVERFLOW"
+        ? errors.headersTooLarge()
+        : errors.malformedRequest();
+  const requestId = newId("req");
+  const body = JSON.stringify(errorBody(appError, requestId));
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${appError.status} ${STATUS_CODES[appError.status]}\r\n` +
+        "Content-Type: application/json; charset=utf-8\r\n" +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+        `x-request-id: ${requestId}\r\n` +
+        "Connection: close\r\n\r\n" +
+        body,
+    );
+  }
+  socket.destroy();
 }
 
 /** Installs the one error handler and the unknown-route handler. */

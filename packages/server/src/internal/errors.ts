@@ -119,6 +119,18 @@ export const errors = {
       `Unsupported Content-Type ${JSON.stringify(contentType.slice(0, 100))}; send application/json`,
       "unsupported_media_type",
     ),
+  /** What Node's HTTP parser refused before there was a request to route (answered on the socket). */
+  malformedRequest: () =>
+    new AppError(400, "ValidationError", "The request is not well-formed HTTP/1.1", "malformed_request"),
+  headersTooLarge: () =>
+    new AppError(431, "ValidationError", "The request's headers are too large", "headers_too_large"),
+  requestTimeout: () =>
+    new AppError(
+      408,
+      "ValidationError",
+      "The request's headers and body did not all arrive in time",
+      "request_timeout",
+    ),
   bodyTooLarge: (limitBytes: number) =>
     new AppError(413, "ValidationError", `Request body exceeds ${limitBytes} bytes`, "body_too_large"),
   emailTaken: () =>
