@@ -80,10 +80,9 @@ export async function getAccount(db: Db, accountId: string): Promise<Account> {
  * was authenticated, but a request may take long to send its body or, for a payment, to be answered), whose
  * account is gone (401 `invalid_credentials`) or which its owner ended by logging out (401 `token_ended`);
  * checked for every request an access token makes, in one read. With
- * `hold`, inside a spend's transaction, the account's logins are held ({@link holdCredential}) and its row
- * locked `FOR SHARE` until it ends, which a logout ({@link endAccessToken}) takes exclusive and for update: a
- * logout waits for a spend already being admitted, and every later one waits for the logout and sees the
- * token ended.
+ * `hold`, inside a spend's transaction, the account's logins are held ({@link holdCredential}) until it
+ * ends, which a logout ({@link endAccessToken}) takes exclusive: a logout waits for a spend already being
+ * admitted, and every later one waits for the logout and sees the token ended (held first, read after).
  */
 export async function ensureAccessTokenLive(
   db: Db | Tx,
@@ -96,7 +95,7 @@ export async function ensureAccessTokenLive(
   const [row] = await selectRows<{ ended: boolean }>(
     db,
     sql`SELECT EXISTS (SELECT 1 FROM ended_access_tokens WHERE jti = ${token.tokenId}) AS ended
-        FROM accounts WHERE id = ${token.accountId} ${options.hold ? sql`FOR SHARE` : sql``}`,
+        FROM accounts WHERE id = ${token.accountId}`,
   );
   if (!row) throw errors.invalidCredentials();
   if (row.ended) throw errors.tokenEnded();
@@ -105,8 +104,8 @@ export async function ensureAccessTokenLive(
 /**
  * Locks the account's row until the transaction ends. What is counted against one of the account's limits
  * (wallets, API keys, webhook endpoints) is counted and inserted under it, so racing creations cannot pass
- * the limit together; a logout takes it too ({@link endAccessToken}), against a spend's `FOR SHARE`. It is
- * `FOR NO KEY UPDATE`, so rows that only refer to the account (its events) are written meanwhile.
+ * the limit together. It is `FOR NO KEY UPDATE`, so rows that only refer to the account (its events) are
+ * written meanwhile.
  */
 export async function lockAccount(tx: Tx, accountId: string): Promise<void> {
   await selectRows(tx, sql`SELECT id FROM accounts WHERE id = ${accountId} FOR NO KEY UPDATE`);
@@ -123,7 +122,6 @@ export async function endAccessToken(
 ): Promise<void> {
   await db.transaction(async (tx) => {
     await holdCredential(tx, token.accountId, "exclusive");
-    await lockAccount(tx, token.accountId);
     await tx
       .insert(endedAccessTokens)
       .values({ jti: token.tokenId, expiresAt: token.expiresAt })

@@ -169,12 +169,12 @@ export async function ensureApiKeyLive(
   at: Date,
   options: { hold?: boolean } = {},
 ): Promise<void> {
+  // Held first, read after: a revocation that held the key before has committed, and this read sees it.
   if (options.hold) await holdCredential(db, keyId, "shared");
-  const read = db
+  const [row] = await db
     .select({ revokedAt: apiKeys.revokedAt, expiresAt: apiKeys.expiresAt })
     .from(apiKeys)
     .where(eq(apiKeys.id, keyId));
-  const [row] = options.hold ? await read.for("share") : await read;
   refuseUnlessLive(row, at);
 }
 

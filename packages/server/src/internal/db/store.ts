@@ -178,9 +178,9 @@ const CREDENTIAL_LOCKS = 727_275;
  * Holds a credential (an API key's id; an account's id for its login tokens) until the transaction `tx`
  * ends (outside one it holds nothing):
  * `shared` by each spend it asks for, `exclusive` by its revocation or logout. PostgreSQL queues a shared
- * request behind an exclusive one already waiting, so a stream of spends cannot hold a revocation off,
- * which locking the credential's row `FOR SHARE` alone allowed (a new share lock is granted beside the
- * others however long an update has waited: a key kept spending for 30 s after its revocation was asked).
+ * request behind an exclusive one already waiting, so a stream of spends cannot hold a revocation off. A
+ * row lock would not do: a new `FOR SHARE` is granted beside the others however long an update has waited
+ * (a key kept spending for 30 s after its revocation was asked). Read the credential after holding it.
  * @example await holdCredential(tx, keyId, "exclusive");
  */
 export async function holdCredential(tx: Db | Tx, id: string, mode: "shared" | "exclusive"): Promise<void> {
