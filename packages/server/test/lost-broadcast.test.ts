@@ -90,6 +90,48 @@ describe("a broadcast lost on the way to the node", () => {
   });
 });
 
+describe("a pending spend whose re-broadcasts get no clear answer", () => {
+  it("stays pending, each unclear re-broadcast is logged as a warning naming the spend, and it lands once one is clear", async () => {
+    const wallet = await server.api.post(
+      "/v1/wallets",
+      { name: "unclear resends", chains: ["base"] },
+      apiKey,
+    );
+    expect(wallet.status, wallet.text).toBe(201);
+    await fundEvm(await sharedDevnet(), wallet.body.evm.address, { eth: 10n ** 17n, usdc: 10n * USDC });
+    let broadcasts = 0;
+    gate.decide = ({ methods, body }) => {
+      if (!methods.includes("eth_sendRawTransaction")) return "forward";
+      broadcasts += 1;
+      // The request's own broadcast is cut; the confirmer's first two meet a gateway's error of its own.
+      if (broadcasts === 1) return "drop";
+      if (broadcasts > 3) return "forward";
+      const { id } = JSON.parse(body) as { id: number };
+      const error = { code: -32603, message: "upstream request timed out" };
+      return { gatewayAnswers: { status: 200, body: JSON.stringify({ jsonrpc: "2.0", id, error }) } };
+    };
+    try {
+      const response = await server.api.post(
+        `/v1/wallets/${wallet.body.id}/send`,
+        { to: evmKey().address, amount: "1", chain: "base" },
+        apiKey,
+      );
+      expect(response.status, response.text).toBe(201);
+      const settled = await waitForSettled(server.api, apiKey, response.body.id);
+      expect(settled.status).toBe("confirmed");
+      const warnings = server.logs.lines
+        .map((line) => JSON.parse(line) as { level: number; msg: string; transactionId?: string })
+        .filter((entry) => entry.level === 40 && entry.transactionId === response.body.id);
+      expect(warnings.map((entry) => entry.msg)).toEqual([
+        "pending spend re-broadcast without a clear answer; still pending",
+        "pending spend re-broadcast without a clear answer; still pending",
+      ]);
+    } finally {
+      gate.openUp();
+    }
+  });
+});
+
 describe("a broadcast a gateway answers with an error of its own while the node takes it", () => {
   // The 200 was recorded failed, its room in the daily limit given back, while the transfer landed.
   it.each([504, 200])(

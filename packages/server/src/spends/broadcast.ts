@@ -15,12 +15,13 @@ import { broadcastTransfer } from "./transfer.ts";
  * is claimed first: {@link claimRebroadcast}). A definite rejection fails the spend (releasing its
  * reservation and its nonce); an unreachable node, or a rejection that does not prove the transaction can
  * never land, leaves it pending for the confirmer, which re-broadcasts it or decides from the chain's own
- * record.
+ * record; `onUnclear` is told of such an answer.
  */
 export async function broadcastRecorded(
   deps: Pick<SpendDeps, "db" | "keyring" | "chainClient">,
   client: ChainClient,
   row: TransactionRow,
+  onUnclear?: (error: unknown) => void,
 ): Promise<void> {
   if (!row.rawTx || !row.txHash) return;
   try {
@@ -38,8 +39,8 @@ export async function broadcastRecorded(
       }
     });
   } catch (error) {
-    if (isInconclusive(error)) return;
-    throw error;
+    if (!isInconclusive(error)) throw error;
+    onUnclear?.(error);
   }
 }
 

@@ -296,7 +296,14 @@ export class Confirmer {
         if (Date.now() - last < REBROADCAST_AFTER_MS) return;
         // Sent again unchanged; a definite rejection (it can never land) fails it and frees its nonce.
         if (!(await claimRebroadcast(db, row))) return;
-        await broadcastRecorded(this.deps, client, row).catch((error: unknown) => {
+        // An unclear answer each time (a gateway's error of its own, none at all) keeps it pending for as long
+        // as the chain does not tell; each is a warning, so that a spend stuck so is seen.
+        const unclear = (error: unknown) =>
+          this.deps.log.warn(
+            { err: error, transactionId: row.id, chain: row.chain },
+            "pending spend re-broadcast without a clear answer; still pending",
+          );
+        await broadcastRecorded(this.deps, client, row, unclear).catch((error: unknown) => {
           this.deps.log.info(
             { err: error, transactionId: row.id },
             "pending spend rejected on re-broadcast; failed",
