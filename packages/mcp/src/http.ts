@@ -5,7 +5,15 @@
  */
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { MAX_BATCH_SIZE } from "@modelcontextprotocol/sdk/server/requestBody.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import {
+  isJSONRPCErrorResponse,
+  isJSONRPCRequest,
+  isJSONRPCResultResponse,
+  JSONRPCMessageSchema,
+  type RequestId,
+} from "@modelcontextprotocol/sdk/types.js";
 import {
   type ServiceErrorBody,
   SvcError,
@@ -50,6 +58,7 @@ export interface McpHttpHandler {
 
 interface Session {
   transport: StreamableHTTPServerTransport;
+  requests: InFlightRequests;
   keyDigest: Buffer;
   /** The account of the key: when the table is full, the account holding the most gives up a session. */
   accountId: string;
@@ -103,6 +112,139 @@ function answerError(
   response.writeHead(status, headers).end(JSON.stringify(body));
 }
 
+/** The most of a request body read when the mounting framework has not read it: the MCP transport's bound. */
+const MAX_BODY_BYTES = 4 * 1024 * 1024;
+
+/** The request's body as text, or undefined when it is longer than `maxBytes` (the rest is not read). */
+async function readBody(request: IncomingMessage, maxBytes: number): Promise<string | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of request as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > maxBytes) return undefined;
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+/** A POST refused for its JSON-RPC requests' ids: the HTTP status and the JSON-RPC error answering it. */
+interface IdRefusal {
+  status: number;
+  /** The refused request's id; null for a batch (which of its requests the refusal answers is `data.id`). */
+  id: RequestId | null;
+  message: string;
+  data?: { id: RequestId };
+}
+
+/**
+ * Answers a refusal in JSON-RPC's shape (as the MCP transport answers a message it refuses, `-32600` Invalid
+ * Request), unless an answer has begun. The HTTP status, not the id, ties the answer to the POST it refuses.
+ */
+function answerIdRefusal(response: ServerResponse, refusal: IdRefusal): void {
+  if (response.headersSent) return;
+  const error = { code: -32600, message: refusal.message, ...(refusal.data ? { data: refusal.data } : {}) };
+  response
+    .writeHead(refusal.status, { "content-type": "application/json; charset=utf-8" })
+    .end(JSON.stringify({ jsonrpc: "2.0", id: refusal.id, error }));
+}
+
+/**
+ * The JSON-RPC requests in flight in one session. `admit` a POST's body before its transport sees it: its
+ * requests' ids are held until each is answered; `settled` once the transport has handled the POST.
+ */
+interface InFlightRequests {
+  admit(body: unknown): { refused: IdRefusal } | { settled: () => void };
+}
+
+/** A POST's requests as held: their ids, those the transport took (it dispatched them), those not answered yet. */
+interface HeldPost {
+  ids: RequestId[];
+  dispatched: Set<RequestId>;
+  unanswered: Set<RequestId>;
+}
+
+/**
+ * Keeps the ids of the requests in flight on a session's `transport` (call once the MCP server is connected to
+ * it) unique. The transport files each request's answer under its id alone, for the whole session, and lets go
+ * of a POST's ids only once every request in it is answered: a request naming an id in flight took over the
+ * first one's answer (the first's answer went to the second's HTTP response, the second's was lost, and the
+ * first response never ended), and a batch naming one id twice ended at its first answer. So a POST naming an
+ * id in flight is refused (409), and a batch naming one twice (400), before the transport sees them: none of
+ * their tools runs. A POST's ids are held from its admission until the transport lets go of them: when every
+ * request it dispatched is answered, or once it handled the POST without dispatching any. A request the
+ * client cancels is not answered (the SDK sends nothing): its id stays held, as the transport keeps it.
+ * Ids compare as the transport's map compares them: 5 and "5" are two ids.
+ */
+function trackRequests(transport: StreamableHTTPServerTransport): InFlightRequests {
+  const held = new Map<RequestId, HeldPost>();
+  const release = (post: HeldPost): void => {
+    for (const id of post.ids) if (held.get(id) === post) held.delete(id);
+  };
+  const deliver = transport.onmessage;
+  transport.onmessage = (message, extra) => {
+    if (isJSONRPCRequest(message)) held.get(message.id)?.dispatched.add(message.id);
+    deliver?.(message, extra);
+  };
+  const send = transport.send.bind(transport);
+  transport.send = async (message, options) => {
+    try {
+      await send(message, options);
+    } finally {
+      // After the transport's own bookkeeping: it has let go of the ids once its POST is fully answered.
+      if ((isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) && message.id !== undefined) {
+        const post = held.get(message.id);
+        if (post?.unanswered.delete(message.id) && post.unanswered.size === 0) release(post);
+      }
+    }
+  };
+  return {
+    admit: (body) => {
+      const batch = Array.isArray(body);
+      // A batch over the transport's bound is refused by it whole, unread: nothing to hold.
+      if (batch && body.length > MAX_BATCH_SIZE) return { settled: () => {} };
+      // The requests as the transport reads them: each message parsed, then told a request or not.
+      const ids: RequestId[] = [];
+      let twice: RequestId | undefined;
+      for (const raw of batch ? body : [body]) {
+        const parsed = JSONRPCMessageSchema.safeParse(raw);
+        if (!parsed.success || !isJSONRPCRequest(parsed.data)) continue;
+        if (twice === undefined && ids.includes(parsed.data.id)) twice = parsed.data.id;
+        ids.push(parsed.data.id);
+      }
+      if (twice !== undefined) {
+        return {
+          refused: {
+            status: 400,
+            id: null,
+            message: "Invalid Request: the batch has two requests with the same id",
+            data: { id: twice },
+          },
+        };
+      }
+      const inFlight = ids.find((id) => held.has(id));
+      if (inFlight !== undefined) {
+        return {
+          refused: {
+            status: 409,
+            id: batch ? null : inFlight,
+            message: "Invalid Request: a request with this id is already in progress in this session",
+            ...(batch ? { data: { id: inFlight } } : {}),
+          },
+        };
+      }
+      const post: HeldPost = { ids, dispatched: new Set(), unanswered: new Set(ids) };
+      for (const id of ids) held.set(id, post);
+      return {
+        settled: () => {
+          // A request the transport did not dispatch (it refused the POST) is never answered.
+          for (const id of ids) if (!post.dispatched.has(id)) post.unanswered.delete(id);
+          if (post.unanswered.size === 0) release(post);
+        },
+      };
+    },
+  };
+}
+
 /**
  * The request's credential, read as the service's `/v1` reads it: no `Authorization` header is
  * `missing_credentials`; one that is not `Bearer <credential>` is `invalid_credentials`.
@@ -132,8 +274,10 @@ function bearerOf(request: IncomingMessage): { key: string } | { refused: McpHtt
  * Builds the streamable HTTP endpoint. A request without a session starts one for its key's tool set (an
  * agent key is never offered a loosening tool); later requests name the session (`Mcp-Session-Id`) and must
  * carry the same key. No key or a key the service refuses → 401 with the service's reason and message. Every
- * error answered here has the service's shape, {@link ServiceErrorBody}, with the request's id; a fault
- * answers 500 and is rethrown (for the mounting service to log).
+ * error answered here has the service's shape, {@link ServiceErrorBody}, with the request's id, but for a
+ * JSON-RPC request naming an id already in flight in its session (409) or a batch naming one id twice (400),
+ * refused in JSON-RPC's shape before any of it runs; a fault answers 500 and is rethrown (for the mounting
+ * service to log).
  * @example
  * const mcp = createMcpHttpHandler({ baseUrl: "http://127.0.0.1:8080/v1" });
  * http.createServer((req, res) => void mcp.handle(req, res).catch((error) => console.error(error)));
@@ -194,6 +338,26 @@ export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
       const oldest = keys.get(largest(keys, opener) ?? "")?.[0];
       if (oldest === undefined) break;
       await closeSession(oldest);
+    }
+  };
+
+  /** Hands the request to the session's transport, unless its JSON-RPC requests' ids are refused. */
+  const handleAdmitted = async (
+    transport: StreamableHTTPServerTransport,
+    requests: InFlightRequests,
+    request: IncomingMessage,
+    response: ServerResponse,
+    parsedBody: unknown,
+  ): Promise<void> => {
+    const admitted = requests.admit(parsedBody);
+    if ("refused" in admitted) {
+      answerIdRefusal(response, admitted.refused);
+      return;
+    }
+    try {
+      await transport.handleRequest(request, response, parsedBody);
+    } finally {
+      admitted.settled();
     }
   };
 
@@ -265,9 +429,19 @@ export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
     }
 
     let parsedBody: unknown;
-    if (bodyText !== undefined && request.method === "POST") {
+    if (request.method === "POST") {
+      // Read here when the mounting framework has not: its requests' ids are checked before the transport's turn.
+      const text = bodyText ?? (await readBody(request, MAX_BODY_BYTES));
+      if (text === undefined) {
+        answerError(response, 413, requestId, {
+          code: "ValidationError",
+          message: `Request body exceeds ${MAX_BODY_BYTES} bytes`,
+          reason: "body_too_large",
+        });
+        return;
+      }
       try {
-        parsedBody = JSON.parse(bodyText);
+        parsedBody = JSON.parse(text);
       } catch {
         // As `/v1` answers a body that is not JSON (without echoing the body).
         answerError(response, 400, requestId, {
@@ -298,7 +472,7 @@ export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
         return;
       }
       session.lastUsed = now();
-      await session.transport.handleRequest(request, response, parsedBody);
+      await handleAdmitted(session.transport, session.requests, request, response, parsedBody);
       return;
     }
 
@@ -307,7 +481,7 @@ export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
-        sessions.set(id, { transport, keyDigest, accountId, lastUsed: now() });
+        sessions.set(id, { transport, requests, keyDigest, accountId, lastUsed: now() });
       },
     });
     transport.onclose = () => {
@@ -320,7 +494,8 @@ export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
       confirmAboveUsd: options.confirmAboveUsd,
     });
     await server.connect(transport);
-    await transport.handleRequest(request, response, parsedBody);
+    const requests = trackRequests(transport);
+    await handleAdmitted(transport, requests, request, response, parsedBody);
   };
 
   const handle = async (request: IncomingMessage, response: ServerResponse, bodyText?: string) => {

@@ -497,3 +497,256 @@ describe("/mcp under the service's rate limits", () => {
     }
   });
 });
+
+describe("JSON-RPC ids in a session", () => {
+  /** A JSON-RPC message as it comes off the wire. */
+  type Message = {
+    id?: string | number | null;
+    method?: string;
+    result?: Record<string, unknown>;
+    error?: { code: number; message: string; data?: unknown };
+  };
+
+  /** The JSON-RPC messages of an SSE body as they arrive; returns when the server ends the stream. */
+  async function* sseMessages(response: Response): AsyncGenerator<Message> {
+    const reader = (response.body as ReadableStream<Uint8Array>)
+      .pipeThrough(new TextDecoderStream())
+      .getReader();
+    let buffer = "";
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      buffer += value;
+      for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
+        const data = buffer
+          .slice(0, end)
+          .split("\n")
+          .filter((line) => line.startsWith("data:"))
+          .map((line) => line.slice(5).trim())
+          .join("\n");
+        buffer = buffer.slice(end + 2);
+        if (data !== "") yield JSON.parse(data) as Message;
+      }
+    }
+  }
+
+  /** Every message of an SSE body, once the server has ended it. */
+  async function allOf(response: Response): Promise<Message[]> {
+    const messages: Message[] = [];
+    for await (const message of sseMessages(response)) messages.push(message);
+    return messages;
+  }
+
+  /**
+   * An MCP session over plain HTTP, so the test chooses each message's id; a client that can confirm (elicit).
+   * Each request of the test is bounded by `stop` (aborted when the test ends) and by 60 s: one the server
+   * never ends fails the test rather than hanging it.
+   */
+  async function rawSession(
+    key: string,
+    stop: AbortSignal,
+    protocolVersion = "2025-06-18",
+    url = `${world.server.url}/mcp`,
+  ) {
+    const signal = () => AbortSignal.any([stop, AbortSignal.timeout(60_000)]);
+    const headers = (more: Record<string, string> = {}) => ({
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      authorization: `Bearer ${key}`,
+      ...more,
+    });
+    const opened = await fetch(url, {
+      method: "POST",
+      signal: signal(),
+      headers: headers(),
+      body: JSON.stringify({
+        ...INITIALIZE,
+        params: { ...INITIALIZE.params, protocolVersion, capabilities: { elicitation: { form: {} } } },
+      }),
+    });
+    expect(opened.status).toBe(200);
+    await opened.text();
+    const session = {
+      "mcp-session-id": opened.headers.get("mcp-session-id") as string,
+      "mcp-protocol-version": protocolVersion,
+    };
+    const post = (body: unknown) =>
+      fetch(url, {
+        method: "POST",
+        signal: signal(),
+        headers: headers(session),
+        body: JSON.stringify(body),
+      });
+    expect((await post({ jsonrpc: "2.0", method: "notifications/initialized" })).status).toBe(202);
+    return {
+      post,
+      /** The session's own stream (GET), on which the server asks the person to confirm. */
+      listen: async () => {
+        const stream = await fetch(url, {
+          method: "GET",
+          signal: signal(),
+          headers: { accept: "text/event-stream", authorization: `Bearer ${key}`, ...session },
+        });
+        expect(stream.status).toBe(200);
+        return sseMessages(stream);
+      },
+    };
+  }
+
+  const toolCall = (id: string | number, name: string, args: Record<string, unknown> = {}) => ({
+    jsonrpc: "2.0",
+    id,
+    method: "tools/call",
+    params: { name, arguments: args },
+  });
+  const sendOf = (amount: string) => ({
+    walletId: world.payer.id,
+    to: world.payee.evm?.address,
+    amount,
+    chain: "base",
+  });
+  const sentAmounts = async () =>
+    (await world.payer.transactions({ type: "send", limit: 100 })).data.map((tx) => tx.amount);
+
+  it("a call naming an id in progress in its session is refused before it runs; the first keeps its answer; another session's is served", async () => {
+    const stop = new AbortController();
+    try {
+      const mine = await rawSession(world.agentKey, stop.signal);
+      const asks = await mine.listen();
+      // A send above the confirmation threshold stays in progress until the person answers.
+      const first = await mine.post(toolCall(7, "send", sendOf("6")));
+      expect(first.status).toBe(200);
+      const firstMessages = sseMessages(first);
+      const ask = (await asks.next()).value as Message;
+      expect(ask.method).toBe("elicitation/create");
+
+      // The same id while it is in progress: a send under the threshold, which would pay at once if it ran.
+      const second = await mine.post(toolCall(7, "send", sendOf("1.23")));
+      expect(second.status).toBe(409);
+      expect(second.headers.get("content-type")).toMatch(/^application\/json/);
+      expect(await second.json()).toEqual({
+        jsonrpc: "2.0",
+        id: 7,
+        error: {
+          code: -32600,
+          message: "Invalid Request: a request with this id is already in progress in this session",
+        },
+      });
+      // So is a batch naming it beside a new id: none of the batch runs.
+      const batch = await mine.post([toolCall(8, "send", sendOf("1.24")), toolCall(7, "list_wallets")]);
+      expect(batch.status).toBe(409);
+      expect(await batch.json()).toEqual({
+        jsonrpc: "2.0",
+        id: null,
+        error: {
+          code: -32600,
+          message: "Invalid Request: a request with this id is already in progress in this session",
+          data: { id: 7 },
+        },
+      });
+
+      // Another session's id 7 is its own: served at once, with its own answer.
+      const other = await rawSession(world.agentKey, stop.signal);
+      const listed = await allOf(await other.post(toolCall(7, "list_wallets")));
+      expect(listed).toHaveLength(1);
+      expect(listed[0]?.id).toBe(7);
+      expect(JSON.stringify(listed[0]?.result?.structuredContent)).toContain(world.payer.id);
+
+      // The person declines: the first call's own answer, on its own response, which then ends.
+      const declined = await mine.post({ jsonrpc: "2.0", id: ask.id, result: { action: "decline" } });
+      expect(declined.status).toBe(202);
+      const answers: Message[] = [];
+      for await (const message of firstMessages) answers.push(message);
+      expect(answers).toHaveLength(1);
+      expect(answers[0]?.id).toBe(7);
+      expect(JSON.stringify(answers[0]?.result)).toContain("confirmation_declined");
+
+      // Answered, the id is free again in the session.
+      const again = await allOf(await mine.post(toolCall(7, "get_balance", { walletId: world.payer.id })));
+      expect(again.map((message) => message.id)).toEqual([7]);
+      expect(again[0]?.result?.structuredContent).toMatchObject({ walletId: world.payer.id });
+      // Nothing refused ran: no money moved for it.
+      expect(await sentAmounts()).not.toContain("1.23");
+      expect(await sentAmounts()).not.toContain("1.24");
+    } finally {
+      stop.abort();
+    }
+  });
+
+  it("a batch naming one id twice is refused whole, before any of it runs; one with distinct ids answers each", async () => {
+    const stop = new AbortController();
+    try {
+      // Batches are JSON-RPC's, which MCP carried up to protocol 2025-03-26 (the SDK still accepts them).
+      const session = await rawSession(world.agentKey, stop.signal, "2025-03-26");
+      const twice = await session.post([
+        toolCall("b", "send", sendOf("1.25")),
+        toolCall("b", "get_balance", { walletId: world.payer.id }),
+      ]);
+      expect(twice.status).toBe(400);
+      expect(await twice.json()).toEqual({
+        jsonrpc: "2.0",
+        id: null,
+        error: {
+          code: -32600,
+          message: "Invalid Request: the batch has two requests with the same id",
+          data: { id: "b" },
+        },
+      });
+      expect(await sentAmounts()).not.toContain("1.25");
+
+      // An id and the same number as a string are two ids (as JSON-RPC and the transport tell them apart).
+      const distinct = await allOf(
+        await session.post([
+          toolCall(5, "get_balance", { walletId: world.payer.id }),
+          toolCall("5", "list_wallets"),
+        ]),
+      );
+      const byId = new Map(distinct.map((message) => [message.id, message]));
+      expect(byId.size).toBe(2);
+      expect(byId.get(5)?.result?.structuredContent).toMatchObject({ walletId: world.payer.id });
+      expect(byId.get("5")?.result?.structuredContent).toHaveProperty("wallets");
+    } finally {
+      stop.abort();
+    }
+  });
+
+  it("mounted without the body read, the endpoint reads it (up to 4 MiB) and checks its ids the same", async () => {
+    const mcp = createMcpHttpHandler({ baseUrl: `${world.server.url}/v1` });
+    const endpoint = createServer((request, response) => void mcp.handle(request, response));
+    await new Promise<void>((resolve) => endpoint.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(endpoint.address() as AddressInfo).port}/mcp`;
+    const stop = new AbortController();
+    try {
+      const session = await rawSession(world.agentKey, stop.signal, "2025-03-26", url);
+      const twice = await session.post([toolCall(1, "list_wallets"), toolCall(1, "list_wallets")]);
+      expect(twice.status).toBe(400);
+      expect(await twice.json()).toMatchObject({ id: null, error: { code: -32600, data: { id: 1 } } });
+      const listed = await allOf(await session.post(toolCall(1, "list_wallets")));
+      expect(listed.map((message) => message.id)).toEqual([1]);
+      // A batch over the transport's bound (100) is refused by the transport, unread: none of it runs.
+      const many = await session.post(Array.from({ length: 101 }, () => toolCall(3, "list_wallets")));
+      expect(many.status).toBe(400);
+      expect(((await many.json()) as Message).error?.message).toContain("must not exceed 100");
+      expect((await allOf(await session.post(toolCall(3, "list_wallets")))).map((m) => m.id)).toEqual([3]);
+
+      const huge = await fetch(url, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          authorization: `Bearer ${world.agentKey}`,
+        },
+        body: JSON.stringify({ ...toolCall(2, "list_wallets"), pad: "x".repeat(4 * 1024 * 1024) }),
+      });
+      expect(huge.status).toBe(413);
+      expect(await huge.json()).toMatchObject({
+        error: { code: "ValidationError", reason: "body_too_large" },
+      });
+    } finally {
+      stop.abort();
+      await mcp.close();
+      endpoint.closeAllConnections();
+      await new Promise((resolve) => endpoint.close(resolve));
+    }
+  });
+});
