@@ -1,18 +1,28 @@
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { RequestId } from "@modelcontextprotocol/sdk/types.js";
 import { parseDecimal } from "./decimal.ts";
 
 /** The person's answer to a spend confirmation; `refused` says why nothing was asked or nothing was paid. */
 export type Confirmation = { confirmed: true } | { confirmed: false; reason: string; message: string };
 
+/** The tool call a confirmation is asked for: its JSON-RPC id, and its cancellation. */
+export interface ToolCall {
+  requestId: RequestId;
+  signal: AbortSignal;
+}
+
 /**
  * Asks the person (MCP elicitation) before a spend worth more than `confirmAboveUsd`. A client that cannot
- * elicit gets a refusal saying why: the spend is never made unconfirmed.
+ * elicit gets a refusal saying why: the spend is never made unconfirmed. The question goes out on the tool
+ * call's own response (over streamable HTTP, a client need not open the session's stream), and a cancelled
+ * call stops waiting for its answer.
  */
 export async function confirmSpend(
   server: McpServer,
   confirmAboveUsd: string | undefined,
   spendUsd: { value: bigint; scale: bigint },
   summary: string,
+  call: ToolCall,
 ): Promise<Confirmation> {
   if (confirmAboveUsd === undefined) return { confirmed: true };
   const threshold = parseDecimal(confirmAboveUsd);
@@ -26,15 +36,18 @@ export async function confirmSpend(
       message: `${summary} is above $${confirmAboveUsd}, which needs the person's confirmation (SVC_MCP_CONFIRM_ABOVE), and this MCP client cannot ask (it does not support elicitation); nothing was sent`,
     };
   }
-  const answer = await server.server.elicitInput({
-    mode: "form",
-    message: `${summary}. Confirm this spend?`,
-    requestedSchema: {
-      type: "object",
-      properties: { confirm: { type: "boolean", title: "Make this payment", default: false } },
-      required: ["confirm"],
+  const answer = await server.server.elicitInput(
+    {
+      mode: "form",
+      message: `${summary}. Confirm this spend?`,
+      requestedSchema: {
+        type: "object",
+        properties: { confirm: { type: "boolean", title: "Make this payment", default: false } },
+        required: ["confirm"],
+      },
     },
-  });
+    { relatedRequestId: call.requestId, signal: call.signal },
+  );
   if (answer.action === "accept" && answer.content?.confirm === true) return { confirmed: true };
   return {
     confirmed: false,

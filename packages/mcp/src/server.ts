@@ -2,7 +2,7 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { Chain, SvcWallet, Transaction } from "@svc/sdk";
 import { z } from "zod";
-import { confirmSpend, quoted } from "./confirm.ts";
+import { confirmSpend, quoted, type ToolCall } from "./confirm.ts";
 import { multiply, parseDecimal, usdText } from "./decimal.ts";
 import { toolError, toolErrorFrom } from "./errors.ts";
 import type { ToolSet } from "./role.ts";
@@ -112,6 +112,7 @@ export function createSvcMcpServer(options: SvcMcpServerOptions): McpServer {
   const confirmOrRefuse = async (
     value: { value: bigint; scale: bigint } | undefined,
     summary: string,
+    call: ToolCall,
   ): Promise<CallToolResult | undefined> => {
     if (confirmAboveUsd === undefined) return undefined;
     if (value === undefined) {
@@ -121,7 +122,7 @@ export function createSvcMcpServer(options: SvcMcpServerOptions): McpServer {
         message: `${summary}: the service states no USD price for this token, so it cannot be compared with the confirmation threshold of $${confirmAboveUsd}; nothing was sent`,
       });
     }
-    const answer = await confirmSpend(server, confirmAboveUsd, value, `${summary} (${usdText(value)})`);
+    const answer = await confirmSpend(server, confirmAboveUsd, value, `${summary} (${usdText(value)})`, call);
     if (answer.confirmed) return undefined;
     return toolError({ code: "ConfirmationRequired", reason: answer.reason, message: answer.message });
   };
@@ -230,7 +231,7 @@ export function createSvcMcpServer(options: SvcMcpServerOptions): McpServer {
       outputSchema: transactionOutput,
       annotations: { destructiveHint: true, idempotentHint: false },
     },
-    ({ walletId, to, amount, token, chain }) =>
+    ({ walletId, to, amount, token, chain }, call) =>
       run(async () => {
         const symbol = token ?? "USDC";
         const wallet = await svc.wallet.get(walletId);
@@ -238,6 +239,7 @@ export function createSvcMcpServer(options: SvcMcpServerOptions): McpServer {
           await spendValue(chain, symbol, amount),
           // The agent's recipient quoted: text of its own (a second line) stays visibly inside the quotes.
           `Send ${amount} ${symbol} on ${chain} from ${wallet.name} (${wallet.id}) to ${quoted(to)}`,
+          call,
         );
         if (refusal) return refusal;
         const tx: Transaction = await wallet.send({ to, amount, token: symbol, chain });
@@ -271,7 +273,7 @@ export function createSvcMcpServer(options: SvcMcpServerOptions): McpServer {
       },
       annotations: { destructiveHint: true, idempotentHint: false, openWorldHint: true },
     },
-    ({ walletId, url, maxAmount, method, body }) =>
+    ({ walletId, url, maxAmount, method, body }, call) =>
       run(async () => {
         const wallet = await svc.wallet.get(walletId);
         // x402 payments here are in USDC: the bound is valued at the dearest USDC price the service states.
@@ -292,6 +294,7 @@ export function createSvcMcpServer(options: SvcMcpServerOptions): McpServer {
         const refusal = await confirmOrRefuse(
           value,
           `Pay up to ${maxAmount} USDC from ${wallet.name} (${wallet.id}) for ${quoted(url)}`,
+          call,
         );
         if (refusal) return refusal;
         const response = await wallet.fetch(url, {

@@ -673,6 +673,31 @@ describe("JSON-RPC ids in a session", () => {
     }
   });
 
+  it("a client that never opens the session's stream is asked to confirm on the call's own response, and its answer is heard", async () => {
+    const stop = new AbortController();
+    try {
+      const mine = await rawSession(world.agentKey, stop.signal);
+      // No GET: the streamable HTTP spec lets a client do without one.
+      const call = await mine.post(toolCall("no-stream", "send", sendOf("6.01")));
+      expect(call.status).toBe(200);
+      const messages = sseMessages(call);
+      const ask = (await messages.next()).value as Message;
+      expect(ask.method).toBe("elicitation/create");
+      const accepted = await mine.post({
+        jsonrpc: "2.0",
+        id: ask.id,
+        result: { action: "accept", content: { confirm: true } },
+      });
+      expect(accepted.status).toBe(202);
+      const answer = (await messages.next()).value as Message;
+      expect(answer.id).toBe("no-stream");
+      expect(answer.result?.isError).not.toBe(true);
+      expect(await sentAmounts()).toContain("6.01");
+    } finally {
+      stop.abort();
+    }
+  });
+
   it("a batch naming one id twice is refused whole, before any of it runs; one with distinct ids answers each", async () => {
     const stop = new AbortController();
     try {
