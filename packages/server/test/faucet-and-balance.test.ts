@@ -1,12 +1,18 @@
 import { fundEvm, fundSolana } from "@svc/devnet";
+import { sql } from "drizzle-orm";
+import { createPublicClient, type Hex, http, keccak256 } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { selectRows } from "../src/internal/db/store.ts";
+import { findToken } from "../src/spends/transfer.ts";
+import { devnetClients, evmKey } from "./support/chains.ts";
 import { eventually } from "./support/eventually.ts";
 import { RpcGate } from "./support/rpc-gate.ts";
 import {
   createTestServer,
   evmThroughGate,
   expectErrorShape,
+  STORE_KIND,
   seedAccount,
   sharedDevnet,
   type TestServer,
@@ -274,3 +280,195 @@ describe("the faucet behind a load balancer whose nodes take turns, one of them 
     }
   });
 });
+
+describe("the faucet behind a load balancer whose node lags the one it broadcast to", () => {
+  it("pays a second payment like the first its own transaction, though the node plans it as the first", async () => {
+    const devnet = await sharedDevnet();
+    const gate = await RpcGate.start(devnet.evm.rpcUrl);
+    // Every read is answered by the node and remembered by its method and parameters. From the first
+    // payment's broadcast until the next broadcast, the reads asked before it are answered as they were then:
+    // a node a block behind plans the second payment as the first (same nonce, gas and fees).
+    const seen = new Map<string, unknown>();
+    let behind: Map<string, unknown> | undefined;
+    let broadcasts = 0;
+    const keyOf = (call: { method: string; params?: unknown }) =>
+      `${call.method} ${JSON.stringify(call.params)}`;
+    gate.decide = ({ methods }) => {
+      if (methods.includes("eth_sendRawTransaction")) {
+        broadcasts++;
+        behind = broadcasts === 1 ? new Map(seen) : undefined;
+        return "forward";
+      }
+      // Held, then answered here once the gate has taken it (it holds a request after deciding).
+      setImmediate(answerHeld);
+      return "hold";
+    };
+    /** Answers the requests the gate holds: from the lagging node's memory, or from the node. */
+    const answerHeld = () => {
+      for (const held of gate.held.splice(0)) {
+        const parsed = JSON.parse(held.body) as
+          | { id: number; method: string; params?: unknown }[]
+          | { id: number; method: string; params?: unknown };
+        const calls = Array.isArray(parsed) ? parsed : [parsed];
+        const lagging = behind;
+        if (lagging && calls.every((call) => lagging.has(keyOf(call)))) {
+          const answers = calls.map((call) => ({
+            jsonrpc: "2.0",
+            id: call.id,
+            result: lagging.get(keyOf(call)),
+          }));
+          held.answer(JSON.stringify(Array.isArray(parsed) ? answers : answers[0]));
+          continue;
+        }
+        void fetch(devnet.evm.rpcUrl, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: held.body,
+        })
+          .then((response) => response.text())
+          .then(
+            (text) => {
+              const answered = JSON.parse(text) as
+                | { id: number; result?: unknown }
+                | { id: number; result?: unknown }[];
+              for (const answer of Array.isArray(answered) ? answered : [answered]) {
+                const call = calls.find((c) => c.id === answer.id);
+                if (call && "result" in answer) seen.set(keyOf(call), answer.result);
+              }
+              held.answer(text);
+            },
+            () => held.drop(),
+          );
+      }
+    };
+    const faucet = evmKey();
+    await fundEvm(devnet, faucet.address, { eth: 10n ** 19n, usdc: 10_000n * 10n ** 6n });
+    const server = await createTestServer({
+      env: {
+        ...(await evmThroughGate(gate)),
+        SVC_FAUCET_EVM_PRIVATE_KEY: `0x${faucet.privateKey.toString("hex")}`,
+      },
+    });
+    try {
+      const owner = await seedAccount(server.api);
+      const created = await server.api.post(
+        "/v1/wallets",
+        { name: "lagging", chains: ["base"] },
+        owner.apiKey,
+      );
+      const wallet = created.body as { id: string; evm: { address: string } };
+      const pay = () =>
+        server.api.post(
+          `/v1/wallets/${wallet.id}/faucet`,
+          { chain: "base", token: "USDC", amount: "1" },
+          owner.apiKey,
+        );
+      const first = await pay();
+      const second = await pay();
+      const { base } = await devnetClients(devnet);
+      expect({
+        answers: [first.status, second.status],
+        transactions: new Set([first.body.txHash, second.body.txHash]).size,
+        received: (await base.getBalance(wallet.evm.address, findToken(base, "USDC"))) / 10n ** 6n,
+      }).toEqual({ answers: [201, 201], transactions: 2, received: 2n });
+    } finally {
+      await server.close();
+      await gate.close();
+    }
+  });
+});
+
+describe.runIf(STORE_KIND === "postgres")(
+  "the faucet of two instances paying from one key on one PostgreSQL",
+  () => {
+    it("pays each success its own transaction, landed, and records one grant per payment, when both sign the same one", async () => {
+      const devnet = await sharedDevnet();
+      const gate = await RpcGate.start(devnet.evm.rpcUrl);
+      const faucet = evmKey();
+      await fundEvm(devnet, faucet.address, { eth: 10n ** 19n, usdc: 10_000n * 10n ** 6n });
+      const env = {
+        ...(await evmThroughGate(gate)),
+        SVC_FAUCET_EVM_PRIVATE_KEY: `0x${faucet.privateKey.toString("hex")}`,
+      };
+      const a = await createTestServer({ env });
+      const b = await createTestServer({ env, store: a.storeLocation });
+      // In each round, the first payment broadcast waits at the gate until another is: both instances have then
+      // planned theirs before the node saw either (same nonce), as when two are asked at the same moment.
+      const node = createPublicClient({ transport: http(devnet.evm.rpcUrl) });
+      const rawOf = (body: string) => (JSON.parse(body) as { params: [Hex] }).params[0];
+      let pairing = false;
+      let sameBytes = 0;
+      gate.decide = ({ methods, body }) => {
+        if (!pairing || methods.length !== 1 || methods[0] !== "eth_sendRawTransaction") return "forward";
+        const first = gate.held.shift();
+        if (!first) return "hold";
+        pairing = false;
+        first.release();
+        if (rawOf(first.body) === rawOf(body)) {
+          sameBytes++;
+          return "forward";
+        }
+        // Signed differently (the instances read the fees at different blocks): the second reaches the node
+        // once the first is mined, as one sent a moment later does (not beside it, where a higher fee would
+        // replace it in the pool).
+        const hash = keccak256(rawOf(first.body));
+        void eventually(() => node.request({ method: "eth_getTransactionReceipt", params: [hash] }))
+          .catch(() => undefined)
+          .then(() => gate.held.shift()?.release());
+        return "hold";
+      };
+      try {
+        const owner = await seedAccount(a.api);
+        const created = await a.api.post(
+          "/v1/wallets",
+          { name: "shared faucet", chains: ["base"] },
+          owner.apiKey,
+        );
+        expect(created.status, created.text).toBe(201);
+        const wallet = created.body as { id: string; evm: { address: string } };
+        // Both instances are asked for the same payment at once (same wallet, token and amount), until they
+        // have signed it alike three times (they sign it differently when each read the fees at another block).
+        const answers = [];
+        for (let round = 0; sameBytes < 3 && round < 30; round++) {
+          pairing = true;
+          answers.push(
+            ...(await Promise.all(
+              [a, b].map((server) =>
+                server.api.post(
+                  `/v1/wallets/${wallet.id}/faucet`,
+                  { chain: "base", token: "USDC", amount: "1" },
+                  owner.apiKey,
+                ),
+              ),
+            )),
+          );
+        }
+        expect(sameBytes, "rounds in which both instances broadcast the same transaction").toBe(3);
+        const grants = await selectRows<{ tx_hash: string | null }>(
+          a.service.store.db,
+          sql`SELECT tx_hash FROM faucet_grants`,
+        );
+        const { base } = await devnetClients(devnet);
+        const received = await base.getBalance(wallet.evm.address, findToken(base, "USDC"));
+        const paid = answers.filter((answer) => answer.status === 201);
+        expect({
+          answers: answers.map((answer) => answer.status),
+          received: received / 10n ** 6n,
+          transactionsAnswered: new Set(paid.map((answer) => answer.body.txHash)).size,
+          grants: grants.length,
+          transactionsGranted: new Set(grants.map((grant) => grant.tx_hash)).size,
+        }).toEqual({
+          answers: answers.map(() => 201),
+          received: BigInt(answers.length),
+          transactionsAnswered: answers.length,
+          grants: answers.length,
+          transactionsGranted: answers.length,
+        });
+      } finally {
+        await b.close();
+        await a.close();
+        await gate.close();
+      }
+    });
+  },
+);

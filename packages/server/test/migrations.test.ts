@@ -280,3 +280,52 @@ describe("0010: Idempotency-Keys stored before their namespaces could not be for
     }
   });
 });
+
+describe("0017: faucet grants that recorded one transaction between them", () => {
+  it(`are reduced to the earliest, and no later grant can record it again (${STORE_KIND})`, async () => {
+    const at = migrationFiles.findIndex((file) => file.startsWith("0017_"));
+    expect(at).toBeGreaterThan(0);
+    const old = await storeAtMigration(at);
+    const walletId = "wal_faucetgrants0000000001";
+    await old.exec(
+      "INSERT INTO accounts (id, email, password_hash) VALUES ('usr_faucet', 'f@example.com', 'x')",
+    );
+    await old.exec(
+      `INSERT INTO wallets (id, account_id, name, chains, evm_address, wrapped_data_key)
+       VALUES ($1, 'usr_faucet', 'faucet', '["base","solana"]', '0x3333333333333333333333333333333333333333', '\\x00')`,
+      [walletId],
+    );
+    const [shared, own] = [`0x${"a".repeat(64)}`, `0x${"b".repeat(64)}`];
+    // Two requests answered with one payment (the second recorded later), a payment of its own, the same hash
+    // on another chain, and two grants whose payment was not yet signed.
+    await old.exec(
+      `INSERT INTO faucet_grants (id, wallet_id, chain, token, amount_atomic, tx_hash, created_at) VALUES
+         ('grant-first', $1, 'base', 'USDC', 1000000, $2, now() - interval '2 minutes'),
+         ('grant-second', $1, 'base', 'USDC', 1000000, $2, now() - interval '1 minute'),
+         ('grant-own', $1, 'base', 'USDC', 1000000, $3, now()),
+         ('grant-elsewhere', $1, 'solana', 'USDC', 1000000, $2, now()),
+         ('grant-unsigned-1', $1, 'base', 'USDC', 1000000, NULL, now()),
+         ('grant-unsigned-2', $1, 'base', 'USDC', 1000000, NULL, now())`,
+      [walletId, shared, own],
+    );
+    await old.close();
+
+    const server = await createTestServer({ store: old.location });
+    try {
+      const db = server.service.store.db;
+      const grants = await selectRows<{ id: string }>(db, sql`SELECT id FROM faucet_grants ORDER BY id`);
+      expect(grants.map((grant) => grant.id)).toEqual([
+        "grant-elsewhere",
+        "grant-first",
+        "grant-own",
+        "grant-unsigned-1",
+        "grant-unsigned-2",
+      ]);
+      await expect(
+        db.execute(sql`UPDATE faucet_grants SET tx_hash = ${own} WHERE id = 'grant-unsigned-1'`),
+      ).rejects.toMatchObject({ cause: { code: "23505", constraint: "faucet_grants_tx_hash_key" } });
+    } finally {
+      await server.close();
+    }
+  });
+});

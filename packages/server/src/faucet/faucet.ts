@@ -14,7 +14,7 @@ import { evmAddressOf } from "../chains/evm-keys.ts";
 import type { ChainRegistry } from "../chains/registry.ts";
 import type { ChainClient, IncomingTransfer, SignedTransfer, TokenInfo } from "../chains/types.ts";
 import { faucetGrants, wallets } from "../internal/db/schema.ts";
-import type { Db } from "../internal/db/store.ts";
+import { type Db, withDomainErrors } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 import { formatUnits, parseUnitsStrict } from "../internal/money.ts";
 import { recordIncoming } from "../receives/watcher.ts";
@@ -60,8 +60,16 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 const CONFIRMATION_TIMEOUT_MS = 60_000;
 const CONFIRMATION_POLL_MS = 50;
 const DROPPED_POLL_MS = 500;
-/** Attempts when a payment's EVM nonce is taken by another sender of the same key (another instance). */
+/**
+ * Attempts when a payment's EVM nonce is taken by another sender of the same key (another instance), or its
+ * transaction is one another grant has claimed.
+ */
 const NONCE_ATTEMPTS = 3;
+
+/** The transaction just signed is already another grant's: that grant's instance signed the same one. */
+class ClaimedByAnotherGrant extends Error {
+  override name = "ClaimedByAnotherGrant";
+}
 
 /**
  * Test coins on local and test networks: pays a wallet from the faucet account on chain, within a cap per
@@ -71,6 +79,13 @@ const NONCE_ATTEMPTS = 3;
  * The cap is enforced atomically (the wallet row is locked while the window is summed and the grant
  * inserted), so concurrent requests never pass it. Payments from one account on one chain are signed and
  * broadcast one at a time within the process (EVM nonces); confirmations are awaited concurrently.
+ *
+ * Each grant claims its payment's transaction in the store before it is broadcast, and no two grants can
+ * claim one: instances sharing the store and the faucet key, asked for the same payment at once, sign the
+ * same bytes (same nonce, fees and calldata; a Solana transfer with the same blockhash), which the chain
+ * takes once; so does one instance paying the same again when its node, behind a load balancer, plans the
+ * second payment a block behind (at the first one's nonce). The grant that claims it second pays with a
+ * transaction of its own.
  *
  * @example
  * const row = await faucet.pay(accountId, walletId, { chain: "base", token: "USDC", amount: "25" });
@@ -121,7 +136,7 @@ export class Faucet {
     });
     let signed: SignedTransfer;
     try {
-      signed = await chainCall(request.chain, () => this.#send(client, account, to, token, amount));
+      signed = await chainCall(request.chain, () => this.#send(client, account, grantId, to, token, amount));
     } catch (error) {
       await db.delete(faucetGrants).where(eq(faucetGrants.id, grantId));
       // The node refused the payment, or its nonce was still taken after every attempt: nothing was paid.
@@ -129,7 +144,6 @@ export class Faucet {
         throw errors.broadcastRejected(request.chain, error.shortMessage, error);
       throw error;
     }
-    await db.update(faucetGrants).set({ txHash: signed.txHash }).where(eq(faucetGrants.id, grantId));
     const deadline = Date.now() + CONFIRMATION_TIMEOUT_MS;
     await chainCall(request.chain, () => this.#confirmed(client, signed, account, grantId, deadline));
     const transfer = await chainCall(request.chain, () => paidTransfer(client, signed.txHash, to, deadline));
@@ -218,10 +232,14 @@ export class Faucet {
     return id;
   }
 
-  /** Signs and broadcasts the payment, one at a time per chain (nonces); retries a nonce taken elsewhere. */
+  /**
+   * Signs the payment, claims its transaction for the grant and broadcasts it, one at a time per chain
+   * (nonces); retries a nonce taken elsewhere, and a transaction another grant claimed first.
+   */
   #send(
     client: ChainClient,
     account: FaucetAccount,
+    grantId: string,
     to: string,
     token: TokenInfo,
     amount: bigint,
@@ -230,13 +248,40 @@ export class Faucet {
     return this.#serialised(chain, async () => {
       await this.#prepare(chain, account);
       const from = await faucetAddress(client, account);
+      // EVM: the lowest nonce this payment may take, past one another grant's identical transaction holds.
+      let nonceFrom = 0;
       for (let attempt = 1; ; attempt++) {
         // Planned (the network part) outside any database transaction, like every transfer; SOL too little
         // for a new account is refused here as a send refuses it, not by the chain.
         const input = { from, to, token, amount };
         const planned = await client.planTransferWithBalances(input);
         checkRentExemption(client, input, planned);
-        const signed = await client.signTransfer(planned.plan, account.privateKey);
+        const pending = planned.plan.evm?.pendingNonce;
+        const signed = await client.signTransfer(
+          planned.plan,
+          account.privateKey,
+          pending === undefined ? undefined : Math.max(pending, nonceFrom),
+        );
+        try {
+          await this.#claim(grantId, chain, signed.txHash);
+        } catch (error) {
+          if (!(error instanceof ClaimedByAnotherGrant)) throw error;
+          // Its nonce is held by that grant's transaction (Solana: signed alike again on every attempt, by
+          // instances whose compute-unit limits met each time): refused as a nonce still taken is.
+          if (attempt >= NONCE_ATTEMPTS)
+            throw new NonceTakenError({ chain, method: sendMethodOf(client), ...nonceOf(signed) }, error);
+          this.#deps.log.info({ chain }, "faucet payment signed alike for another grant; re-signing");
+          if (signed.nonce !== undefined) {
+            // That grant's instance broadcasts the same bytes (the node takes them once): sent from here too,
+            // its nonce is used before this payment is planned again, whatever became of that instance.
+            await broadcastTransfer(client, signed).catch((failed: unknown) => {
+              if (!(failed instanceof NonceTakenError)) throw failed;
+            });
+            nonceFrom = signed.nonce + 1;
+          }
+          // Solana: signed again, the transfer differs (its compute-unit limit, see SolanaChain).
+          continue;
+        }
         try {
           await broadcastTransfer(client, signed);
           return signed;
@@ -248,6 +293,17 @@ export class Faucet {
         }
       }
     });
+  }
+
+  /** Records the transaction as the grant's payment; {@link ClaimedByAnotherGrant} when one already is. */
+  async #claim(grantId: string, chain: string, txHash: string): Promise<void> {
+    await withDomainErrors(
+      () => this.#deps.db.update(faucetGrants).set({ txHash }).where(eq(faucetGrants.id, grantId)),
+      {
+        faucet_grants_tx_hash_key: () =>
+          new ClaimedByAnotherGrant(`faucet payment ${txHash} on ${chain} is another grant's`),
+      },
+    );
   }
 
   /**
@@ -327,6 +383,16 @@ async function paidTransfer(
     if (Date.now() > deadline) throw errors.chainUnavailable(client.config.name);
     await sleep(CONFIRMATION_POLL_MS);
   }
+}
+
+/** The JSON-RPC method that broadcasts a transaction on the client's chain. */
+function sendMethodOf(client: ChainClient): string {
+  return client.config.kind === "evm" ? "eth_sendRawTransaction" : "sendTransaction";
+}
+
+/** The transaction's EVM nonce, as a chain error's details hold it (none on Solana). */
+function nonceOf(signed: SignedTransfer): { nonce?: number } {
+  return signed.nonce === undefined ? {} : { nonce: signed.nonce };
 }
 
 /** The faucet account's address on a chain, derived as the chain derives a signer's. */
