@@ -1,3 +1,4 @@
+import { request as httpRequest } from "node:http";
 import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestServer, seedAccount, type TestServer } from "./support/test-server.ts";
@@ -145,6 +146,27 @@ describe("operability", () => {
     expect(shown).toEqual((await server.api.get("/v1/openapi.json")).body);
   });
 
+  it("answers a path out of the docs' files, sent as it is, the API's 404, and logs no error (it was a 500, logged as an error)", async () => {
+    // A browser or fetch would resolve `..` and `.` before sending: a plain HTTP request sends them.
+    for (const path of [
+      "/docs/static/../../package.json",
+      "/docs/static/%2e%2e/%2e%2e/%2e%2e/package.json",
+      "/docs/static//etc/passwd",
+      "/docs/static/./index.css",
+    ]) {
+      const response = await getAsSent(server.url, path);
+      expect(response.status, path).toBe(404);
+      expect(JSON.parse(response.body).error, path).toMatchObject({
+        code: "NotFound",
+        reason: "route_not_found",
+      });
+      const logged = server.logs.lines
+        .map((line) => JSON.parse(line) as { level: number; requestId?: string })
+        .filter((line) => line.requestId === response.requestId && line.level >= 50);
+      expect(logged, path).toEqual([]);
+    }
+  });
+
   it("logs JSON lines with the request id and never a password, API key or token", async () => {
     const account = await seedAccount(server.api);
     const wallet = await server.api.post("/v1/wallets", { name: "logged", chains: ["base"] }, account.apiKey);
@@ -198,6 +220,30 @@ function canonical(value: unknown): string {
 }
 
 /** A Content-Security-Policy that lets the page load from the service only (and inline data images). */
+/** A GET of `path` exactly as written: no `..` or `.` segment resolved, no `//` joined. */
+function getAsSent(
+  baseUrl: string,
+  path: string,
+): Promise<{ status: number; requestId: string; body: string }> {
+  const { hostname, port } = new URL(baseUrl);
+  return new Promise((resolve, reject) => {
+    httpRequest({ host: hostname, port, path, method: "GET" }, (response) => {
+      let body = "";
+      response.setEncoding("utf8");
+      response.on("data", (chunk: string) => (body += chunk));
+      response.on("end", () =>
+        resolve({
+          status: response.statusCode ?? 0,
+          requestId: String(response.headers["x-request-id"]),
+          body,
+        }),
+      );
+    })
+      .on("error", reject)
+      .end();
+  });
+}
+
 function expectOnlySelf(header: string | null, where: string): void {
   expect(header, where).toBeTruthy();
   const directives = Object.fromEntries(

@@ -78,6 +78,11 @@ function toAppError(error: unknown, request: FastifyRequest): AppError {
     case "FST_ERR_VALIDATION":
       return errors.invalidBody(fastifyError.message ?? "Invalid request");
   }
+  // A static file route (the docs' assets) refuses a path out of its directory, or not in its one spelling
+  // (`..`, `//`, `.` segments sent as they are): that is no file it serves, as a name out of the console's
+  // build is not (a 403 Forbidden had no case here and was a 500, logged as an error, for anyone).
+  if (fastifyError.code === "FST_STATIC_FORBIDDEN_PATH")
+    return errors.routeNotFound(request.method, request.url);
   // The static files' sender answers an unmet Range or precondition with an error of that status.
   if (fastifyError.statusCode === 412 || fastifyError.statusCode === 416) {
     return errors.fileConditionUnmet(fastifyError.statusCode);
