@@ -6,6 +6,7 @@ import { z } from "zod";
 import { registerConsole } from "./http/console.ts";
 import {
   answerClientError,
+  apiAnswerHeaders,
   BODY_LIMIT_BYTES,
   installErrorHandling,
   renderFrameworkError,
@@ -58,6 +59,7 @@ export async function createApp(
   );
   app.addHook("onRequest", async (request, reply) => {
     reply.header("x-request-id", request.id);
+    apiAnswerHeaders(reply);
   });
   app.addHook("onRoute", (route) => {
     // Public routes carry no security requirement in the OpenAPI document.

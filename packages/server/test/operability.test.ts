@@ -146,6 +146,38 @@ describe("operability", () => {
     expect(shown).toEqual((await server.api.get("/v1/openapi.json")).body);
   });
 
+  it("has no cache keep an answer, one with a secret shown once above all, nor a browser read one as another type", async () => {
+    const account = await seedAccount(server.api);
+    const token = account.accessToken;
+    const endpoint = await server.api.post(
+      "/v1/webhook-endpoints",
+      { url: "http://127.0.0.1:9/hook" },
+      token,
+    );
+    const answers = {
+      "login (access token)": await server.api.post("/v1/auth/login", {
+        email: account.email,
+        password: account.password,
+      }),
+      "new API key": await server.api.post("/v1/api-keys", { name: "kept?", role: "read" }, token),
+      "new webhook endpoint (secret)": endpoint,
+      "new webhook secret": await server.api.post(
+        `/v1/webhook-endpoints/${endpoint.body.id}/rotate-secret`,
+        undefined,
+        token,
+      ),
+      "wallet list": await server.api.get("/v1/wallets", token),
+      "refusal without a credential": await server.api.get("/v1/wallets"),
+      "unknown route": await server.api.get("/v1/nope"),
+    };
+    for (const [what, answer] of Object.entries(answers)) {
+      expect(answer.status, what).toBeLessThan(500);
+      expect(answer.headers.get("cache-control"), what).toBe("no-store");
+      expect(answer.headers.get("x-content-type-options"), what).toBe("nosniff");
+    }
+    expect(answers["new webhook secret"].body.secret).toMatch(/^whsec_/);
+  });
+
   it("answers a path out of the docs' files, sent as it is, the API's 404, and logs no error (it was a 500, logged as an error)", async () => {
     // A browser or fetch would resolve `..` and `.` before sending: a plain HTTP request sends them.
     for (const path of [

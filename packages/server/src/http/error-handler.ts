@@ -17,6 +17,16 @@ export interface ErrorBody {
   };
 }
 
+/**
+ * The headers of every answer of the service (the console's and the docs' files set their own caching over
+ * them): no cache, the browser's or one between, keeps an answer. Answers are one credential's, of the
+ * moment, and some carry a secret shown once (a login's access token, a new API key, a webhook endpoint's
+ * signing secret). Nothing is read as another type than the one declared.
+ */
+export function apiAnswerHeaders(reply: FastifyReply): FastifyReply {
+  return reply.header("cache-control", "no-store").header("x-content-type-options", "nosniff");
+}
+
 function errorBody(error: AppError, requestId: string): ErrorBody {
   return {
     error: {
@@ -32,7 +42,7 @@ function errorBody(error: AppError, requestId: string): ErrorBody {
 function render(request: FastifyRequest, reply: FastifyReply, error: AppError): FastifyReply {
   const body = errorBody(error, request.id);
   // Set here as well as in onRequest: errors raised by the router arrive before any hook has run.
-  reply.header("x-request-id", request.id);
+  apiAnswerHeaders(reply.header("x-request-id", request.id));
   if (error.status === 429) {
     const seconds = Number(error.details?.retryAfterSeconds ?? 1);
     reply.header("retry-after", String(seconds));
@@ -128,6 +138,7 @@ export function answerClientError(error: Error & { code?: string }, socket: Sock
         "Content-Type: application/json; charset=utf-8\r\n" +
         `Content-Length: ${Buffer.byteLength(body)}\r\n` +
         `x-request-id: ${requestId}\r\n` +
+        "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n" +
         "Connection: close\r\n\r\n" +
         body,
     );
