@@ -129,6 +129,9 @@ export async function registerDocsRoutes(app: App): Promise<void> {
     routePrefix: DOCS_PREFIX,
     staticCSP: DOCS_CSP,
     theme: { title: "Svc wallet service API" },
-    uiConfig: { docExpansion: "list", defaultModelsExpandDepth: 1, deepLinking: true },
+    // The layout without Swagger's top bar: its logo is an SVG with an inline <style>, which the CSP
+    // refuses (an error in the browser's console on every visit), and its box loads a document from any URL
+    // typed in; the page documents this service alone.
+    uiConfig: { docExpansion: "list", defaultModelsExpandDepth: 1, deepLinking: true, layout: "BaseLayout" },
   });
 }
