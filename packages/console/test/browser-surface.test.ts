@@ -1,13 +1,24 @@
 /**
- * The browser side as someone hostile meets it, in a real browser: the API's documentation page at /docs
- * renders under its Content-Security-Policy without a violation.
+ * The browser side as someone hostile meets it, in a real browser: what others write into the console
+ * (wallet and key names, a webhook endpoint's URL and description, set through the API by anyone holding an
+ * admin credential of the account: an agent's key, a script) is shown as text on every page that shows it,
+ * no markup made of it, no script run, no link out of the console; and the API's documentation page at
+ * /docs renders under its Content-Security-Policy without a violation.
  */
+import { randomBytes } from "node:crypto";
+import { fundEvm } from "@svc/devnet";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestServer, type TestServer } from "../../server/test/support/test-server.ts";
-import { type ConsoleUser, openUser } from "./support/browser.ts";
+import { createTestServer, sharedDevnet, type TestServer } from "../../server/test/support/test-server.ts";
+import { type ConsoleUser, openUser, registerThroughConsole } from "./support/browser.ts";
 
 let server: TestServer;
 let owner: ConsoleUser;
+const email = `hostile-${randomBytes(4).toString("hex")}@example.com`;
+const password = "correct-horse-battery-staple";
+
+/** Markup that, were it ever parsed as HTML, would set `window.ran`. */
+const MARKUP = `<img src=x onerror="window.ran='img'"><script>window.ran='script'</script>`;
+const SCRIPT_URL = "javascript:window.ran='link'";
 
 beforeAll(async () => {
   server = await createTestServer();
@@ -18,7 +29,76 @@ afterAll(async () => {
   await server?.close();
 });
 
+/** What on the page could run or lead elsewhere: markup made of the strings, and every link's target. */
+async function inertness() {
+  return owner.page.evaluate(() => ({
+    ran: (window as { ran?: string }).ran,
+    made: document.querySelectorAll("#root img, #root script, #root iframe, #root object").length,
+    links: [...document.querySelectorAll("#root a")]
+      .map((a) => a.getAttribute("href") ?? "")
+      .filter((href) => !href.startsWith("#/")),
+  }));
+}
+
 describe("the browser side", () => {
+  it("shows names, URLs and descriptions set through the API as text on every page: nothing runs, no link leaves", async () => {
+    const { page } = owner;
+    const dialogs: string[] = [];
+    page.on("dialog", (dialog) => {
+      dialogs.push(dialog.message());
+      void dialog.dismiss();
+    });
+    await registerThroughConsole(owner, email, password);
+    const token = (await server.api.post("/v1/auth/login", { email, password })).body.accessToken as string;
+
+    // A wallet named with markup holds a spend for approval; another, named like a script link, is archived.
+    const wallet = await server.api.post(
+      "/v1/wallets",
+      { name: MARKUP, chains: ["base"], policy: { approvalAbove: "1" } },
+      token,
+    );
+    expect(wallet.status, wallet.text).toBe(201);
+    await fundEvm(await sharedDevnet(), wallet.body.evm.address, { eth: 10n ** 18n, usdc: 100n * 10n ** 6n });
+    const held = await server.api.post(
+      `/v1/wallets/${wallet.body.id}/send`,
+      { to: "0x000000000000000000000000000000000000dEaD", amount: "5", token: "USDC", chain: "base" },
+      token,
+    );
+    expect(held.body.status, held.text).toBe("pending_approval");
+    const archived = await server.api.post("/v1/wallets", { name: SCRIPT_URL, chains: ["base"] }, token);
+    expect((await server.api.delete(`/v1/wallets/${archived.body.id}`, token)).status).toBeLessThan(300);
+    expect((await server.api.post("/v1/api-keys", { name: MARKUP, role: "read" }, token)).status).toBe(201);
+    const endpoint = await server.api.post(
+      "/v1/webhook-endpoints",
+      { url: `http://127.0.0.1:9/"><img src=x onerror="window.ran='url'">`, description: MARKUP },
+      token,
+    );
+    expect(endpoint.status, endpoint.text).toBe(201);
+
+    for (const [view, shown] of [
+      ["/wallets", MARKUP],
+      [`/wallets/${wallet.body.id}`, MARKUP],
+      ["/approvals", MARKUP],
+      ["/api-keys", MARKUP],
+      ["/webhooks", MARKUP],
+      ["/events", `key “${MARKUP}” created`],
+      ["/events", `wallet “${SCRIPT_URL}” archived`],
+    ] as const) {
+      // Loaded afresh: a view already open would show what it read before.
+      await page.goto(`/#${view}`);
+      await page.reload();
+      await page.getByText(shown, { exact: false }).first().waitFor();
+      expect(await inertness(), view).toEqual({ ran: undefined, made: 0, links: [] });
+    }
+    await page.goto("/#/webhooks");
+    await page.getByRole("listitem", { name: endpoint.body.url }).waitFor();
+    expect(endpoint.body.url).not.toContain("<img");
+    expect(await inertness()).toEqual({ ran: undefined, made: 0, links: [] });
+    expect(dialogs).toEqual([]);
+    expect(owner.errors.join("\n")).toBe("");
+    await owner.screenshot("browser-hostile-webhooks");
+  });
+
   it("renders the API's documentation at /docs without a Content-Security-Policy violation", async () => {
     const { page } = owner;
     owner.errors.length = 0;
