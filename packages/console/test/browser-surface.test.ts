@@ -2,10 +2,13 @@
  * The browser side as someone hostile meets it, in a real browser: what others write into the console
  * (wallet and key names, a webhook endpoint's URL and description, set through the API by anyone holding an
  * admin credential of the account: an agent's key, a script) is shown as text on every page that shows it,
- * no markup made of it, no script run, no link out of the console; and the API's documentation page at
- * /docs renders under its Content-Security-Policy without a violation.
+ * no markup made of it, no script run, no link out of the console; a page of another origin can neither
+ * frame the console nor read the API with the owner's token; and the API's documentation page at /docs
+ * renders under its Content-Security-Policy without a violation.
  */
 import { randomBytes } from "node:crypto";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { fundEvm } from "@svc/devnet";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestServer, sharedDevnet, type TestServer } from "../../server/test/support/test-server.ts";
@@ -97,6 +100,44 @@ describe("the browser side", () => {
     expect(dialogs).toEqual([]);
     expect(owner.errors.join("\n")).toBe("");
     await owner.screenshot("browser-hostile-webhooks");
+  });
+
+  it("lets a page of another origin neither frame the console (to steer a click on Approve or Revoke) nor read the API with the owner's token", async () => {
+    const { page } = owner;
+    const token = (await server.api.post("/v1/auth/login", { email, password })).body.accessToken as string;
+    const console = `${server.url}/#/approvals`;
+    // Another origin: another port.
+    const other = createServer((_request, response) => {
+      response.setHeader("content-type", "text/html; charset=utf-8");
+      response.end(`<!doctype html><title>elsewhere</title><iframe src="${console}"></iframe>`);
+    });
+    await new Promise<void>((resolve) => other.listen(0, "127.0.0.1", resolve));
+    try {
+      const { port } = other.address() as AddressInfo;
+      await page.goto(`http://127.0.0.1:${port}/`);
+      const framed = page.frames().filter((frame) => frame !== page.mainFrame());
+      expect(framed.length).toBe(1);
+      // Refused by the console's frame-ancestors 'none': the frame holds the browser's error page.
+      expect(framed[0]?.url()).not.toContain(server.url);
+      expect(owner.errors.join("\n")).toMatch(/frame-ancestors 'none'/);
+      owner.errors.length = 0;
+      const answer = await page.evaluate(
+        async ([url, bearer]) => {
+          try {
+            const response = await fetch(url as string, { headers: { authorization: `Bearer ${bearer}` } });
+            return `read: ${response.status} ${await response.text()}`;
+          } catch {
+            return "refused";
+          }
+        },
+        [`${server.url}/v1/wallets`, token],
+      );
+      // No CORS answer lets the browser send the token from here, let alone hand back the answer.
+      expect(answer).toBe("refused");
+    } finally {
+      await new Promise((resolve) => other.close(resolve));
+      owner.errors.length = 0;
+    }
   });
 
   it("renders the API's documentation at /docs without a Content-Security-Policy violation", async () => {

@@ -16,6 +16,13 @@ import { type Browser, type Page, chromium as playwright } from "playwright-core
 export const SCREENSHOT_DIR =
   process.env.SVC_SCREENSHOT_DIR ?? fileURLToPath(new URL("../../test-results/screenshots", import.meta.url));
 
+/**
+ * Flags among `@sparticuz/chromium`'s own that turn off what the console's tests check: with
+ * `--disable-web-security` the same-origin policy is off (a page of another origin read the API's answers,
+ * CORS or not), and mixed content is let through.
+ */
+const WEAKENED_SECURITY = new Set(["--disable-web-security", "--allow-running-insecure-content"]);
+
 async function launch(): Promise<Browser> {
   const configured = process.env.CHROMIUM_PATH;
   if (configured) return playwright.launch({ executablePath: configured, headless: true });
@@ -26,7 +33,7 @@ async function launch(): Promise<Browser> {
   }
   return playwright.launch({
     executablePath: await chromium.executablePath(),
-    args: chromium.args,
+    args: chromium.args.filter((arg) => !WEAKENED_SECURITY.has(arg)),
     headless: true,
   });
 }
