@@ -1,6 +1,6 @@
 /**
  * API keys at the console: an agent key bound to one chosen wallet is shown once, works for that wallet
- * only, is nowhere on the page after a reload, and stops working when revoked.
+ * only, is nowhere on the page once copied nor after a reload, and stops working when revoked.
  */
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -43,6 +43,11 @@ describe("API keys at the console", () => {
     await page.getByRole("button", { name: "Copy key" }).click();
     await page.getByRole("button", { name: "Copied" }).waitFor();
     expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(key);
+    // Copied, it leaves the page at once: not in the document, its address or its title.
+    await page.getByRole("button", { name: "I have copied it" }).click();
+    await page.getByRole("heading", { name: "Key “shopping agent” created" }).waitFor({ state: "detached" });
+    expect(await page.content()).not.toContain(key);
+    expect(`${page.url()} ${await page.title()}`).not.toContain(key);
     const row = page.getByRole("table", { name: "API keys" }).getByRole("row", { name: /shopping agent/ });
     expect(await row.textContent()).toMatch(/agent.*shopping.*never/);
     await owner.screenshot("keys-1-created");
