@@ -178,6 +178,17 @@ describe("operability", () => {
     expect(answers["new webhook secret"].body.secret).toMatch(/^whsec_/);
   });
 
+  it("sends /docs/static/index.html, with a query or without, to the docs page (with one, it redirected to itself for good)", async () => {
+    for (const path of ["/docs/static/index.html", "/docs/static/index.html?url=/v1/openapi.json"]) {
+      const response = await fetch(`${server.url}${path}`, { redirect: "manual" });
+      expect(response.status, path).toBe(302);
+      expect(response.headers.get("location"), path).toBe("/docs/");
+    }
+    const followed = await fetch(`${server.url}/docs/static/index.html?a=1`);
+    expect(followed.status).toBe(200);
+    expect(await followed.text()).toContain("swagger-initializer.js");
+  });
+
   it("answers a path out of the docs' files, sent as it is, the API's 404, and logs no error (it was a 500, logged as an error)", async () => {
     // A browser or fetch would resolve `..` and `.` before sending: a plain HTTP request sends them.
     for (const path of [

@@ -129,6 +129,14 @@ export async function registerDocsRoutes(app: App): Promise<void> {
     routePrefix: DOCS_PREFIX,
     staticCSP: DOCS_CSP,
     theme: { title: "Svc wallet service API" },
+    uiHooks: {
+      // Swagger UI's /static/index.html sends the browser to the page by replacing the end of its own URL:
+      // with a query after it, nothing matched and it sent the browser to itself, until the browser gave up.
+      onRequest: async (request, reply) => {
+        if (request.routeOptions.url === `${DOCS_PREFIX}/static/index.html`)
+          return reply.redirect(`${DOCS_PREFIX}/`);
+      },
+    },
     // The layout without Swagger's top bar: its logo is an SVG with an inline <style>, which the CSP
     // refuses (an error in the browser's console on every visit), and its box loads a document from any URL
     // typed in; the page documents this service alone.
