@@ -1,6 +1,7 @@
 /**
  * The console in a real browser against a started service: registering, the session across a reload,
- * logging out, a wrong password's error, and logging in while someone else guesses at the email.
+ * logging out (a duplicated tab on the same session ends at its next read), a wrong password's error, and
+ * logging in while someone else guesses at the email.
  */
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -61,6 +62,35 @@ describe("the session", () => {
     expect(await alert.textContent()).toMatch(/Request id req_/);
     await user.screenshot("session-wrong-password");
     // The right password gets in.
+    await page.getByLabel("Password").fill(password);
+    await page.getByRole("button", { name: "Log in" }).last().click();
+    await page.getByRole("heading", { name: "Wallets" }).waitFor();
+  });
+
+  it("sends a tab left open on the same session (a duplicated tab) to the login page at its next read once the owner logged out in another", async () => {
+    const { page } = user;
+    await page.getByRole("heading", { name: "Wallets" }).waitFor();
+    const session = await page.evaluate(() => sessionStorage.getItem("svc.console.session"));
+    expect(session).toContain("accessToken");
+    // A duplicated tab starts with a copy of its tab's sessionStorage.
+    const stale = await page.context().newPage();
+    try {
+      await stale.addInitScript((copied) => {
+        if (!sessionStorage.getItem("svc.console.session"))
+          sessionStorage.setItem("svc.console.session", copied);
+      }, session as string);
+      await stale.goto("/#/approvals");
+      await stale.getByText("Nothing waiting for you.").waitFor();
+      await page.getByRole("button", { name: "Log out" }).click();
+      await page.getByLabel("Email").waitFor();
+      // The queue reads itself again within seconds: refused, the tab ends its session and shows why.
+      await stale.getByText("Your session has ended. Log in again.").waitFor({ timeout: 15_000 });
+      expect(await stale.getByRole("heading", { name: "Approvals" }).count()).toBe(0);
+      expect(await stale.evaluate(() => sessionStorage.getItem("svc.console.session"))).toBeNull();
+    } finally {
+      await stale.close();
+    }
+    await page.getByLabel("Email").fill(email);
     await page.getByLabel("Password").fill(password);
     await page.getByRole("button", { name: "Log in" }).last().click();
     await page.getByRole("heading", { name: "Wallets" }).waitFor();
