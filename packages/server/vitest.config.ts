@@ -1,7 +1,10 @@
+import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 import { ciReport, serviceTestSetup } from "../../vitest.shared.ts";
 
 export default defineConfig({
+  // As in tsconfig.json (and as `npm start` runs): the SDK's sources, which `/mcp` loads, so no build is needed.
+  resolve: { alias: { "@svc/sdk": fileURLToPath(new URL("../sdk/src/index.ts", import.meta.url)) } },
   test: {
     ...ciReport("server"),
     include: ["src/**/*.test.ts", "test/**/*.test.ts"],

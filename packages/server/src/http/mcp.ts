@@ -23,17 +23,28 @@ function ownBaseUrl(app: App): string {
 
 /**
  * Registers `GET|POST|DELETE /mcp`; the handler's sessions end when the service closes. Its calls to `/v1`
- * are the service's own, made for the `/mcp` request's client: they count for that client's address.
+ * are the service's own, made for the `/mcp` request's client: they count for that client's address. `load`
+ * imports the MCP package (on the first request); if it fails, that request is a 500 and the next tries again.
  */
-export async function registerMcp(app: App, services: Services, ownRequests: OwnRequests): Promise<void> {
+export async function registerMcp(
+  app: App,
+  services: Pick<Services, "config">,
+  ownRequests: OwnRequests,
+  load: () => Promise<typeof import("@svc/mcp")> = () => import("@svc/mcp"),
+): Promise<void> {
   let handler: Promise<McpHttpHandler> | undefined;
   const mcp = (): Promise<McpHttpHandler> => {
-    handler ??= import("@svc/mcp").then(({ createMcpHttpHandler }) =>
-      createMcpHttpHandler({
-        baseUrl: () => ownBaseUrl(app),
-        confirmAboveUsd: services.config.mcpConfirmAboveUsd,
-        fetch: ownRequests.fetchFor(() => new URL(ownBaseUrl(app)).origin),
-      }),
+    handler ??= load().then(
+      ({ createMcpHttpHandler }) =>
+        createMcpHttpHandler({
+          baseUrl: () => ownBaseUrl(app),
+          confirmAboveUsd: services.config.mcpConfirmAboveUsd,
+          fetch: ownRequests.fetchFor(() => new URL(ownBaseUrl(app)).origin),
+        }),
+      (error: unknown) => {
+        handler = undefined;
+        throw error;
+      },
     );
     return handler;
   };
@@ -53,10 +64,11 @@ export async function registerMcp(app: App, services: Services, ownRequests: Own
       config: { auth: "public" },
       schema: { hide: true },
       handler: async (request, reply) => {
+        // Loaded before the reply is handed over: a failure is answered by the error handler, not left hanging.
+        const endpoint = await mcp();
         // The response is written by the MCP transport: headers set on `reply` would not reach it.
         reply.raw.setHeader("x-request-id", request.id);
         reply.hijack();
-        const endpoint = await mcp();
         await ownRequests.actFor(request.ip, () =>
           endpoint.handle(request.raw, reply.raw, (request.body as string | undefined) ?? ""),
         );
