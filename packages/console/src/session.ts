@@ -1,6 +1,8 @@
 /**
  * The signed-in owner: the login access token (an admin credential for an hour) kept in the tab's
- * sessionStorage, so a reload keeps the session and closing the tab ends it. Beside it, in localStorage,
+ * sessionStorage, so a reload keeps the session and other tabs do not share it. Closing the tab does not
+ * end the token: a browser restores a reopened tab's sessionStorage, and the token lives out its hour;
+ * logging out ends it at the service. Beside it, in localStorage,
  * only each email's login device token (no credential): the service counts this browser's logins by it,
  * so others guessing the owner's password cannot keep the owner out.
  */
