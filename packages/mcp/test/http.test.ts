@@ -3,7 +3,7 @@
  * with the service. An MCP client from `@modelcontextprotocol/sdk` connects with a URL and a key.
  */
 import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
+import { type AddressInfo, connect } from "node:net";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { ServiceErrorBody } from "@svc/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -773,5 +773,46 @@ describe("JSON-RPC ids in a session", () => {
       endpoint.closeAllConnections();
       await new Promise((resolve) => endpoint.close(resolve));
     }
+  });
+});
+
+describe("a request the service's HTTP parser refuses, on a connection whose /mcp stream is open", () => {
+  it("writes no answer into that stream (it would land inside its body): the connection closes", async () => {
+    const initialized = await post({ authorization: `Bearer ${world.agentKey}` });
+    expect(initialized.status).toBe(200);
+    await initialized.text();
+    const session = initialized.headers.get("mcp-session-id") as string;
+    const notified = await post(
+      {
+        authorization: `Bearer ${world.agentKey}`,
+        "mcp-session-id": session,
+        "mcp-protocol-version": "2025-06-18",
+      },
+      { jsonrpc: "2.0", method: "notifications/initialized" },
+    );
+    expect(notified.status).toBe(202);
+    // The session's stream, on a connection of the test's own: its response begins, and stays open.
+    const { hostname, port } = new URL(world.server.url);
+    const socket = connect(Number(port), hostname);
+    socket.setTimeout(15_000, () => socket.destroy());
+    let received = "";
+    const headed = new Promise<void>((resolve) =>
+      socket.on("data", (chunk) => {
+        received += chunk;
+        if (received.includes("\r\n\r\n")) resolve();
+      }),
+    );
+    const closed = new Promise<void>((resolve) => socket.on("close", () => resolve()));
+    socket.write(
+      `GET /mcp HTTP/1.1\r\nHost: svc\r\nAuthorization: Bearer ${world.agentKey}\r\n` +
+        `Accept: text/event-stream\r\nMcp-Session-Id: ${session}\r\nMcp-Protocol-Version: 2025-06-18\r\n\r\n`,
+    );
+    await headed;
+    expect(received).toMatch(/^HTTP\/1\.1 200 /);
+    const head = received;
+    // Then, on the same connection, bytes that are no request.
+    socket.write("GARBAGE\r\n\r\n");
+    await closed;
+    expect(received.slice(head.length)).not.toContain("HTTP/1.1");
   });
 });

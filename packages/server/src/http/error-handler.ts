@@ -119,7 +119,8 @@ export function renderFrameworkError(
 /**
  * Answers what Node's HTTP parser refused before Fastify saw a request (a malformed request line or header,
  * headers over Node's limit, a request not all arrived in time), in the API's error shape with a request id,
- * and closes the connection: the rest of its bytes cannot be trusted to start a request.
+ * and closes the connection: the rest of its bytes cannot be trusted to start a request. Behind a response
+ * already under way on the connection, nothing is written: the connection just closes.
  */
 export function answerClientError(error: Error & { code?: string }, socket: Socket): void {
   // A connection reset left nothing to answer.
@@ -132,7 +133,11 @@ export function answerClientError(error: Error & { code?: string }, socket: Sock
         : errors.malformedRequest();
   const requestId = newId("req");
   const body = JSON.stringify(errorBody(appError, requestId));
-  if (socket.writable) {
+  // A response already under way on this connection (a stream, say /mcp's, and then bytes that are no
+  // request) has begun its body: an answer written now would land inside it. Node answers only when none
+  // has begun (its `_httpMessage`, the response the socket is writing, as Node's own handler reads it).
+  const answering = (socket as Socket & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
+  if (socket.writable && !answering?.headersSent) {
     socket.write(
       `HTTP/1.1 ${appError.status} ${STATUS_CODES[appError.status]}\r\n` +
         "Content-Type: application/json; charset=utf-8\r\n" +
