@@ -578,19 +578,7 @@ describe("JSON-RPC ids in a session", () => {
         body: JSON.stringify(body),
       });
     expect((await post({ jsonrpc: "2.0", method: "notifications/initialized" })).status).toBe(202);
-    return {
-      post,
-      /** The session's own stream (GET), on which the server asks the person to confirm. */
-      listen: async () => {
-        const stream = await fetch(url, {
-          method: "GET",
-          signal: signal(),
-          headers: { accept: "text/event-stream", authorization: `Bearer ${key}`, ...session },
-        });
-        expect(stream.status).toBe(200);
-        return sseMessages(stream);
-      },
-    };
+    return { post };
   }
 
   const toolCall = (id: string | number, name: string, args: Record<string, unknown> = {}) => ({
@@ -612,12 +600,12 @@ describe("JSON-RPC ids in a session", () => {
     const stop = new AbortController();
     try {
       const mine = await rawSession(world.agentKey, stop.signal);
-      const asks = await mine.listen();
-      // A send above the confirmation threshold stays in progress until the person answers.
+      // A send above the confirmation threshold stays in progress until the person answers, asked on the
+      // call's own response.
       const first = await mine.post(toolCall(7, "send", sendOf("6")));
       expect(first.status).toBe(200);
       const firstMessages = sseMessages(first);
-      const ask = (await asks.next()).value as Message;
+      const ask = (await firstMessages.next()).value as Message;
       expect(ask.method).toBe("elicitation/create");
 
       // The same id while it is in progress: a send under the threshold, which would pay at once if it ran.
