@@ -184,7 +184,12 @@ describe("POST /v1/auth/login", () => {
       // Not ids the service makes; a NUL cannot even be stored in a PostgreSQL text column (a 500 before).
       "a sub with a NUL": await sign({ sub: `${userId}\u0000`, jti, iat: now, exp: now + 3600 }),
       "a jti with a NUL": await sign({ sub: userId, jti: "tok\u0000", iat: now, exp: now + 3600 }),
-      "a sub of another kind": await sign({ sub: "wal_0000000000000000000000", jti, iat: now, exp: now + 3600 }),
+      "a sub of another kind": await sign({
+        sub: "wal_0000000000000000000000",
+        jti,
+        iat: now,
+        exp: now + 3600,
+      }),
       "a 5 kB jti": await sign({ sub: userId, jti: "j".repeat(5000), iat: now, exp: now + 3600 }),
     };
     for (const [why, token] of Object.entries(bad)) {
