@@ -266,10 +266,14 @@ export class Faucet {
           await this.#claim(grantId, chain, signed.txHash);
         } catch (error) {
           if (!(error instanceof ClaimedByAnotherGrant)) throw error;
-          // Its nonce is held by that grant's transaction (Solana: signed alike again on every attempt, by
-          // instances whose compute-unit limits met each time): refused as a nonce still taken is.
+          // Signed alike for another grant on every attempt (Solana: instances whose compute-unit limits met
+          // each time): refused as a nonce still taken is, nothing paid.
           if (attempt >= NONCE_ATTEMPTS)
-            throw new NonceTakenError({ chain, method: sendMethodOf(client), ...nonceOf(signed) }, error);
+            throw errors.broadcastRejected(
+              chain,
+              "signed alike for another faucet request on every attempt",
+              error,
+            );
           this.#deps.log.info({ chain }, "faucet payment signed alike for another grant; re-signing");
           if (signed.nonce !== undefined) {
             // That grant's instance broadcasts the same bytes (the node takes them once): sent from here too,
@@ -383,16 +387,6 @@ async function paidTransfer(
     if (Date.now() > deadline) throw errors.chainUnavailable(client.config.name);
     await sleep(CONFIRMATION_POLL_MS);
   }
-}
-
-/** The JSON-RPC method that broadcasts a transaction on the client's chain. */
-function sendMethodOf(client: ChainClient): string {
-  return client.config.kind === "evm" ? "eth_sendRawTransaction" : "sendTransaction";
-}
-
-/** The transaction's EVM nonce, as a chain error's details hold it (none on Solana). */
-function nonceOf(signed: SignedTransfer): { nonce?: number } {
-  return signed.nonce === undefined ? {} : { nonce: signed.nonce };
 }
 
 /** The faucet account's address on a chain, derived as the chain derives a signer's. */
