@@ -24,8 +24,10 @@ export interface ErrorBody {
  * signing secret). Nothing is read as another type than the one declared.
  */
 export function apiAnswerHeaders(reply: FastifyReply): FastifyReply {
-  return reply.header("cache-control", "no-store").header("x-content-type-options", "nosniff");
+  return reply.headers(API_ANSWER_HEADERS);
 }
+
+const API_ANSWER_HEADERS = { "cache-control": "no-store", "x-content-type-options": "nosniff" } as const;
 
 function errorBody(error: AppError, requestId: string): ErrorBody {
   return {
@@ -143,7 +145,9 @@ export function answerClientError(error: Error & { code?: string }, socket: Sock
         "Content-Type: application/json; charset=utf-8\r\n" +
         `Content-Length: ${Buffer.byteLength(body)}\r\n` +
         `x-request-id: ${requestId}\r\n` +
-        "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n" +
+        Object.entries(API_ANSWER_HEADERS)
+          .map(([name, value]) => `${name}: ${value}\r\n`)
+          .join("") +
         "Connection: close\r\n\r\n" +
         body,
     );
