@@ -3,8 +3,9 @@
  * (wallet and key names, a webhook endpoint's URL and description, set through the API by anyone holding an
  * admin credential of the account: an agent's key, a script) is shown as text on every page that shows it,
  * no markup made of it, no script run, no link out of the console; a page of another origin can neither
- * frame the console nor read the API with the owner's token; and the API's documentation page at /docs
- * renders under its Content-Security-Policy without a violation.
+ * frame the console nor read the API with the owner's token, and one whose name is rebound to the service's
+ * address reads nothing; and the API's documentation page at /docs renders under its
+ * Content-Security-Policy without a violation.
  */
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:http";
@@ -12,7 +13,7 @@ import type { AddressInfo } from "node:net";
 import { fundEvm } from "@svc/devnet";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestServer, sharedDevnet, type TestServer } from "../../server/test/support/test-server.ts";
-import { type ConsoleUser, openUser, registerThroughConsole } from "./support/browser.ts";
+import { type ConsoleUser, launch, openUser, registerThroughConsole } from "./support/browser.ts";
 
 let server: TestServer;
 let owner: ConsoleUser;
@@ -137,6 +138,50 @@ describe("the browser side", () => {
     } finally {
       await new Promise((resolve) => other.close(resolve));
       owner.errors.length = 0;
+    }
+  });
+
+  it("lets a page whose name is rebound to the service's address (DNS rebinding) read nothing of it, nor register", async () => {
+    const port = new URL(server.url).port;
+    const origin = `http://rebinder.example:${port}`;
+    // The name resolves to the service's address, as an attacker's DNS answers once the page has loaded.
+    // Chromium's own Local Network Access checks would stop the page's requests; other browsers have none,
+    // so they are off here, and what is tested is the service's own refusal.
+    const browser = await launch([
+      `--host-resolver-rules=MAP rebinder.example 127.0.0.1`,
+      "--disable-features=LocalNetworkAccessChecks,BlockInsecurePrivateNetworkRequests",
+    ]);
+    try {
+      const page = await browser.newPage();
+      // The page itself came from the attacker's server, before the name was rebound.
+      await page.route(`${origin}/`, (route) =>
+        route.fulfill({ contentType: "text/html", body: "<!doctype html><title>rebinder</title>" }),
+      );
+      await page.goto(`${origin}/`);
+      const answers = await page.evaluate(async () => {
+        const register = await fetch("/v1/auth/register", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ email: "rebound@example.com", password: "correct-horse-battery-staple" }),
+        });
+        const health = await fetch("/healthz");
+        return [
+          { status: register.status, body: await register.json() },
+          { status: health.status, body: await health.json() },
+        ];
+      });
+      // Same origin as far as the browser knows, so it hands the answers over: the service gave away nothing.
+      for (const answer of answers) {
+        expect(answer.status).toBe(403);
+        expect(answer.body.error.reason).toBe("host_not_allowed");
+      }
+      const login = await server.api.post("/v1/auth/login", {
+        email: "rebound@example.com",
+        password: "correct-horse-battery-staple",
+      });
+      expect(login.status).toBe(401);
+    } finally {
+      await browser.close();
     }
   });
 

@@ -792,7 +792,7 @@ describe("a request the service's HTTP parser refuses, on a connection whose /mc
     );
     const closed = new Promise<void>((resolve) => socket.on("close", () => resolve()));
     socket.write(
-      `GET /mcp HTTP/1.1\r\nHost: svc\r\nAuthorization: Bearer ${world.agentKey}\r\n` +
+      `GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${world.agentKey}\r\n` +
         `Accept: text/event-stream\r\nMcp-Session-Id: ${session}\r\nMcp-Protocol-Version: 2025-06-18\r\n\r\n`,
     );
     await headed;

@@ -12,6 +12,7 @@ import {
   renderFrameworkError,
 } from "./http/error-handler.ts";
 import { installGuards } from "./http/guards.ts";
+import { installHostCheck } from "./http/host-check.ts";
 import { installIdempotency } from "./http/idempotency.ts";
 import { registerMcp } from "./http/mcp.ts";
 import { installOpenApi, registerDocsRoutes } from "./http/openapi.ts";
@@ -66,6 +67,7 @@ export async function createApp(
     if (route.config?.auth === "public") route.schema = { ...route.schema, security: [] };
   });
   installErrorHandling(app);
+  installHostCheck(app, services.config.allowedHosts);
   const ownRequests = new OwnRequests();
   installGuards(app, services, ownRequests);
   installInputChecks(app);

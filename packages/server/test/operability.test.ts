@@ -1,6 +1,6 @@
-import { request as httpRequest } from "node:http";
 import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { requestAsSent } from "./support/api-client.ts";
 import { createTestServer, seedAccount, type TestServer } from "./support/test-server.ts";
 
 let server: TestServer;
@@ -197,15 +197,15 @@ describe("operability", () => {
       "/docs/static//etc/passwd",
       "/docs/static/./index.css",
     ]) {
-      const response = await getAsSent(server.url, path);
+      const response = await requestAsSent(server.url, { path });
       expect(response.status, path).toBe(404);
-      expect(JSON.parse(response.body).error, path).toMatchObject({
+      expect(JSON.parse(response.text).error, path).toMatchObject({
         code: "NotFound",
         reason: "route_not_found",
       });
       const logged = server.logs.lines
         .map((line) => JSON.parse(line) as { level: number; requestId?: string })
-        .filter((line) => line.requestId === response.requestId && line.level >= 50);
+        .filter((line) => line.requestId === response.headers["x-request-id"] && line.level >= 50);
       expect(logged, path).toEqual([]);
     }
   });
@@ -263,30 +263,6 @@ function canonical(value: unknown): string {
 }
 
 /** A Content-Security-Policy that lets the page load from the service only (and inline data images). */
-/** A GET of `path` exactly as written: no `..` or `.` segment resolved, no `//` joined. */
-function getAsSent(
-  baseUrl: string,
-  path: string,
-): Promise<{ status: number; requestId: string; body: string }> {
-  const { hostname, port } = new URL(baseUrl);
-  return new Promise((resolve, reject) => {
-    httpRequest({ host: hostname, port, path, method: "GET" }, (response) => {
-      let body = "";
-      response.setEncoding("utf8");
-      response.on("data", (chunk: string) => (body += chunk));
-      response.on("end", () =>
-        resolve({
-          status: response.statusCode ?? 0,
-          requestId: String(response.headers["x-request-id"]),
-          body,
-        }),
-      );
-    })
-      .on("error", reject)
-      .end();
-  });
-}
-
 function expectOnlySelf(header: string | null, where: string): void {
   expect(header, where).toBeTruthy();
   const directives = Object.fromEntries(
@@ -316,7 +292,7 @@ describe("a request that never finishes", () => {
       // Without the service's limit nothing would ever close it: the test gives up after 15 s instead.
       socket.setTimeout(15_000, () => socket.destroy());
       socket.write(
-        "POST /v1/auth/login HTTP/1.1\r\nHost: svc\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{",
+        "POST /v1/auth/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{",
       );
       const answered = await new Promise<string>((resolve) => {
         let received = "";
@@ -340,13 +316,13 @@ describe("a request the HTTP parser refuses", () => {
     ["a malformed request line", "GARBAGE\r\n\r\n", 400, "malformed_request"],
     [
       "a header with no colon",
-      "GET /healthz HTTP/1.1\r\nHost: svc\r\nno-colon-here\r\n\r\n",
+      "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nno-colon-here\r\n\r\n",
       400,
       "malformed_request",
     ],
     [
       "20 kB of headers",
-      `GET /healthz HTTP/1.1\r\nHost: svc\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`,
+      `GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`,
       431,
       "headers_too_large",
     ],

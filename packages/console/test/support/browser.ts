@@ -23,9 +23,13 @@ export const SCREENSHOT_DIR =
  */
 const WEAKENED_SECURITY = new Set(["--disable-web-security", "--allow-running-insecure-content"]);
 
-async function launch(): Promise<Browser> {
+/**
+ * A new browser; `args` are further Chromium flags (`--host-resolver-rules=…`, say). Features they turn off
+ * are turned off beside the build's own (Chromium reads only one `--disable-features`).
+ */
+export async function launch(args: string[] = []): Promise<Browser> {
   const configured = process.env.CHROMIUM_PATH;
-  if (configured) return playwright.launch({ executablePath: configured, headless: true });
+  if (configured) return playwright.launch({ executablePath: configured, args, headless: true });
   if (process.platform !== "linux" || process.arch !== "x64") {
     throw new Error(
       "@sparticuz/chromium ships a Linux x64 build only: set CHROMIUM_PATH to a Chromium or Chrome executable",
@@ -33,9 +37,19 @@ async function launch(): Promise<Browser> {
   }
   return playwright.launch({
     executablePath: await chromium.executablePath(),
-    args: chromium.args.filter((arg) => !WEAKENED_SECURITY.has(arg)),
+    args: withFeaturesMerged([...chromium.args.filter((arg) => !WEAKENED_SECURITY.has(arg)), ...args]),
     headless: true,
   });
+}
+
+const DISABLE_FEATURES = "--disable-features=";
+
+function withFeaturesMerged(args: string[]): string[] {
+  const disabled = args
+    .filter((arg) => arg.startsWith(DISABLE_FEATURES))
+    .flatMap((arg) => arg.slice(DISABLE_FEATURES.length).split(","));
+  const rest = args.filter((arg) => !arg.startsWith(DISABLE_FEATURES));
+  return disabled.length > 0 ? [...rest, `${DISABLE_FEATURES}${disabled.join(",")}`] : rest;
 }
 
 /** One person at the console: their own browser, one page, and what the page printed as an error. */

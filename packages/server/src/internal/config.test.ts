@@ -99,6 +99,20 @@ describe("loadConfig", () => {
     }
   });
 
+  it("reads SVC_ALLOWED_HOSTS as host names, or * for any, and refuses anything else", () => {
+    expect(loadConfig({}).allowedHosts).toEqual([]);
+    expect(loadConfig({ SVC_ALLOWED_HOSTS: " Wallet.Example.com,svc.internal " }).allowedHosts).toEqual([
+      "wallet.example.com",
+      "svc.internal",
+    ]);
+    expect(loadConfig({ SVC_ALLOWED_HOSTS: "*" }).allowedHosts).toBe("any");
+    for (const value of ["*.example.com", "example.com:8080", "http://example.com", "a b", "*,example.com"]) {
+      expect(() => loadConfig({ SVC_ALLOWED_HOSTS: value })).toThrow(
+        /SVC_ALLOWED_HOSTS: must be a comma-separated list of hostnames/,
+      );
+    }
+  });
+
   it("stops `npm start` with that one line and exit code 1", async () => {
     const main = fileURLToPath(new URL("../main.ts", import.meta.url));
     const run = promisify(execFile)(process.execPath, ["--import", "tsx", main], {

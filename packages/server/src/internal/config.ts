@@ -74,6 +74,29 @@ const outboundAllow = z.string().transform((value, ctx) => {
   return entries;
 });
 
+/**
+ * The names, besides addresses, `localhost` and `*.localhost`, under which browsers may reach the service: a
+ * comma list of hostnames, or `*` for any (a proxy in front checks them).
+ */
+const allowedHosts = z.string().transform((value, ctx) => {
+  const entries = value
+    .split(",")
+    .map((entry) => entry.trim().toLowerCase())
+    .filter(Boolean);
+  if (entries.length === 1 && entries[0] === "*") return "any" as const;
+  const bad = entries.filter((entry) => !HOSTNAME.test(entry));
+  if (bad.length > 0) {
+    ctx.addIssue({
+      code: "custom",
+      message: `must be a comma-separated list of hostnames (e.g. wallet.example.com), or * for any; not ${bad
+        .map((entry) => JSON.stringify(entry.slice(0, 60)))
+        .join(", ")}`,
+    });
+    return z.NEVER;
+  }
+  return entries;
+});
+
 /** What the devnet profile exempts by default: loopback, where its local demo resource and facilitator run. */
 const DEVNET_OUTBOUND_ALLOW = ["127.0.0.0/8", "::1/128", "localhost"];
 
@@ -159,6 +182,7 @@ const envSchema = z.object({
   SVC_AUTHZD_URL: httpUrl.optional(),
   SVC_AUTHZD_TOKEN: z.string().min(1).optional(),
   SVC_OUTBOUND_ALLOW: outboundAllow.optional(),
+  SVC_ALLOWED_HOSTS: allowedHosts.default([]),
   SVC_X402_FACILITATOR_URL: httpUrl.optional(),
   // A paid fetch makes two requests; with both at most 25 s it ends within the minute that clients (the SDK)
   // and Idempotency-Key claims give a request.
@@ -279,6 +303,11 @@ export interface Config {
    */
   outboundAllow: string[];
   /**
+   * Host names a request may name (its `Host`, or a trusted proxy's `X-Forwarded-Host`) besides addresses,
+   * `localhost` and `*.localhost`; `any` turns the check off (http/host-check.ts says why).
+   */
+  allowedHosts: string[] | "any";
+  /**
    * The x402 facilitator whose discovery endpoint (`/discovery/resources`) lists payable services. On the
    * devnet profile without it, the local demo's facilitator.
    */
@@ -338,6 +367,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     eventRetentionDays: e.SVC_EVENT_RETENTION_DAYS,
     network: networkConfig(e),
     authzd: authzdConfig(e),
+    allowedHosts: e.SVC_ALLOWED_HOSTS,
     outboundAllow:
       e.SVC_OUTBOUND_ALLOW ?? (e.SVC_NETWORK_PROFILE === "devnet" ? [...DEVNET_OUTBOUND_ALLOW] : []),
     x402FacilitatorUrl: e.SVC_X402_FACILITATOR_URL?.replace(/\/+$/, ""),

@@ -349,6 +349,14 @@ export const errors = {
       "insufficient_role",
       { needed },
     ),
+  /** The request names a host the service does not answer to (http/host-check.ts). */
+  hostNotAllowed: () =>
+    new AppError(
+      403,
+      "Forbidden",
+      "This service does not answer to the host this request names: reach it by its address or localhost, or ask the operator to add the name to SVC_ALLOWED_HOSTS",
+      "host_not_allowed",
+    ),
   tokenExpired: () => new AppError(401, "Unauthorized", "The access token has expired", "token_expired"),
   tokenEnded: () =>
     new AppError(401, "Unauthorized", "This access token was ended by logging out", "token_ended"),

@@ -136,3 +136,29 @@ export function slowRequest(baseUrl: string, method: string, path: string, token
     },
   };
 }
+
+/**
+ * A request exactly as written, which `fetch` will not send: the path with no `..`, `.` or `//` resolved,
+ * and any `Host` header.
+ */
+export function requestAsSent(
+  baseUrl: string,
+  request: { method?: string; path: string; headers?: Record<string, string>; body?: string },
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; text: string }> {
+  const { hostname, port } = new URL(baseUrl);
+  return new Promise((resolve, reject) => {
+    httpRequest(
+      { host: hostname, port, path: request.path, method: request.method ?? "GET", headers: request.headers },
+      (response) => {
+        let text = "";
+        response.setEncoding("utf8");
+        response.on("data", (chunk: string) => (text += chunk));
+        response.on("end", () =>
+          resolve({ status: response.statusCode ?? 0, headers: response.headers, text }),
+        );
+      },
+    )
+      .on("error", reject)
+      .end(request.body);
+  });
+}
