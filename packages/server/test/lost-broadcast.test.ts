@@ -91,7 +91,7 @@ describe("a broadcast lost on the way to the node", () => {
 });
 
 describe("a pending spend whose re-broadcasts get no clear answer", () => {
-  it("stays pending, each unclear re-broadcast is logged as a warning naming the spend, and it lands once one is clear", async () => {
+  it("stays pending, is logged as a warning naming the spend at the 1st, 2nd and 4th unclear re-broadcast in a row, and lands once one is clear", async () => {
     const wallet = await server.api.post(
       "/v1/wallets",
       { name: "unclear resends", chains: ["base"] },
@@ -103,9 +103,9 @@ describe("a pending spend whose re-broadcasts get no clear answer", () => {
     gate.decide = ({ methods, body }) => {
       if (!methods.includes("eth_sendRawTransaction")) return "forward";
       broadcasts += 1;
-      // The request's own broadcast is cut; the confirmer's first two meet a gateway's error of its own.
+      // The request's own broadcast is cut; the confirmer's first five meet a gateway's error of its own.
       if (broadcasts === 1) return "drop";
-      if (broadcasts > 3) return "forward";
+      if (broadcasts > 6) return "forward";
       const { id } = JSON.parse(body) as { id: number };
       const error = { code: -32603, message: "upstream request timed out" };
       return { gatewayAnswers: { status: 200, body: JSON.stringify({ jsonrpc: "2.0", id, error }) } };
@@ -120,12 +120,22 @@ describe("a pending spend whose re-broadcasts get no clear answer", () => {
       const settled = await waitForSettled(server.api, apiKey, response.body.id);
       expect(settled.status).toBe("confirmed");
       const warnings = server.logs.lines
-        .map((line) => JSON.parse(line) as { level: number; msg: string; transactionId?: string })
+        .map(
+          (line) =>
+            JSON.parse(line) as {
+              level: number;
+              msg: string;
+              transactionId?: string;
+              unclearResends?: number;
+            },
+        )
         .filter((entry) => entry.level === 40 && entry.transactionId === response.body.id);
-      expect(warnings.map((entry) => entry.msg)).toEqual([
-        "pending spend re-broadcast without a clear answer; still pending",
-        "pending spend re-broadcast without a clear answer; still pending",
-      ]);
+      expect(warnings.map((entry) => entry.msg)).toEqual(
+        Array(3).fill("pending spend re-broadcast without a clear answer; still pending"),
+      );
+      // Every 3 s for as long as the gateway answers so would fill the log: the 1st, 2nd, 4th, 8th… say it.
+      expect(warnings.map((entry) => entry.unclearResends)).toEqual([1, 2, 4]);
+      expect(broadcasts).toBe(7);
     } finally {
       gate.openUp();
     }

@@ -63,6 +63,11 @@ export class Confirmer {
    * in memory: a restart only makes them wait again.
    */
   readonly #missingSince = new Map<string, { chain: string; since: number }>();
+  /**
+   * Pending spends whose re-broadcasts met no clear answer, by id: how many in a row. A warning goes out at
+   * the 1st, 2nd, 4th, 8th… so that a spend stuck for an hour says so a dozen times, not 1,200.
+   */
+  readonly #unclearResends = new Map<string, { chain: string; count: number }>();
 
   constructor(
     readonly deps: ConfirmerDeps,
@@ -130,8 +135,10 @@ export class Confirmer {
       await this.#settleRows(client, rows);
       // Spends settled meanwhile (here or by another instance) are no longer watched as missing.
       const pending = new Set(rows.map((row) => row.id));
-      for (const [id, missing] of this.#missingSince) {
-        if (missing.chain === chain && !pending.has(id)) this.#missingSince.delete(id);
+      for (const watched of [this.#missingSince, this.#unclearResends]) {
+        for (const [id, entry] of watched) {
+          if (entry.chain === chain && !pending.has(id)) watched.delete(id);
+        }
       }
       if (client.config.kind === "evm") await this.#fillNonceGaps(client);
     } catch (error) {
@@ -297,18 +304,24 @@ export class Confirmer {
         // Sent again unchanged; a definite rejection (it can never land) fails it and frees its nonce.
         if (!(await claimRebroadcast(db, row))) return;
         // An unclear answer each time (a gateway's error of its own, none at all) keeps it pending for as long
-        // as the chain does not tell; each is a warning, so that a spend stuck so is seen.
-        const unclear = (error: unknown) =>
-          this.deps.log.warn(
-            { err: error, transactionId: row.id, chain: row.chain },
-            "pending spend re-broadcast without a clear answer; still pending",
-          );
-        await broadcastRecorded(this.deps, client, row, unclear).catch((error: unknown) => {
+        // as the chain does not tell; such answers in a row are warnings, so that a spend stuck so is seen.
+        let unclear = false;
+        await broadcastRecorded(this.deps, client, row, (error) => {
+          unclear = true;
+          const count = (this.#unclearResends.get(row.id)?.count ?? 0) + 1;
+          this.#unclearResends.set(row.id, { chain: row.chain, count });
+          if (Number.isInteger(Math.log2(count)))
+            this.deps.log.warn(
+              { err: error, transactionId: row.id, chain: row.chain, unclearResends: count },
+              "pending spend re-broadcast without a clear answer; still pending",
+            );
+        }).catch((error: unknown) => {
           this.deps.log.info(
             { err: error, transactionId: row.id },
             "pending spend rejected on re-broadcast; failed",
           );
         });
+        if (!unclear) this.#unclearResends.delete(row.id);
         return;
       }
       case "dropped":
