@@ -471,6 +471,33 @@ describe("a spend above approvalAbove", () => {
     const policy = await server.api.get(`/v1/wallets/${wallet.id}/policy`, owner.apiKey);
     expect(policy.body.approvalAbove).toBe("2");
   });
+
+  it("asked for at once with sends below the bound, then approved at once: what leaves the wallet never passes the daily limit", async () => {
+    const wallet = await fundedWallet({ approvalAbove: "2", dailyLimit: "10" });
+    const before = await base.getBalance(wallet.evm.address, usdc());
+    const amounts = [3, 1, 1, 3, 1, 1, 3, 1, 1, 3, 1, 1];
+    const asked = await Promise.all(amounts.map((amount) => send(wallet.id, String(amount))));
+    const admitted = asked.flatMap((answer, i) =>
+      answer.status === 201 || answer.status === 202 ? [i] : [],
+    );
+    const refused = asked.flatMap((answer, i) => (answer.status === 403 ? [i] : []));
+    expect(admitted.length + refused.length, asked.map((a) => a.text).join("\n")).toBe(amounts.length);
+    for (const i of refused) expect(expectErrorShape(asked[i] as ApiResponse).reason).toBe("daily_limit");
+    const reserved = admitted.reduce((sum, i) => sum + (amounts[i] ?? 0), 0);
+    // As much as fits: the room left is less than any refused spend.
+    expect(reserved).toBeLessThanOrEqual(10);
+    for (const i of refused) expect(10 - reserved).toBeLessThan(amounts[i] ?? 0);
+
+    const held = admitted.filter((i) => asked[i]?.status === 202).map((i) => asked[i]?.body.id as string);
+    const approvals = await Promise.all(
+      held.map((id) => server.api.post(`/v1/approvals/${id}/approve`, undefined, owner.apiKey)),
+    );
+    for (const approval of approvals) expect(approval.status, approval.text).toBe(200);
+    for (const i of admitted) await waitForSettled(server.api, owner.apiKey, asked[i]?.body.id);
+    expect(await base.getBalance(wallet.evm.address, usdc())).toBe(before - BigInt(reserved) * USDC);
+    const spending = await server.api.get(`/v1/wallets/${wallet.id}/spending`, owner.apiKey);
+    expect(spending.body.used).toBe(`${reserved}.00`);
+  });
 });
 
 describe("a held spend past its deadline, the confirmer not yet come by to end it", () => {
@@ -559,6 +586,65 @@ describe("a held spend past its deadline, the confirmer not yet come by to end i
       id,
       await slow.api.post(`/v1/approvals/${id}/reject`, undefined, apiKey),
     );
+  });
+
+  it("raced by its approval, its rejection and its asking key revoking itself, ends one way; the daily window holds exactly what was sent", async () => {
+    const created = await slow.api.post(
+      "/v1/wallets",
+      { name: "raced", chains: ["base"], policy: { approvalAbove: "1", dailyLimit: "100" } },
+      apiKey,
+    );
+    const wallet = created.body as { id: string; evm: { address: `0x${string}` } };
+    await fundEvm(await sharedDevnet(), wallet.evm.address, { eth: ETH, usdc: 100n * USDC });
+    const before = await base.getBalance(wallet.evm.address, usdc());
+    let sent = 0;
+    for (let round = 0; round < 8; round++) {
+      const agent = await slow.api.post("/v1/api-keys", { name: `racer ${round}`, role: "agent" }, apiKey);
+      const held = await slow.api.post(
+        `/v1/wallets/${wallet.id}/send`,
+        { to: DEAD, amount: "2", token: "USDC", chain: "base" },
+        agent.body.key,
+      );
+      expect(held.status, held.text).toBe(202);
+      // The rejection and the revocation are asked for as the approval has read the chain and goes for the
+      // wallet's lock: each of the three may take the held row first.
+      let others: Promise<[ApiResponse, ApiResponse]> | undefined;
+      gate.decide = (call) => {
+        if (!others && call.methods.includes("eth_estimateGas"))
+          others = Promise.all([
+            slow.api.post(`/v1/approvals/${held.body.id}/reject`, undefined, apiKey),
+            slow.api.delete(`/v1/api-keys/${agent.body.id}`, agent.body.key),
+          ]);
+        return "forward";
+      };
+      const approve = await slow.api.post(`/v1/approvals/${held.body.id}/approve`, undefined, apiKey);
+      gate.decide = () => "forward";
+      expect(others).toBeDefined();
+      const [reject, revoke] = await (others as Promise<[ApiResponse, ApiResponse]>);
+      expect(revoke.status, revoke.text).toBe(204);
+      const ended = (await slow.api.get(`/v1/transactions/${held.body.id}`, apiKey)).body;
+      if (approve.status === 200) {
+        expect(expectErrorShape(reject).reason, reject.text).toBe("already_decided");
+        expect(ended).toMatchObject({ approval: { status: "approved" } });
+        expect(ended.txHash).toBeTruthy();
+        sent++;
+      } else {
+        expect(expectErrorShape(approve).reason, approve.text).toBe("already_decided");
+        const why = reject.status === 200 ? "approval_rejected" : "requester_revoked";
+        expect(ended).toMatchObject({
+          status: "rejected",
+          failureReason: why,
+          approval: { status: "rejected" },
+        });
+        expect(ended.txHash).toBeUndefined();
+      }
+    }
+    // Each approved spend left the wallet once, and the window holds those and nothing of the others.
+    await eventually(
+      async () => (await base.getBalance(wallet.evm.address, usdc())) === before - BigInt(sent) * 2n * USDC,
+    );
+    const spending = await slow.api.get(`/v1/wallets/${wallet.id}/spending`, apiKey);
+    expect(spending.body.used).toBe(`${sent * 2}.00`);
   });
 
   it("cannot be approved when the deadline goes by while the approval reads the chain", async () => {
