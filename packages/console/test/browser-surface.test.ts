@@ -195,4 +195,15 @@ describe("the browser side", () => {
     expect(owner.errors.join("\n")).toBe("");
     await owner.screenshot("browser-docs");
   });
+
+  it("renders /docs reached with a query (a link's tracking tag, Swagger's own ?url=) as without one", async () => {
+    const { page } = owner;
+    for (const path of ["/docs/?utm_source=readme", "/docs?url=https://elsewhere.example/spec.json"]) {
+      owner.errors.length = 0;
+      await page.goto(path);
+      // Swagger UI fetched its document from the page's URL with the query in it: the page, not the spec.
+      await page.getByText("/v1/auth/login").first().waitFor({ timeout: 15_000 });
+      expect(owner.errors.join("\n"), path).toBe("");
+    }
+  });
 });

@@ -178,8 +178,13 @@ describe("operability", () => {
     expect(answers["new webhook secret"].body.secret).toMatch(/^whsec_/);
   });
 
-  it("sends /docs/static/index.html, with a query or without, to the docs page (with one, it redirected to itself for good)", async () => {
-    for (const path of ["/docs/static/index.html", "/docs/static/index.html?url=/v1/openapi.json"]) {
+  it("sends /docs/static/index.html, with a query or without, and the docs page with a query, to the docs page (they redirected to themselves for good, or loaded the page as the document)", async () => {
+    for (const path of [
+      "/docs/static/index.html",
+      "/docs/static/index.html?url=/v1/openapi.json",
+      "/docs/?url=https://elsewhere.example/spec.json",
+      "/docs?a=1",
+    ]) {
       const response = await fetch(`${server.url}${path}`, { redirect: "manual" });
       expect(response.status, path).toBe(302);
       expect(response.headers.get("location"), path).toBe("/docs/");

@@ -132,8 +132,12 @@ export async function registerDocsRoutes(app: App): Promise<void> {
     uiHooks: {
       // Swagger UI's /static/index.html sends the browser to the page by replacing the end of its own URL:
       // with a query after it, nothing matched and it sent the browser to itself, until the browser gave up.
+      // The page itself, reached with a query, fetched its document from its own URL with the query in it
+      // (the page again, not the document): it is reached without one (its deep links are in the fragment).
       onRequest: async (request, reply) => {
-        if (request.routeOptions.url === `${DOCS_PREFIX}/static/index.html`)
+        const route = request.routeOptions.url;
+        const page = route === DOCS_PREFIX || route === `${DOCS_PREFIX}/`;
+        if (route === `${DOCS_PREFIX}/static/index.html` || (page && request.url.includes("?")))
           return reply.redirect(`${DOCS_PREFIX}/`);
       },
     },
