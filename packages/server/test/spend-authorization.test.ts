@@ -487,6 +487,88 @@ describe("decision verification against a daemon that expires approvals quickly"
   });
 });
 
+describe("a held spend whose decision the daemon has forgotten", () => {
+  it("is refused approval as spend_authorization_invalid, saying why, and stays waiting (it was a 502 saying the daemon was unavailable)", async () => {
+    // Reserved for 1 s and counted for a 1 s window: the daemon forgets the decision 2 s after it.
+    const forgetful = await startTestDaemon({
+      AUTHZD_RESERVATION_TTL_SECONDS: "1",
+      AUTHZD_BUDGET_WINDOW_SECONDS: "1",
+    });
+    const serviceToken = await forgetful.identity("svc-service", ["wallet.spend.verify"]);
+    const agent = await forgetful.identity("agent", ["wallet.spend.authorize"]);
+    const forgetfulServer = await createTestServer({
+      env: { SVC_AUTHZD_URL: forgetful.url, SVC_AUTHZD_TOKEN: serviceToken },
+    });
+    try {
+      const account = await seedAccount(forgetfulServer.api);
+      const wallet = await forgetfulServer.api.post(
+        "/v1/wallets",
+        { name: "held", chains: ["base"], policy: { approvalAbove: "0.5" } },
+        account.apiKey,
+      );
+      await fundEvm(await sharedDevnet(), wallet.body.evm.address, { eth: 10n ** 18n, usdc: 10n * USDC });
+      const decision = await forgetful.call<{ decision_id: string }>("POST", "/spend/authorize", {
+        token: agent,
+        body: {
+          provider: "svc",
+          network: base.network,
+          asset: base.usdc,
+          amount: "1000000",
+          per_call_cap: "5000000",
+          credits: 100,
+          destination: RECIPIENT,
+        },
+      });
+      const held = await forgetfulServer.api.post(
+        `/v1/wallets/${wallet.body.id}/send`,
+        {
+          to: RECIPIENT,
+          amount: "1",
+          chain: "base",
+          spendAuthorization: { decisionId: decision.body.decision_id },
+        },
+        account.apiKey,
+      );
+      expect(held.status, held.text).toBe(202);
+      await eventually(
+        async () =>
+          (
+            await forgetful.call("GET", `/spend/decisions/${decision.body.decision_id}`, {
+              token: serviceToken,
+            })
+          ).status === 404,
+        { intervalMs: 200, describe: () => "the daemon to forget the decision" },
+      );
+
+      const approved = await forgetfulServer.api.post(
+        `/v1/approvals/${held.body.id}/approve`,
+        undefined,
+        account.apiKey,
+      );
+      expect(approved.status, approved.text).toBe(403);
+      const error = expectErrorShape(approved);
+      expect(error).toMatchObject({
+        code: "PolicyViolation",
+        reason: "spend_authorization_invalid",
+        details: { rule: "spendAuthorization", decisionId: decision.body.decision_id },
+      });
+      expect(error.message).toContain("no longer knows");
+      const still = await forgetfulServer.api.get(`/v1/transactions/${held.body.id}`, account.apiKey);
+      expect(still.body.status).toBe("pending_approval");
+      // Rejecting it is what ends it.
+      const rejected = await forgetfulServer.api.post(
+        `/v1/approvals/${held.body.id}/reject`,
+        undefined,
+        account.apiKey,
+      );
+      expect(rejected.status, rejected.text).toBe(200);
+    } finally {
+      await forgetfulServer.close();
+      await forgetful.stop();
+    }
+  });
+});
+
 describe("without a usable daemon", () => {
   it("a service configured without one refuses a decisionId with 400 authzd_not_configured", async () => {
     const plain = await createTestServer();

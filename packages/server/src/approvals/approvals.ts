@@ -22,7 +22,7 @@ import {
   signedAnew,
   signedColumns,
 } from "../spends/admission.ts";
-import { checkCreditsCoverSpend } from "../spends/authorization.ts";
+import { checkCreditsCoverSpend, decisionForgotten } from "../spends/authorization.ts";
 import { broadcastRecorded } from "../spends/broadcast.ts";
 import { checkFundsInFlight, fundsReadOf, pendingPayments } from "../spends/funds.ts";
 import type { SpendAsker, SpendDeps } from "../spends/send.ts";
@@ -63,7 +63,8 @@ async function findApproval(db: Db, accountId: string, transactionId: string): P
  * Refuses (403 `spend_authorization_mismatch`, the spend left waiting) the approval of a held spend whose
  * decision's credits no longer cover it as it would now be sent: its recipient closed the token account it
  * held, so the send would open one and give it the rent. The decision was consumed when the spend was asked,
- * and stays so.
+ * and stays so. One the daemon has forgotten (a spend held past the daemon's budget window) is refused too
+ * (403 `spend_authorization_invalid`).
  */
 async function checkDecisionStillCovers(
   deps: SpendDeps,
@@ -72,7 +73,7 @@ async function checkDecisionStillCovers(
 ): Promise<void> {
   if (!deps.authzd) throw errors.authzdNotConfigured();
   const decision = await deps.authzd.getDecision(decisionId);
-  if (!decision) throw errors.authzdUnavailable(new Error(`the daemon knows no decision ${decisionId}`));
+  if (!decision) throw decisionForgotten(decisionId);
   checkCreditsCoverSpend(decision, counted);
 }
 

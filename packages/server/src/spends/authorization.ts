@@ -90,13 +90,28 @@ export function alreadyUsed(decisionId: string) {
   );
 }
 
+/**
+ * A held spend's decision, consumed when the spend was asked, that the daemon no longer knows: it forgets a
+ * decision one budget window after its reservation lapsed, when it no longer counts in any budget. The held
+ * spend can no longer be approved against it; rejecting it ends it.
+ */
+export function decisionForgotten(decisionId: string) {
+  return invalidAuthorization(
+    decisionId,
+    "is one the authorization daemon no longer knows (it forgets a decision once its budget window has passed): this held spend cannot be approved against it; reject it, and ask again with a new decision",
+  );
+}
+
+function invalidAuthorization(decisionId: string, why: string) {
+  return errors.policyViolation("spend_authorization_invalid", `Spend authorization ${decisionId} ${why}`, {
+    rule: "spendAuthorization",
+    decisionId,
+  });
+}
+
 /** Why the daemon would not let this spend consume `decision` (undefined: it knows no such decision). */
 function notConsumable(decisionId: string, decision: SpendDecision | undefined, code?: string) {
-  const refuse = (why: string) =>
-    errors.policyViolation("spend_authorization_invalid", `Spend authorization ${decisionId} ${why}`, {
-      rule: "spendAuthorization",
-      decisionId,
-    });
+  const refuse = (why: string) => invalidAuthorization(decisionId, why);
   if (!decision) return refuse("is unknown to the authorization daemon");
   if (code === "payer_not_authorized")
     return refuse(
