@@ -87,10 +87,18 @@ describe("webhooks and events at the console", () => {
     await server.api.post("/v1/api-keys", { name: "late agent", role: "agent" }, token);
     await feed.getByText("key “late agent” created (agent)").waitFor({ timeout: 10_000 });
     expect(await feed.getByRole("listitem").first().textContent()).toContain("late agent");
+    // An event about a wallet links to it by its name (it said "wallet"), one made since the page loaded too.
+    await feed.getByRole("link", { name: "old", exact: true }).first().waitFor();
+    const late = (await server.api.post("/v1/wallets", { name: "late wallet", chains: ["base"] }, token))
+      .body;
+    expect((await server.api.delete(`/v1/wallets/${late.id}`, token)).status).toBeLessThan(300);
+    const lateLink = feed.getByRole("link", { name: "late wallet", exact: true });
+    await lateLink.waitFor({ timeout: 10_000 });
+    expect(await feed.getByRole("link", { name: "wallet", exact: true }).count()).toBe(0);
     // The filter shows one type only.
     await page.getByRole("combobox", { name: "Type" }).selectOption("wallet.archived");
-    await feed.getByText("wallet “old” archived").waitFor();
-    expect(await feed.getByRole("listitem").count()).toBe(1);
+    await feed.getByText("wallet “late wallet” archived").waitFor();
+    expect(await feed.getByRole("listitem").count()).toBe(2);
     await owner.screenshot("events-1-feed");
   });
 

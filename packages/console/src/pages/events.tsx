@@ -22,6 +22,8 @@ const CATCH_UP_PAGES = 50;
 interface Feed {
   events: SvcEvent[];
   cursor: string | undefined;
+  /** The names of the wallets the events are about, by id: read again when an event names one not in it. */
+  walletNames: ReadonlyMap<string, string>;
 }
 
 export function EventsPage() {
@@ -51,7 +53,7 @@ export function EventsPage() {
 
 function EventFeed(props: { type: EventType | "" }) {
   const { type } = props;
-  const [feed, setFeed] = useState<Feed>({ events: [], cursor: undefined });
+  const [feed, setFeed] = useState<Feed>({ events: [], cursor: undefined, walletNames: new Map() });
   const [caughtUp, setCaughtUp] = useState(false);
   const poll = useResource(
     async () => {
@@ -68,7 +70,17 @@ function EventFeed(props: { type: EventType | "" }) {
         pages += 1;
         if (page.data.length < 100 || pages >= CATCH_UP_PAGES) break;
       }
-      setFeed({ events, cursor });
+      let walletNames = feed.walletNames;
+      const unnamed = (event: SvcEvent) => {
+        const walletId = eventWalletId(event);
+        return walletId !== undefined && !walletNames.has(walletId);
+      };
+      // The list holds archived wallets too: only a wallet made since the last read is missing from it.
+      if (events.some(unnamed)) {
+        const wallets = await svc().wallet.list();
+        walletNames = new Map(wallets.map((wallet) => [wallet.id, wallet.name]));
+      }
+      setFeed({ events, cursor, walletNames });
       setCaughtUp(true);
       return events.length;
     },
@@ -90,7 +102,9 @@ function EventFeed(props: { type: EventType | "" }) {
                 <span className="event-type">{event.type}</span>
                 <span className="event-what">{describeEvent(event)}</span>
                 <span className="event-meta">
-                  {walletId && <Link to={`/wallets/${walletId}`}>wallet</Link>}{" "}
+                  {walletId && (
+                    <Link to={`/wallets/${walletId}`}>{feed.walletNames.get(walletId) ?? "wallet"}</Link>
+                  )}{" "}
                   <time dateTime={event.createdAt} title={formatTime(event.createdAt)}>
                     {formatRelative(event.createdAt)}
                   </time>
