@@ -2,7 +2,7 @@ import { SpendGate } from "./authz/gate.ts";
 import type { SpendAuthzConfig } from "./authz/types.ts";
 import { SvcConnectionError, SvcValidationError } from "./errors.ts";
 import { NetworkDirectory } from "./network.ts";
-import { type FetchLike, pathSegment, sleep, Transport } from "./transport.ts";
+import { type FetchLike, isServiceUrl, pathSegment, sleep, Transport } from "./transport.ts";
 import type {
   Account,
   ApiKey,
@@ -352,8 +352,10 @@ export class SvcWallet {
       throw badOption("apiKey must be a non-empty string");
     }
     const baseUrl = options.baseUrl ?? DEFAULT_BASE_URL;
-    if (typeof baseUrl !== "string" || !/^https?:\/\/\S+$/.test(baseUrl)) {
-      throw badOption("baseUrl must be an http:// or https:// URL, e.g. http://127.0.0.1:8080/v1");
+    if (!isServiceUrl(baseUrl)) {
+      throw badOption(
+        "baseUrl must be an http:// or https:// URL with no user name or password, e.g. http://127.0.0.1:8080/v1",
+      );
     }
     if (options.fetch !== undefined && typeof options.fetch !== "function")
       throw badOption("fetch must be a function");

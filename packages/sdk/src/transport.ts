@@ -66,6 +66,21 @@ export function pathSegment(id: unknown): string | undefined {
   return encodeURIComponent(id);
 }
 
+/**
+ * Whether `value` is an http:// or https:// URL the SDK may call: one with no user name or password in it.
+ * `fetch` refuses such a URL with an error that repeats it whole, password included.
+ * @example isServiceUrl("http://127.0.0.1:8080/v1") // true; isServiceUrl("http://ada:pw@host/v1") // false
+ */
+export function isServiceUrl(value: unknown): value is string {
+  if (typeof value !== "string" || !/^https?:\/\/\S+$/.test(value)) return false;
+  try {
+    const url = new URL(value);
+    return url.username === "" && url.password === "";
+  } catch {
+    return false;
+  }
+}
+
 /** Waits `ms`, or rejects with the signal's reason when it aborts first. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {

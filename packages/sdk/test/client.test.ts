@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   DEFAULT_BASE_URL,
+  SvcAuthzError,
   SvcForbiddenError,
   SvcNotFoundError,
   SvcUnauthorizedError,
@@ -40,6 +41,26 @@ describe("SvcWallet construction", () => {
     expect(() => new SvcWallet({ timeoutMs: 0.001 })).toThrow(SvcValidationError);
     expect(() => new SvcWallet({ timeoutMs: 2 ** 32 })).toThrow(/timeoutMs/);
     expect(() => new SvcWallet({ fetch: "fetch" as never })).toThrow(/fetch/);
+  });
+
+  it("a baseUrl or gatewayUrl with a user name or password is refused, and the password is in no message", async () => {
+    const secret = "hunter2-in-the-url";
+    const baseUrl = world.baseUrl.replace("http://", `http://ada:${secret}@`);
+    // fetch refuses such a URL with an error that repeats it whole: every call failed, printing the password.
+    const error = await (async () =>
+      new SvcWallet({ apiKey: world.accessToken, baseUrl }).chains.list())().catch((e) => e);
+    expect(error).toBeInstanceOf(SvcValidationError);
+    expect(error.reason).toBe("invalid_option");
+    expect(error.message).toMatch(/baseUrl .*no user name or password/);
+    expect(error.message).not.toContain(secret);
+    const gatewayUrl = world.baseUrl.replace("http://", `http://daemon:${secret}@`);
+    const authzError = await (async () =>
+      new SvcWallet({ apiKey: world.accessToken, authz: { gatewayUrl, token: "daemon-token" } }))().catch(
+      (e) => e,
+    );
+    expect(authzError).toBeInstanceOf(SvcAuthzError);
+    expect(authzError.message).toMatch(/gatewayUrl .*no user name or password/);
+    expect(authzError.message).not.toContain(secret);
   });
 
   it("defaults baseUrl to the local service", async () => {

@@ -1,5 +1,5 @@
 import { SvcAuthzError } from "../errors.ts";
-import type { FetchLike } from "../transport.ts";
+import { type FetchLike, isServiceUrl } from "../transport.ts";
 import type {
   SpendAuthorizationResult,
   SpendAuthorizeRequest,
@@ -42,10 +42,11 @@ export class SpendAuthzClient {
   readonly #timeoutMs: number;
 
   constructor(options: SpendAuthzClientOptions) {
-    if (typeof options.gatewayUrl !== "string" || !/^https?:\/\/\S+$/.test(options.gatewayUrl)) {
-      throw new SvcAuthzError("authz.gatewayUrl must be an http:// or https:// URL", {
-        reason: "misconfigured",
-      });
+    if (!isServiceUrl(options.gatewayUrl)) {
+      throw new SvcAuthzError(
+        "authz.gatewayUrl must be an http:// or https:// URL with no user name or password",
+        { reason: "misconfigured" },
+      );
     }
     if (typeof options.token !== "string" || options.token === "") {
       throw new SvcAuthzError("authz.token must be a non-empty string", { reason: "misconfigured" });
