@@ -83,6 +83,20 @@ describe("normalizeBaseUrl", () => {
     expect(() => normalizeBaseUrl("localhost:8080")).toThrow(/must be http/);
     expect(() => normalizeBaseUrl("not a url")).toThrow(/is not a URL/);
   });
+
+  it("refuses a URL holding a user name or password without repeating it, whatever its scheme", () => {
+    for (const value of ["http://ada:hunter2@127.0.0.1:8080/v1", "ftp://ada:hunter2@127.0.0.1/v1"]) {
+      const error = (() => {
+        try {
+          normalizeBaseUrl(value);
+        } catch (e) {
+          return e as Error;
+        }
+      })();
+      expect(error?.message).toMatch(/must not hold a user name or password/);
+      expect(error?.message).not.toContain("hunter2");
+    }
+  });
 });
 
 describe("the config file", () => {

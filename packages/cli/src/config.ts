@@ -96,6 +96,13 @@ export function normalizeBaseUrl(value: string): string {
       EXIT.usage,
     );
   }
+  // Never repeated: such a URL is refused by fetch anyway, and the password would be printed with it.
+  if (url.username !== "" || url.password !== "") {
+    throw new CliError(
+      "Base URL must not hold a user name or password: give the service's address alone (the API key goes in --api-key or SVC_API_KEY)",
+      EXIT.usage,
+    );
+  }
   if (url.protocol !== "http:" && url.protocol !== "https:") {
     throw new CliError(`Base URL ${JSON.stringify(value)} must be http:// or https://`, EXIT.usage);
   }
