@@ -140,6 +140,9 @@ export class Transport {
           method: request.method,
           headers,
           signal,
+          // The API never redirects: a redirect is a gateway's, and following it would send the body (a
+          // password, a spend) to wherever it points.
+          redirect: "manual",
           ...(body === undefined ? {} : { body }),
         });
       } catch (error) {
@@ -160,6 +163,15 @@ export class Transport {
         });
       }
 
+      if (response.type === "opaqueredirect" || (response.status >= 300 && response.status < 400)) {
+        throw new SvcConnectionError({
+          code: "ConnectionError",
+          status: response.status,
+          message: `The answer to ${request.method} ${request.path} is a redirect (HTTP ${response.status}), which the SDK does not follow: is the base URL the service's own?`,
+          reason: "redirect",
+          requestId: response.headers.get("x-request-id") ?? undefined,
+        });
+      }
       let parsed: unknown;
       try {
         const text = await response.text();

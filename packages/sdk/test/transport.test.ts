@@ -1,3 +1,5 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   SvcConnectionError,
@@ -230,3 +232,50 @@ describe("retries", () => {
     expect(error.message).toContain("user cancelled");
   });
 });
+
+describe("redirects", () => {
+  it("a redirect is not followed: a login's password and a request's credential stay with the base URL's origin", async () => {
+    // Another origin, recording what reaches it: where a gateway's (or anyone's) redirect would send the SDK.
+    const arrived: string[] = [];
+    const elsewhere = createServer((request, response) => {
+      let body = "";
+      request.on("data", (chunk) => {
+        body += chunk;
+      });
+      request.on("end", () => {
+        arrived.push(`${request.method} ${request.url} ${request.headers.authorization ?? ""} ${body}`);
+        response.writeHead(200, { "content-type": "application/json" }).end("{}");
+      });
+    });
+    const gateway = createServer((request, response) => {
+      response.writeHead(307, { location: `http://localhost:${portOf(elsewhere)}${request.url}` }).end();
+    });
+    await Promise.all([listen(elsewhere), listen(gateway)]);
+    try {
+      const svc = world.client({ baseUrl: `http://127.0.0.1:${portOf(gateway)}/v1` });
+      const login = await svc.auth
+        .login({ email: "redirected@example.com", password: "correct-horse-battery" })
+        .catch((e) => e);
+      expect(login).toBeInstanceOf(SvcConnectionError);
+      expect(login.reason).toBe("redirect");
+      expect(login.message).toContain("HTTP 307");
+      const me = await svc.auth.me().catch((e) => e);
+      expect(me).toBeInstanceOf(SvcConnectionError);
+      expect(arrived).toEqual([]);
+    } finally {
+      await Promise.all([close(gateway), close(elsewhere)]);
+    }
+  });
+});
+
+function listen(server: Server): Promise<void> {
+  return new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+}
+
+function close(server: Server): Promise<void> {
+  return new Promise((resolve) => server.close(() => resolve()));
+}
+
+function portOf(server: Server): number {
+  return (server.address() as AddressInfo).port;
+}
