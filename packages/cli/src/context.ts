@@ -34,6 +34,12 @@ export interface Context {
  */
 export function createContext(options: GlobalOptions, env: NodeJS.ProcessEnv): Context {
   const json = options.json === true;
+  // With --json stderr holds only the failure's JSON; the README says the same there.
+  if (options.apiKey !== undefined && !json) {
+    process.stderr.write(
+      "warning: --api-key shows the key in the process list, where other users of this machine can read it; set SVC_API_KEY or run `svc login` instead\n",
+    );
+  }
   const configFile = configPath(env);
   const resolved = async () =>
     resolveCredentials(

@@ -19,7 +19,10 @@ export function buildProgram(env: NodeJS.ProcessEnv, json: boolean): Command {
       "The Svc wallet service from a terminal: wallets, policies, sends, x402 payments, approvals, webhooks",
     )
     .version("0.1.0")
-    .option("--api-key <key>", "API key (default $SVC_API_KEY, else the config file)")
+    .option(
+      "--api-key <key>",
+      "API key (default $SVC_API_KEY, else the config file); other users see it in the process list",
+    )
     .option(
       "--base-url <url>",
       "service URL ending in /v1 (default $SVC_BASE_URL, else the config file, else http://127.0.0.1:8080/v1)",

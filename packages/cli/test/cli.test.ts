@@ -432,7 +432,15 @@ describe("svc keys", () => {
     expect(listed.find((key: { id: string }) => key.id === agent.id)).not.toHaveProperty("key");
 
     // Flag beats the config file: the agent key sees only its wallet.
-    const asAgent = (args: string[]) => svc([...args, "--api-key", agent.key], env);
+    const byFlag = await svc(["wallets", "list", "--api-key", agent.key], env);
+    expectOk(byFlag);
+    expect(byFlag.stdout).toContain(payer.id);
+    expect(byFlag.stdout).not.toContain(payee.id);
+    // A key on the command line is in the process list (ps) for every user of the machine: said on stderr,
+    // without the key. With --json stderr is left to the failure's JSON.
+    expect(byFlag.stderr).toMatch(/^warning: --api-key shows the key in the process list.*SVC_API_KEY/);
+    expect(byFlag.stderr).not.toContain(agent.key);
+    const asAgent = (args: string[]) => svc(args, { ...env, SVC_API_KEY: agent.key });
     expect((await asAgent(["wallets", "list", "--json"])).json().map((w: { id: string }) => w.id)).toEqual([
       payer.id,
     ]);
@@ -441,9 +449,9 @@ describe("svc keys", () => {
     expect((await asAgent(["policy", "set", payer.id, "--max-per-tx", "9", "--json"])).json()).toMatchObject({
       maxPerTx: "9",
     });
-    // The environment beats the config file too.
-    const viaEnv = await svc(["wallets", "list", "--json"], { ...env, SVC_API_KEY: agent.key });
-    expect(viaEnv.json()).toHaveLength(1);
+    // The environment beats the config file too, and is not warned about.
+    const viaEnv = await svc(["wallets", "list"], { ...env, SVC_API_KEY: agent.key });
+    expect(viaEnv.stderr).toBe("");
 
     expectOk(await svc(["keys", "revoke", agent.id], env));
     const revoked = expectOneLineFailure(await asAgent(["wallets", "list"]), 2);
@@ -452,7 +460,7 @@ describe("svc keys", () => {
 
   it("a bad key: exit 2 with the service's message, no stack trace, even with --json", async () => {
     const bad = `svc_${"x".repeat(40)}`;
-    const line = expectOneLineFailure(await svc(["wallets", "list", "--api-key", bad], env), 2);
+    const line = expectOneLineFailure(await svc(["wallets", "list"], { ...env, SVC_API_KEY: bad }), 2);
     expect(line).toMatch(/^error: .+ \(Unauthorized invalid_credentials, request req_\w+\)$/);
     expect(line).not.toContain(bad);
     const json = await svc(["wallets", "list", "--api-key", bad, "--json"], env);
@@ -804,7 +812,7 @@ describe("svc register and logout", () => {
     expect(expectOneLineFailure(await svc(["wallets", "list"], ownEnv), 2)).toBe(
       "error: No credential: run `svc login`, pass --api-key, or set SVC_API_KEY",
     );
-    const oldKey = await svc(["wallets", "list", "--api-key", saved.apiKey], ownEnv);
+    const oldKey = await svc(["wallets", "list"], { ...ownEnv, SVC_API_KEY: saved.apiKey });
     expect(expectOneLineFailure(oldKey, 2)).toMatch(/key_revoked/);
     const again = await svc(["logout"], ownEnv);
     expectOk(again);
