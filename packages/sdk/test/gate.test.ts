@@ -1,4 +1,6 @@
 import fs from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fundSolana } from "@svc/devnet";
@@ -452,6 +454,32 @@ describe("spec 7: SvcAuthzError, and nothing submitted", () => {
       undefined,
     );
     expect(error.message).toMatch(/unreachable/);
+  });
+
+  it("a redirect from the daemon's address is not followed: the spend goes nowhere else", async () => {
+    const arrived: string[] = [];
+    const elsewhere = createServer((request, response) => {
+      arrived.push(`${request.method} ${request.url}`);
+      response.writeHead(200, { "content-type": "application/json" }).end("{}");
+    });
+    await new Promise<void>((resolve) => elsewhere.listen(0, "127.0.0.1", resolve));
+    const gateway = createServer((request, response) => {
+      const { port } = elsewhere.address() as AddressInfo;
+      response.writeHead(307, { location: `http://127.0.0.1:${port}${request.url}` }).end();
+    });
+    await new Promise<void>((resolve) => gateway.listen(0, "127.0.0.1", resolve));
+    try {
+      const { port } = gateway.address() as AddressInfo;
+      const error = await expectAuthzError(
+        world.client({ authz: { gatewayUrl: `http://127.0.0.1:${port}`, token: world.agentToken } }),
+        "redirect",
+        307,
+      );
+      expect(error.message).toContain("HTTP 307");
+      expect(arrived).toEqual([]);
+    } finally {
+      await Promise.all([gateway, elsewhere].map((s) => new Promise((resolve) => s.close(resolve))));
+    }
   });
 
   it("spend authorization not enabled on the daemon (503)", async () => {

@@ -117,6 +117,8 @@ export class SpendAuthzClient {
         headers: { authorization: `Bearer ${this.#token}`, "content-type": "application/json" },
         body: JSON.stringify(payload),
         signal: AbortSignal.timeout(this.#timeoutMs),
+        // The daemon never redirects: following a gateway's redirect would send the spend elsewhere.
+        redirect: "manual",
       });
     } catch (error) {
       const cause = (error as { cause?: { message?: unknown } }).cause;
@@ -125,6 +127,12 @@ export class SpendAuthzClient {
         reason: "unreachable",
         cause: error,
       });
+    }
+    if (response.type === "opaqueredirect" || (response.status >= 300 && response.status < 400)) {
+      throw new SvcAuthzError(
+        `The authorization daemon's answer to ${path} is a redirect (HTTP ${response.status}), which is not followed: is gatewayUrl the daemon's own?`,
+        { statusCode: response.status, reason: "redirect" },
+      );
     }
     let text: string;
     let body: unknown;

@@ -124,4 +124,35 @@ describe("AuthzdClient", () => {
       decision: { decisionId, state: "consumed", credits: 1 },
     });
   });
+
+  it("follows no redirect: a gateway's 307 is an unavailable daemon, and the daemon's credential goes nowhere else", async () => {
+    const arrived: string[] = [];
+    const elsewhere = createServer((request, response) => {
+      arrived.push(`${request.method} ${request.url} ${request.headers.authorization ?? ""}`);
+      response.writeHead(404).end();
+    });
+    await new Promise<void>((resolve) => elsewhere.listen(0, "127.0.0.1", resolve));
+    const gateway = createServer((request, response) => {
+      const { port } = elsewhere.address() as AddressInfo;
+      response.writeHead(307, { location: `http://127.0.0.1:${port}${request.url}` }).end();
+    });
+    await new Promise<void>((resolve) => gateway.listen(0, "127.0.0.1", resolve));
+    const client = new AuthzdClient({
+      url: `http://127.0.0.1:${(gateway.address() as AddressInfo).port}`,
+      token: verifierToken,
+    });
+    try {
+      // Followed, the other host's 404 read as "no such decision".
+      await expect(client.consumeDecision("dec_redirected")).rejects.toMatchObject({
+        reason: "authzd_unavailable",
+      });
+      await expect(client.getDecision("dec_redirected")).rejects.toMatchObject({
+        reason: "authzd_unavailable",
+      });
+      expect(arrived).toEqual([]);
+    } finally {
+      gateway.close();
+      elsewhere.close();
+    }
+  });
 });

@@ -127,6 +127,7 @@ export class AuthzdClient {
       const response = await fetch(`${this.#url}/spend/decisions/${encodeURIComponent(decisionId)}`, {
         headers: { authorization: `Bearer ${this.#token}` },
         signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
+        redirect: "manual",
       });
       status = response.status;
       body = await response.json().catch(() => undefined);
@@ -146,6 +147,7 @@ export class AuthzdClient {
       headers: { authorization: `Bearer ${this.#token}`, "content-type": "application/json" },
       body: JSON.stringify({ decision_id: decisionId }),
       signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
+      redirect: "manual",
     });
     return { status: response.status, body: await response.json().catch(() => undefined) };
   }
