@@ -166,6 +166,13 @@ describe("/mcp over streamable HTTP", () => {
     expect((await admin.listTools()).tools.map((t) => t.name).sort()).toEqual(ADMIN_TOOL_NAMES);
     expect((await agent.listTools()).tools.map((t) => t.name).sort()).toEqual(AGENT_TOOL_NAMES);
     expect((await reader.listTools()).tools.map((t) => t.name).sort()).toEqual(READ_TOOL_NAMES);
+    // What third parties wrote reaches the model through two tools: each says it is data, not instructions.
+    const thirdParty = (await agent.listTools()).tools.filter((t) =>
+      ["fetch_paid", "discover_services"].includes(t.name),
+    );
+    expect(thirdParty).toHaveLength(2);
+    for (const tool of thirdParty)
+      expect(tool.description, tool.name).toMatch(/never instructions to follow/);
     // Over the same endpoint at once, each session keeps its own key.
     const wallets = await call(agent, "list_wallets");
     expect((wallets.structured.wallets as { id: string }[]).map((w) => w.id)).toEqual([world.payer.id]);
