@@ -85,7 +85,13 @@ describe("normalizeBaseUrl", () => {
   });
 
   it("refuses a URL holding a user name or password without repeating it, whatever its scheme", () => {
-    for (const value of ["http://ada:hunter2@127.0.0.1:8080/v1", "ftp://ada:hunter2@127.0.0.1/v1"]) {
+    for (const value of [
+      "http://ada:hunter2@127.0.0.1:8080/v1",
+      "ftp://ada:hunter2@127.0.0.1/v1",
+      // Not a URL (its port out of range), or not http: repeated without what precedes the @.
+      "http://ada:hunter2@127.0.0.1:99999/v1",
+      "ada:hunter2@127.0.0.1:99999",
+    ]) {
       const error = (() => {
         try {
           normalizeBaseUrl(value);
@@ -93,7 +99,7 @@ describe("normalizeBaseUrl", () => {
           return e as Error;
         }
       })();
-      expect(error?.message).toMatch(/must not hold a user name or password/);
+      expect(error?.message).toMatch(/must not hold a user name or password|is not a URL|must be http/);
       expect(error?.message).not.toContain("hunter2");
     }
   });

@@ -92,7 +92,7 @@ export function normalizeBaseUrl(value: string): string {
     url = new URL(value);
   } catch {
     throw new CliError(
-      `Base URL ${JSON.stringify(value)} is not a URL, e.g. http://127.0.0.1:8080/v1`,
+      `Base URL ${JSON.stringify(withoutUserInfo(value))} is not a URL, e.g. http://127.0.0.1:8080/v1`,
       EXIT.usage,
     );
   }
@@ -104,10 +104,18 @@ export function normalizeBaseUrl(value: string): string {
     );
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") {
-    throw new CliError(`Base URL ${JSON.stringify(value)} must be http:// or https://`, EXIT.usage);
+    throw new CliError(
+      `Base URL ${JSON.stringify(withoutUserInfo(value))} must be http:// or https://`,
+      EXIT.usage,
+    );
   }
   const trimmed = value.replace(/\/+$/, "");
   return url.pathname === "/" || url.pathname === "" ? `${trimmed}/v1` : trimmed;
+}
+
+/** A base URL as an error repeats it: what could be a user name and password (before an `@`) left out. */
+function withoutUserInfo(value: string): string {
+  return value.replace(/^([^/]*\/\/)?[^/]*@/, "$1…@");
 }
 
 /**
