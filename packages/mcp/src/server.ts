@@ -238,7 +238,7 @@ export function createSvcMcpServer(options: SvcMcpServerOptions): McpServer {
         const refusal = await confirmOrRefuse(
           await spendValue(chain, symbol, amount),
           // The agent's recipient quoted: text of its own (a second line) stays visibly inside the quotes.
-          `Send ${amount} ${symbol} on ${chain} from ${wallet.name} (${wallet.id}) to ${quoted(to)}`,
+          `Send ${amount} ${symbol} on ${chain} from ${quoted(wallet.name)} (${wallet.id}) to ${quoted(to)}`,
           call,
         );
         if (refusal) return refusal;
@@ -293,7 +293,7 @@ export function createSvcMcpServer(options: SvcMcpServerOptions): McpServer {
         }
         const refusal = await confirmOrRefuse(
           value,
-          `Pay up to ${maxAmount} USDC from ${wallet.name} (${wallet.id}) for ${quoted(url)}`,
+          `Pay up to ${maxAmount} USDC from ${quoted(wallet.name)} (${wallet.id}) for ${quoted(url)}`,
           call,
         );
         if (refusal) return refusal;

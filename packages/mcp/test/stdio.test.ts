@@ -150,6 +150,8 @@ describe("svc-mcp over stdio", () => {
     expect(asked).toHaveLength(1);
     expect(asked[0]).toContain("Send 3 USDC on base");
     expect(asked[0]).toContain("$3.00");
+    // The wallet's name is quoted too: it is text someone wrote, not part of the question.
+    expect(asked[0]).toContain(`from "payer" (${world.payer.id})`);
 
     // What the agent wrote is quoted in the question: a recipient that carries a second line of its own
     // cannot pass itself off as part of the question (the service refuses the address afterwards).
