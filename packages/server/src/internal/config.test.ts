@@ -106,11 +106,15 @@ describe("loadConfig", () => {
       "svc.internal",
     ]);
     expect(loadConfig({ SVC_ALLOWED_HOSTS: "*" }).allowedHosts).toBe("any");
-    for (const value of ["*.example.com", "example.com:8080", "http://example.com", "a b", "*,example.com"]) {
+    for (const value of ["*.example.com", "example.com:8080", "http://example.com", "a b"]) {
       expect(() => loadConfig({ SVC_ALLOWED_HOSTS: value })).toThrow(
         /SVC_ALLOWED_HOSTS: must be a comma-separated list of hostnames/,
       );
     }
+    // Not "…or * for any; not \"*\"", which contradicted itself.
+    expect(() => loadConfig({ SVC_ALLOWED_HOSTS: "*,wallet.example.com" })).toThrow(
+      "SVC_ALLOWED_HOSTS: must be * alone (any host), or host names without *",
+    );
   });
 
   it("stops `npm start` with that one line and exit code 1", async () => {

@@ -84,6 +84,10 @@ const allowedHosts = z.string().transform((value, ctx) => {
     .map((entry) => entry.trim().toLowerCase())
     .filter(Boolean);
   if (entries.length === 1 && entries[0] === "*") return "any" as const;
+  if (entries.includes("*")) {
+    ctx.addIssue({ code: "custom", message: "must be * alone (any host), or host names without *" });
+    return z.NEVER;
+  }
   const bad = entries.filter((entry) => !HOSTNAME.test(entry));
   if (bad.length > 0) {
     ctx.addIssue({
