@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { copyInitializedPglite } from "./support/pglite-setup.ts";
 import { spawnService, startServiceProcess } from "./support/service-process.ts";
 import { STORE_KIND, seedAccount, sharedDevnet } from "./support/test-server.ts";
 
@@ -26,6 +27,16 @@ beforeAll(async () => {
 });
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
+/**
+ * The environment of a service on PGlite in `dataDir`/`name`, a store PGlite has initialized (what is tested
+ * here is who may use a directory, not initdb).
+ */
+function embeddedIn(name: string): Record<string, string> {
+  const dir = join(dataDir, name);
+  copyInitializedPglite(join(dir, "pg"));
+  return { DATABASE_URL: "", SVC_DATA_DIR: dir };
+}
+
 /** Runs a service that is expected to refuse to start; resolves with its exit code and what it said. */
 async function refusedStart(env: Record<string, string>) {
   const service = spawnService({ env: { ...chainsEnv, ...env }, stderr: "pipe" });
@@ -41,7 +52,7 @@ describe.skipIf(STORE_KIND === "postgres")("one service per data directory", () 
   it("refuses a second service on a data directory in use, in one line; the first goes on; after a SIGKILL the next start takes it", {
     timeout: 300_000,
   }, async () => {
-    const embedded = { DATABASE_URL: "", SVC_DATA_DIR: join(dataDir, "svc") };
+    const embedded = embeddedIn("svc");
     const first = await startServiceProcess({ env: { ...chainsEnv, ...embedded } });
     const { apiKey } = await seedAccount(first.api);
     const second = await refusedStart({ ...embedded, PORT: "0" });
@@ -63,11 +74,11 @@ describe.skipIf(STORE_KIND === "postgres")("one service per data directory", () 
 
   it("a port in use: one line naming it, exit 1", { timeout: 300_000 }, async () => {
     const first = await startServiceProcess({
-      env: { ...chainsEnv, DATABASE_URL: "", SVC_DATA_DIR: join(dataDir, "a") },
+      env: { ...chainsEnv, ...embeddedIn("a") },
     });
     try {
       const port = new URL(first.url).port;
-      const second = await refusedStart({ DATABASE_URL: "", SVC_DATA_DIR: join(dataDir, "b"), PORT: port });
+      const second = await refusedStart({ ...embeddedIn("b"), PORT: port });
       expect(second.code).toBe(1);
       expect(second.lines).toEqual([
         `svc: port ${port} is in use: stop what listens there, or set PORT to another`,

@@ -28,6 +28,7 @@ import { createChainClient, resolveChains } from "../src/chains/registry.ts";
 import type { ChainConfig } from "../src/chains/types.ts";
 import type { StoreLocation } from "../src/internal/db/store.ts";
 import { testnetProfileOnLocalChains } from "./support/chains.ts";
+import { copyInitializedPglite } from "./support/pglite-setup.ts";
 import { startServiceProcess } from "./support/service-process.ts";
 import { waitForHistory } from "./support/spends.ts";
 import {
@@ -109,7 +110,10 @@ afterAll(async () => {
   await devnet?.stop();
 });
 
-/** A fresh store for one crash: a PGlite directory, or a PostgreSQL database when DATABASE_URL is set. */
+/**
+ * A fresh store for one crash: a PGlite directory (initdb already run: the crash is what is tested, not a
+ * first start), or a PostgreSQL database when DATABASE_URL is set.
+ */
 async function freshStore(): Promise<{
   env: Record<string, string>;
   location: StoreLocation;
@@ -127,9 +131,11 @@ async function freshStore(): Promise<{
       },
     };
   }
+  const pgliteDir = join(dir, "pg");
+  copyInitializedPglite(pgliteDir);
   return {
     env: { SVC_DATA_DIR: dir },
-    location: { pgliteDir: join(dir, "pg") },
+    location: { pgliteDir },
     drop: async () => rmSync(dir, { recursive: true, force: true }),
   };
 }
