@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { copyInitializedPglite } from "./support/pglite-setup.ts";
 import { spawnService, startServiceProcess } from "./support/service-process.ts";
 import { seedAccount, sharedDevnet } from "./support/test-server.ts";
 
@@ -25,9 +26,14 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(install, { recursive: true, force: true }));
 
-/** Environment of a run on PGlite in a fresh data directory, whatever store the suite uses. */
+/**
+ * Environment of a run on PGlite in a fresh data directory, whatever store the suite uses (its store
+ * initialized by PGlite already: initdb is not what is tested).
+ */
 function freshDataDir(): Record<string, string> {
-  return { DATABASE_URL: "", SVC_DATA_DIR: join(mkdtempSync(join(install, "data-")), "svc") };
+  const dataDir = join(mkdtempSync(join(install, "data-")), "svc");
+  copyInitializedPglite(join(dataDir, "pg"));
+  return { DATABASE_URL: "", SVC_DATA_DIR: dataDir };
 }
 
 describe("an install without @svc/devnet", () => {

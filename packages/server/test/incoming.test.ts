@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { StoreLocation } from "../src/internal/db/store.ts";
 import { selectRows } from "../src/internal/db/store.ts";
 import { eventually } from "./support/eventually.ts";
+import { copyInitializedPglite } from "./support/pglite-setup.ts";
 import { RpcGate } from "./support/rpc-gate.ts";
 import {
   type ApiClient,
@@ -53,7 +54,9 @@ async function durableStore(): Promise<{ location: StoreLocation; drop(): Promis
     return { location: { databaseUrl: db.url }, drop: db.drop };
   }
   const dir = mkdtempSync(join(tmpdir(), "svc-incoming-"));
-  return { location: { pgliteDir: dir }, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+  const pgliteDir = join(dir, "pg");
+  copyInitializedPglite(pgliteDir);
+  return { location: { pgliteDir }, drop: async () => rmSync(dir, { recursive: true, force: true }) };
 }
 
 /** The rows of `walletId` keyed as the unique index keys them, straight from the store. */

@@ -11,6 +11,7 @@ import { selectRows } from "../src/internal/db/store.ts";
 import { RETRY_DELAYS_MS } from "../src/webhooks/delivery.ts";
 import { MAX_QUEUED_REDELIVERIES } from "../src/webhooks/endpoints.ts";
 import { eventually } from "./support/eventually.ts";
+import { copyInitializedPglite } from "./support/pglite-setup.ts";
 import { waitForSettled } from "./support/spends.ts";
 import {
   type ApiClient,
@@ -760,7 +761,9 @@ describe("webhook delivery across restarts and instances", () => {
     const target = await receiver();
     let up = false;
     target.answer = () => (up ? 200 : 503);
-    let first: TestServer | undefined = await createTestServer({ store: { pgliteDir: join(dir, "pg") } });
+    const store = { pgliteDir: join(dir, "pg") };
+    copyInitializedPglite(store.pgliteDir);
+    let first: TestServer | undefined = await createTestServer({ store });
     let second: TestServer | undefined;
     try {
       const owner = await seedAccount(first.api);
@@ -774,7 +777,7 @@ describe("webhook delivery across restarts and instances", () => {
       await first.close();
       first = undefined;
 
-      second = await createTestServer({ store: { pgliteDir: join(dir, "pg") } });
+      second = await createTestServer({ store });
       const api = second.api;
       for (const maxPerTx of ["4", "5"])
         expect((await patchPolicy(api, owner.apiKey, wallet.body.id, { maxPerTx })).status).toBe(200);
