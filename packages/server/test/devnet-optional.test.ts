@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { copyInitializedPglite } from "./support/pglite-setup.ts";
 import { spawnService, startServiceProcess } from "./support/service-process.ts";
-import { seedAccount, sharedDevnet } from "./support/test-server.ts";
+import { STORE_KIND, seedAccount, sharedDevnet } from "./support/test-server.ts";
 
 const SERVER_DIR = fileURLToPath(new URL("..", import.meta.url));
 const INSTALLED = fileURLToPath(new URL("../../../node_modules", import.meta.url));
@@ -36,7 +36,8 @@ function freshDataDir(): Record<string, string> {
   return { DATABASE_URL: "", SVC_DATA_DIR: dataDir };
 }
 
-describe("an install without @svc/devnet", () => {
+// Each service here runs on PGlite whatever store the suite is on: once, in the embedded run.
+describe.skipIf(STORE_KIND === "postgres")("an install without @svc/devnet", () => {
   it("refuses the devnet profile with one line saying what to do, and exits 1", async () => {
     const service = spawnService({
       main,
