@@ -109,9 +109,10 @@ export async function startService(config: Config, options: StartOptions = {}): 
     const now = options.now ?? (() => new Date());
     const keyring = new Keyring(secrets.masterKey);
     await keyring.checkAgainst(store.db);
+    const nowMs = () => now().getTime();
     rateLimiter = config.redisUrl
-      ? new FailoverRateLimiter(new RedisRateLimiter(config.redisUrl), logger)
-      : new MemoryRateLimiter(() => now().getTime());
+      ? new FailoverRateLimiter(new RedisRateLimiter(config.redisUrl), logger, nowMs)
+      : new MemoryRateLimiter(nowMs);
     local = await openLocalChains(
       config,
       options.devnet,

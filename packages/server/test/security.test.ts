@@ -243,6 +243,8 @@ describe("rate limits when Redis stops answering", () => {
       expect(unavailable()).toHaveLength(1);
 
       proxy.resume();
+      // Redis is tried again 5 s into the outage, by the service's clock.
+      limited.clock.advance(5_000);
       await eventually(
         async () => {
           await limited.api.get("/healthz");

@@ -97,21 +97,25 @@ export interface RateLimitLog {
 /**
  * A shared limiter (Redis) backed by counters in this process: while the shared one fails, requests are
  * counted here, so limits never fail open (login guessing included). One warning per outage, not per
- * request; during an outage the shared limiter is tried again at most every `retryMs`.
+ * request; during an outage the shared limiter is tried again at most every `retryMs`. The retries and the
+ * counters here are timed by `now` (milliseconds), the service's clock, as {@link MemoryRateLimiter}'s are.
  */
 export class FailoverRateLimiter implements RateLimiter {
-  readonly #fallback = new MemoryRateLimiter();
+  readonly #fallback: MemoryRateLimiter;
   #down = false;
   #retryAt = 0;
 
   constructor(
     readonly primary: RateLimiter,
     readonly log: RateLimitLog,
+    readonly now: () => number = Date.now,
     readonly retryMs = 5000,
-  ) {}
+  ) {
+    this.#fallback = new MemoryRateLimiter(now);
+  }
 
   async hit(key: string, limit: number, windowMs: number): Promise<RateLimitDecision> {
-    if (!this.#down || Date.now() >= this.#retryAt) {
+    if (!this.#down || this.now() >= this.#retryAt) {
       try {
         const decision = await this.primary.hit(key, limit, windowMs);
         if (this.#down) {
@@ -120,7 +124,7 @@ export class FailoverRateLimiter implements RateLimiter {
         }
         return decision;
       } catch (error) {
-        this.#retryAt = Date.now() + this.retryMs;
+        this.#retryAt = this.now() + this.retryMs;
         if (!this.#down) {
           this.#down = true;
           const reason = String((error as { message?: unknown })?.message ?? error).slice(0, 200);
