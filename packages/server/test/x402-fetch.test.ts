@@ -43,6 +43,8 @@ const PRICE = 10_000n; // 0.01 USDC
 const USDC = 1_000_000n;
 const WEATHER = { city: "Lisbon", forecast: "sunny", celsius: 21 };
 const FETCH_TIMEOUT_MS = 8000;
+/** The timeout of the server that only waits a silent resource out: nothing has to answer within it. */
+const SILENT_RESOURCE_TIMEOUT_MS = 2000;
 
 let devnet: Devnet;
 let daemon: TestDaemon;
@@ -114,7 +116,8 @@ beforeAll(async () => {
       SVC_AUTHZD_URL: daemon.url,
       SVC_AUTHZD_TOKEN: serviceToken,
       SVC_X402_FACILITATOR_URL: facilitator.url,
-      // Shorter than the default 20 s, for the tests that wait a resource out.
+      // Shorter than the default 20 s, for the tests that wait a facilitator out; long enough for every
+      // paid fetch of the file on a loaded machine.
       SVC_X402_FETCH_TIMEOUT_MS: String(FETCH_TIMEOUT_MS),
     },
   });
@@ -184,11 +187,8 @@ function paidFetch(body: Record<string, unknown>, token = owner.apiKey, headers?
   return server.api.post("/v1/x402/fetch", body, token, headers);
 }
 
-async function history(walletId: string) {
-  const response = await server.api.get(
-    `/v1/wallets/${walletId}/transactions?type=x402&limit=100`,
-    owner.apiKey,
-  );
+async function history(walletId: string, api = server.api, token = owner.apiKey) {
+  const response = await api.get(`/v1/wallets/${walletId}/transactions?type=x402&limit=100`, token);
   expect(response.status, response.text).toBe(200);
   return response.body.data as Record<string, unknown>[];
 }
@@ -330,18 +330,34 @@ describe("paying through POST /v1/x402/fetch", () => {
   });
 
   it("gives up on a resource that does not answer within SVC_X402_FETCH_TIMEOUT_MS: 502 resource_timeout, nothing recorded", async () => {
-    const wallet = await fundedWallet(undefined, 0n);
+    // A server of its own with a short timeout, which the test waits out in full.
+    const impatient = await createTestServer({
+      devnet,
+      env: {
+        ...testnetProfileOnLocalChains(devnet),
+        SVC_OUTBOUND_ALLOW: "127.0.0.0/8",
+        SVC_X402_FETCH_TIMEOUT_MS: String(SILENT_RESOURCE_TIMEOUT_MS),
+      },
+    });
+    onTestFinished(() => impatient.close());
+    const { apiKey } = await seedAccount(impatient.api);
+    const created = await impatient.api.post(
+      "/v1/wallets",
+      { name: "payer", chains: ["base-sepolia", "solana-devnet"] },
+      apiKey,
+    );
+    expect(created.status, created.text).toBe(201);
     const silent = createServer(() => {});
     await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
     try {
       const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}/silent`;
-      const response = await paidFetch({ walletId: wallet.id, url });
+      const response = await impatient.api.post("/v1/x402/fetch", { walletId: created.body.id, url }, apiKey);
       expect(response.status, response.text).toBe(502);
       expect(expectErrorShape(response)).toMatchObject({
         reason: "resource_timeout",
-        details: { timeoutMs: FETCH_TIMEOUT_MS },
+        details: { timeoutMs: SILENT_RESOURCE_TIMEOUT_MS },
       });
-      expect(await history(wallet.id)).toEqual([]);
+      expect(await history(created.body.id, impatient.api, apiKey)).toEqual([]);
     } finally {
       silent.closeAllConnections();
       await new Promise((resolve) => silent.close(resolve));
