@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { MemoryRateLimiter } from "./rate-limit.ts";
+import { FailoverRateLimiter, MemoryRateLimiter, type RateLimiter } from "./rate-limit.ts";
 
 describe("MemoryRateLimiter", () => {
   it("counts a window of a key from its first hit by the clock it is given, and starts a new one when it ends", async () => {
@@ -26,5 +26,41 @@ describe("MemoryRateLimiter", () => {
     now -= 86_400_000;
     expect(await limiter.hit("key", 1, 60_000)).toEqual({ allowed: true, retryAfterMs: 60_000 });
     expect((await limiter.hit("key", 1, 60_000)).allowed).toBe(false);
+  });
+});
+
+describe("FailoverRateLimiter", () => {
+  it("counts here while the shared limiter fails, and tries it again 5 s into the outage by the clock it is given", async () => {
+    let now = Date.parse("2026-01-03T00:00:00Z");
+    let sharedAnswers = false;
+    const sharedHits: string[] = [];
+    const shared: RateLimiter = {
+      hit: async (key) => {
+        if (!sharedAnswers) throw new Error("connection refused");
+        sharedHits.push(key);
+        return { allowed: true, retryAfterMs: 60_000 };
+      },
+      close: async () => {},
+    };
+    const logged: string[] = [];
+    const log = {
+      warn: (_: object, message: string) => logged.push(message),
+      info: (_: object, message: string) => logged.push(message),
+    };
+    const limiter = new FailoverRateLimiter(shared, log, () => now);
+    expect(await limiter.hit("key", 2, 60_000)).toEqual({ allowed: true, retryAfterMs: 60_000 });
+    sharedAnswers = true;
+    now += 4_999;
+    // Still counted here, in the window this clock measures: the shared limiter is not asked yet.
+    expect(await limiter.hit("key", 2, 60_000)).toEqual({ allowed: true, retryAfterMs: 55_001 });
+    expect(await limiter.hit("key", 2, 60_000)).toEqual({ allowed: false, retryAfterMs: 55_001 });
+    expect(sharedHits).toEqual([]);
+    now += 1;
+    expect(await limiter.hit("key", 2, 60_000)).toEqual({ allowed: true, retryAfterMs: 60_000 });
+    expect(sharedHits).toEqual(["key"]);
+    expect(logged).toEqual([
+      "shared rate limiter unavailable; counting in this process meanwhile",
+      "shared rate limiter answering again; counting there",
+    ]);
   });
 });
