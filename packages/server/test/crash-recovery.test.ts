@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChainClient } from "../src/chains/types.ts";
 import { devnetClients } from "./support/chains.ts";
 import { eventually } from "./support/eventually.ts";
-import { copyInitializedPglite } from "./support/pglite-setup.ts";
+import { unpackInitializedPglite } from "./support/pglite-setup.ts";
 import { startServiceProcess } from "./support/service-process.ts";
 import { createFreshDatabase, STORE_KIND, seedAccount, sharedDevnet } from "./support/test-server.ts";
 
@@ -28,7 +28,7 @@ beforeAll(async () => {
   } else {
     const dir = mkdtempSync(join(tmpdir(), "svc-crash-"));
     // Initialized by PGlite already: the crash is what is tested, not a first start.
-    copyInitializedPglite(join(dir, "pg"));
+    unpackInitializedPglite(join(dir, "pg"));
     storeEnv = { SVC_DATA_DIR: dir };
     cleanup = async () => rmSync(dir, { recursive: true, force: true });
   }

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { copyInitializedPglite } from "./support/pglite-setup.ts";
+import { unpackInitializedPglite } from "./support/pglite-setup.ts";
 import { spawnService, startServiceProcess } from "./support/service-process.ts";
 import { STORE_KIND, seedAccount, sharedDevnet } from "./support/test-server.ts";
 
@@ -32,7 +32,7 @@ afterAll(() => rmSync(install, { recursive: true, force: true }));
  */
 function freshDataDir(): Record<string, string> {
   const dataDir = join(mkdtempSync(join(install, "data-")), "svc");
-  copyInitializedPglite(join(dataDir, "pg"));
+  unpackInitializedPglite(join(dataDir, "pg"));
   return { DATABASE_URL: "", SVC_DATA_DIR: dataDir };
 }
 

@@ -7,13 +7,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { eventually } from "./support/eventually.ts";
-import { copyInitializedPglite } from "./support/pglite-setup.ts";
+import { unpackInitializedPglite } from "./support/pglite-setup.ts";
 import { startServiceProcess } from "./support/service-process.ts";
 import { STORE_KIND, seedAccount } from "./support/test-server.ts";
 
 const dataDir = mkdtempSync(join(tmpdir(), "svc-devnet-restart-"));
 // The store PGlite has initialized (initdb is not what is tested), in the data directory's place for it.
-copyInitializedPglite(join(dataDir, "svc", "pg"));
+unpackInitializedPglite(join(dataDir, "svc", "pg"));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
 /** The service as `npm start` runs it: PGlite in the data directory, local chains of its own. */

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { StoreLocation } from "../src/internal/db/store.ts";
 import { selectRows } from "../src/internal/db/store.ts";
 import { eventually } from "./support/eventually.ts";
-import { copyInitializedPglite } from "./support/pglite-setup.ts";
+import { unpackInitializedPglite } from "./support/pglite-setup.ts";
 import { RpcGate } from "./support/rpc-gate.ts";
 import {
   type ApiClient,
@@ -55,7 +55,7 @@ async function durableStore(): Promise<{ location: StoreLocation; drop(): Promis
   }
   const dir = mkdtempSync(join(tmpdir(), "svc-incoming-"));
   const pgliteDir = join(dir, "pg");
-  copyInitializedPglite(pgliteDir);
+  unpackInitializedPglite(pgliteDir);
   return { location: { pgliteDir }, drop: async () => rmSync(dir, { recursive: true, force: true }) };
 }
 

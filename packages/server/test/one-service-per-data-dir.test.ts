@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { copyInitializedPglite } from "./support/pglite-setup.ts";
+import { unpackInitializedPglite } from "./support/pglite-setup.ts";
 import { spawnService, startServiceProcess } from "./support/service-process.ts";
 import { STORE_KIND, seedAccount, sharedDevnet } from "./support/test-server.ts";
 
@@ -33,7 +33,7 @@ afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
  */
 function embeddedIn(name: string): Record<string, string> {
   const dir = join(dataDir, name);
-  copyInitializedPglite(join(dir, "pg"));
+  unpackInitializedPglite(join(dir, "pg"));
   return { DATABASE_URL: "", SVC_DATA_DIR: dir };
 }
 

@@ -11,7 +11,7 @@ import { selectRows } from "../src/internal/db/store.ts";
 import { RETRY_DELAYS_MS } from "../src/webhooks/delivery.ts";
 import { MAX_QUEUED_REDELIVERIES } from "../src/webhooks/endpoints.ts";
 import { eventually } from "./support/eventually.ts";
-import { copyInitializedPglite } from "./support/pglite-setup.ts";
+import { unpackInitializedPglite } from "./support/pglite-setup.ts";
 import { waitForSettled } from "./support/spends.ts";
 import {
   type ApiClient,
@@ -762,7 +762,7 @@ describe("webhook delivery across restarts and instances", () => {
     let up = false;
     target.answer = () => (up ? 200 : 503);
     const store = { pgliteDir: join(dir, "pg") };
-    copyInitializedPglite(store.pgliteDir);
+    unpackInitializedPglite(store.pgliteDir);
     let first: TestServer | undefined = await createTestServer({ store });
     let second: TestServer | undefined;
     try {

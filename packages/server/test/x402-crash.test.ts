@@ -28,7 +28,7 @@ import { createChainClient, resolveChains } from "../src/chains/registry.ts";
 import type { ChainConfig } from "../src/chains/types.ts";
 import type { StoreLocation } from "../src/internal/db/store.ts";
 import { testnetProfileOnLocalChains } from "./support/chains.ts";
-import { copyInitializedPglite } from "./support/pglite-setup.ts";
+import { unpackInitializedPglite } from "./support/pglite-setup.ts";
 import { startServiceProcess } from "./support/service-process.ts";
 import { waitForHistory } from "./support/spends.ts";
 import {
@@ -132,7 +132,7 @@ async function freshStore(): Promise<{
     };
   }
   const pgliteDir = join(dir, "pg");
-  copyInitializedPglite(pgliteDir);
+  unpackInitializedPglite(pgliteDir);
   return {
     env: { SVC_DATA_DIR: dir },
     location: { pgliteDir },
