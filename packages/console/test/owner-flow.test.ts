@@ -186,6 +186,14 @@ describe("an owner at the console", () => {
     await page.getByRole("button", { name: "Resume spending" }).waitFor();
     const token = await accessToken();
     expect((await server.api.get(`/v1/wallets/${walletId}/policy`, token)).body.status).toBe("paused");
+    // The list says so too (it said "active").
+    await page.getByRole("link", { name: "Wallets", exact: true }).click();
+    const card = page
+      .getByRole("list", { name: "Wallets" })
+      .getByRole("listitem")
+      .filter({ hasText: "research agent" });
+    await card.getByText("paused", { exact: true }).waitFor();
+    await card.getByRole("link", { name: "research agent" }).click();
     await page.getByRole("button", { name: "Resume spending" }).click();
     await page.getByRole("button", { name: "Pause spending" }).waitFor();
     expect((await server.api.get(`/v1/wallets/${walletId}/policy`, token)).body.status).toBe("active");

@@ -1,5 +1,5 @@
 /** The account's wallets: name, addresses, balances with their USD total, status; and creating one. */
-import type { Balance, Wallet } from "@svc/sdk";
+import type { Balance, Policy, Wallet } from "@svc/sdk";
 import { type FormEvent, useState } from "react";
 import { formatAmount, formatUsd } from "../format.ts";
 import { Link, navigate } from "../router.tsx";
@@ -12,15 +12,20 @@ interface WalletRow {
   wallet: Wallet;
   /** The balance, or the error that kept it from being read. */
   balance: Balance | { error: unknown };
+  /** The spending policy (for its status: a paused wallet spends nothing); undefined when unread. */
+  policy: Policy | undefined;
 }
 
 async function loadWallets(): Promise<WalletRow[]> {
   const wallets = await svc().wallet.list();
   return Promise.all(
-    wallets.map(async (wallet) => ({
-      wallet,
-      balance: await wallet.balance().catch((error: unknown) => ({ error })),
-    })),
+    wallets.map(async (wallet) => {
+      const [balance, policy] = await Promise.all([
+        wallet.balance().catch((error: unknown) => ({ error })),
+        wallet.policy.get().catch(() => undefined),
+      ]);
+      return { wallet, balance, policy };
+    }),
   );
 }
 
@@ -49,12 +54,14 @@ export function WalletsPage() {
 }
 
 function WalletCard(props: { row: WalletRow }) {
-  const { wallet, balance } = props.row;
+  const { wallet, balance, policy } = props.row;
+  // An active wallet whose spending is paused says so: "active" would tell the owner it can spend.
+  const status = wallet.status === "active" && policy?.status === "paused" ? "paused" : wallet.status;
   return (
     <li className="card">
       <div className="card-title">
         <Link to={`/wallets/${wallet.id}`}>{wallet.name}</Link>
-        <span className={`status status-${wallet.status}`}>{wallet.status}</span>
+        <span className={`status status-${status}`}>{status}</span>
       </div>
       <dl className="addresses">
         {wallet.evm && (
