@@ -87,4 +87,14 @@ describe("a request naming a host the service does not answer to", () => {
     });
     expect(served.status).toBe(200);
   });
+
+  it("from a trusted proxy's address, is judged by its Host too: a browser there reaching the service directly writes X-Forwarded-Host itself", async () => {
+    // A page rebound to 127.0.0.1 is same-origin to its browser, which sends any header it adds unasked.
+    const rebound = await requestAsSent(listed.url, {
+      path: "/healthz",
+      headers: { host: hostOf(listed, ATTACKER), "x-forwarded-host": "wallet.example" },
+    });
+    expect(rebound.status).toBe(403);
+    expect(JSON.parse(rebound.text).error.reason).toBe("host_not_allowed");
+  });
 });

@@ -25,10 +25,17 @@ export function isHostAllowed(host: string, allowed: readonly string[] | "any"):
   return allowed.includes(hostname);
 }
 
-/** Refuses, before anything else runs, a request whose host is not one the service answers to. */
+/**
+ * Refuses, before anything else runs, a request whose host is not one the service answers to. From a trusted
+ * proxy's address both hosts are judged, the `Host` the connection named and the `X-Forwarded-Host` Fastify
+ * reads as the request's host: a browser on the proxy's machine reaching the service directly (a rebound page
+ * is same-origin to it) sends an `X-Forwarded-Host` of its choosing, but names the attacker's host in `Host`.
+ */
 export function installHostCheck(app: App, allowed: readonly string[] | "any"): void {
   if (allowed === "any") return;
   app.addHook("onRequest", async (request) => {
-    if (!isHostAllowed(request.host, allowed)) throw errors.hostNotAllowed();
+    const connectionHost = request.raw.headers.host ?? "";
+    if (!isHostAllowed(connectionHost, allowed) || !isHostAllowed(request.host, allowed))
+      throw errors.hostNotAllowed();
   });
 }

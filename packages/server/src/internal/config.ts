@@ -307,7 +307,7 @@ export interface Config {
    */
   outboundAllow: string[];
   /**
-   * Host names a request may name (its `Host`, or a trusted proxy's `X-Forwarded-Host`) besides addresses,
+   * Host names a request may name (its `Host`, and from a trusted proxy its `X-Forwarded-Host` too) besides addresses,
    * `localhost` and `*.localhost`; `any` turns the check off (http/host-check.ts says why).
    */
   allowedHosts: string[] | "any";
