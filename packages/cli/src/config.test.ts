@@ -91,6 +91,9 @@ describe("normalizeBaseUrl", () => {
       // Not a URL (its port out of range), or not http: repeated without what precedes the @.
       "http://ada:hunter2@127.0.0.1:99999/v1",
       "ada:hunter2@127.0.0.1:99999",
+      // A password with a / in it (base64 has them), which a URL would hold percent-encoded.
+      "http://ada:hunter2/x@127.0.0.1/v1",
+      "ada:hunter2/x@127.0.0.1",
     ]) {
       const error = (() => {
         try {

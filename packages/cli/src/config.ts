@@ -113,9 +113,12 @@ export function normalizeBaseUrl(value: string): string {
   return url.pathname === "/" || url.pathname === "" ? `${trimmed}/v1` : trimmed;
 }
 
-/** A base URL as an error repeats it: what could be a user name and password (before an `@`) left out. */
+/**
+ * A base URL as an error repeats it: what could be a user name and password (up to its last `@`) left out. Not
+ * up to the first `/` only: a password typed unencoded can hold one.
+ */
 function withoutUserInfo(value: string): string {
-  return value.replace(/^([^/]*\/\/)?[^/]*@/, "$1…@");
+  return value.replace(/^([a-z][a-z0-9+.-]*:\/\/)?.*@/is, "$1…@");
 }
 
 /**
