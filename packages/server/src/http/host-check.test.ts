@@ -22,7 +22,17 @@ describe("isHostAllowed", () => {
   });
 
   it("refuses a host that is not a host", () => {
-    for (const host of ["a b", "[::1", "x/y@z", "@"]) expect(isHostAllowed(host, []), host).toBe(false);
+    for (const host of [
+      "a b",
+      "[::1",
+      "x/y@z",
+      "@",
+      "evil@127.0.0.1",
+      "127.0.0.1/evil",
+      "127.0.0.1#x",
+      "127.0.0.1?x",
+    ])
+      expect(isHostAllowed(host, []), host).toBe(false);
   });
 
   it("serves a request naming no host (HTTP/1.0), which no browser sends", () => {

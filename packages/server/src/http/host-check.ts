@@ -12,6 +12,9 @@ import type { App } from "./types.ts";
  */
 export function isHostAllowed(host: string, allowed: readonly string[] | "any"): boolean {
   if (allowed === "any" || host === "") return true;
+  // A host and a port, nothing more: the URL parser below would read `evil@127.0.0.1` or `127.0.0.1/x` as
+  // the address they end or begin with.
+  if (/[@/\\?#\s]/.test(host)) return false;
   let hostname: string;
   try {
     // The URL parser reads the port off and spells the name as a browser does (lower case, IPv4 normalized);
