@@ -155,4 +155,30 @@ describe("AuthzdClient", () => {
       elsewhere.close();
     }
   });
+
+  it("reads only the daemon's own 404 as an unknown decision: another 404 (a gateway's, a wrong path) is an unavailable daemon", async () => {
+    const elsewhere = createServer((_request, response) =>
+      response
+        .writeHead(404, { "content-type": "application/json" })
+        .end(JSON.stringify({ error: "no route", code: "route_not_found" })),
+    );
+    await new Promise<void>((resolve) => elsewhere.listen(0, "127.0.0.1", resolve));
+    const client = new AuthzdClient({
+      url: `http://127.0.0.1:${(elsewhere.address() as AddressInfo).port}`,
+      token: verifierToken,
+    });
+    try {
+      await expect(client.consumeDecision("dec_anything")).rejects.toMatchObject({
+        reason: "authzd_unavailable",
+      });
+      await expect(client.getDecision("dec_anything")).rejects.toMatchObject({
+        reason: "authzd_unavailable",
+      });
+    } finally {
+      elsewhere.close();
+    }
+    // The daemon's own 404 is an unknown decision.
+    const daemonClient = new AuthzdClient({ url: daemon.url, token: verifierToken });
+    expect(await daemonClient.getDecision("dec_totally_made_up")).toBeUndefined();
+  });
 });

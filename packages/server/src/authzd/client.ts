@@ -66,14 +66,14 @@ export class AuthzdClient {
    * Consumes the decision with this id (`POST /spend/consume`): atomically at the daemon, only an
    * approved, unexpired decision that nobody cancelled, settled or consumed is consumed, and from then
    * on its payer can no longer cancel it. Any answer other than consumed (200 with this decision, approved
-   * and now consumed), not consumable (409 with the decision) or unknown (404) is `authzd_unavailable`: a
-   * spend is never admitted on a decision not consumed.
+   * and now consumed), not consumable (409 with the decision) or unknown (404 `decision_not_found`) is
+   * `authzd_unavailable`: a spend is never admitted on a decision not consumed.
    */
   async consumeDecision(decisionId: string): Promise<ConsumeAnswer> {
     const { status, body } = await this.#post("/spend/consume", decisionId).catch((error: unknown) => {
       throw errors.authzdUnavailable(error);
     });
-    if (status === 404) return { consumed: false, decision: undefined };
+    if (isDecisionNotFound(status, body)) return { consumed: false, decision: undefined };
     const record = status === 409 && isRecord(body) ? body.decision : body;
     const decision = status === 200 || status === 409 ? parseDecision(record) : undefined;
     if (decision?.decisionId !== decisionId)
@@ -118,7 +118,7 @@ export class AuthzdClient {
 
   /**
    * The decision with this id as the daemon holds it (`GET /spend/decisions/:id`), or undefined when it knows
-   * none. Any other answer is `authzd_unavailable`.
+   * none (404 `decision_not_found`). Any other answer is `authzd_unavailable`.
    */
   async getDecision(decisionId: string): Promise<SpendDecision | undefined> {
     let status: number;
@@ -134,7 +134,7 @@ export class AuthzdClient {
     } catch (error) {
       throw errors.authzdUnavailable(error);
     }
-    if (status === 404) return undefined;
+    if (isDecisionNotFound(status, body)) return undefined;
     const decision = status === 200 ? parseDecision(body) : undefined;
     if (decision?.decisionId !== decisionId)
       throw errors.authzdUnavailable(new Error(`decision lookup answered ${status} without the decision`));
@@ -179,4 +179,12 @@ function parseDecision(body: unknown): SpendDecision | undefined {
     expiresAt,
     state: b.state as SpendDecision["state"],
   };
+}
+
+/**
+ * The daemon's own "no such decision". A 404 of anything else (a gateway's, a URL without the daemon behind
+ * it) says nothing of the decision.
+ */
+function isDecisionNotFound(status: number, body: unknown): boolean {
+  return status === 404 && isRecord(body) && body.code === "decision_not_found";
 }
