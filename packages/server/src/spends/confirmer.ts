@@ -310,7 +310,7 @@ export class Confirmer {
           unclear = true;
           const count = (this.#unclearResends.get(row.id)?.count ?? 0) + 1;
           this.#unclearResends.set(row.id, { chain: row.chain, count });
-          if (Number.isInteger(Math.log2(count)))
+          if ((count & (count - 1)) === 0)
             this.deps.log.warn(
               { err: error, transactionId: row.id, chain: row.chain, unclearResends: count },
               "pending spend re-broadcast without a clear answer; still pending",
