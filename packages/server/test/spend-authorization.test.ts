@@ -424,65 +424,80 @@ describe("a spend carrying spendAuthorization.decisionId", () => {
   });
 });
 
-describe("decision verification against a daemon that expires approvals quickly", () => {
-  it("refuses an approval past its reservation time", async () => {
-    const quick = await startTestDaemon({ AUTHZD_RESERVATION_TTL_SECONDS: "1" });
-    const serviceToken = await quick.identity("svc-service", ["wallet.spend.verify"]);
-    const agent = await quick.identity("agent", ["wallet.spend.authorize"]);
-    const quickServer = await createTestServer({
-      env: { SVC_AUTHZD_URL: quick.url, SVC_AUTHZD_TOKEN: serviceToken },
+/**
+ * A daemon of its own (`daemonEnv`: its reservation time, its budget window), a service verifying with it, an
+ * account with a funded base wallet, and the daemon's approval of a 1 USDC send from it to RECIPIENT.
+ */
+async function ownDaemonWorld(daemonEnv: Record<string, string>, policy?: Record<string, unknown>) {
+  const daemon = await startTestDaemon(daemonEnv);
+  const serviceToken = await daemon.identity("svc-service", ["wallet.spend.verify"]);
+  const agent = await daemon.identity("agent", ["wallet.spend.authorize"]);
+  const server = await createTestServer({
+    env: { SVC_AUTHZD_URL: daemon.url, SVC_AUTHZD_TOKEN: serviceToken },
+  });
+  const close = async () => {
+    await server.close();
+    await daemon.stop();
+  };
+  try {
+    const account = await seedAccount(server.api);
+    const wallet = await server.api.post(
+      "/v1/wallets",
+      { name: "w", chains: ["base"], ...(policy ? { policy } : {}) },
+      account.apiKey,
+    );
+    await fundEvm(await sharedDevnet(), wallet.body.evm.address, { eth: 10n ** 18n, usdc: 10n * USDC });
+    const decision = await daemon.call<{ decision_id: string }>("POST", "/spend/authorize", {
+      token: agent,
+      body: {
+        provider: "svc",
+        network: base.network,
+        asset: base.usdc,
+        amount: "1000000",
+        per_call_cap: "5000000",
+        credits: creditsOf(1_000_000n),
+        destination: RECIPIENT,
+      },
     });
-    try {
-      const account = await seedAccount(quickServer.api);
-      const wallet = await quickServer.api.post(
-        "/v1/wallets",
-        { name: "w", chains: ["base"] },
+    const decisionId = decision.body.decision_id;
+    const sendWithDecision = () =>
+      server.api.post(
+        `/v1/wallets/${wallet.body.id}/send`,
+        { to: RECIPIENT, amount: "1", chain: "base", spendAuthorization: { decisionId } },
         account.apiKey,
       );
-      await fundEvm(await sharedDevnet(), wallet.body.evm.address, { eth: 10n ** 18n, usdc: 10n * USDC });
-      const decision = await quick.call<{ decision_id: string }>("POST", "/spend/authorize", {
-        token: agent,
-        body: {
-          provider: "svc",
-          network: base.network,
-          asset: base.usdc,
-          amount: "1000000",
-          per_call_cap: "5000000",
-          credits: 1,
-          destination: RECIPIENT,
-        },
-      });
+    return { daemon, serviceToken, server, account, decisionId, sendWithDecision, close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
+
+describe("decision verification against a daemon that expires approvals quickly", () => {
+  it("refuses an approval past its reservation time", async () => {
+    const world = await ownDaemonWorld({ AUTHZD_RESERVATION_TTL_SECONDS: "1" });
+    try {
       // Wait until the daemon itself reports the approval expired: no fixed sleep.
       let lastSeen: unknown;
       await eventually(
         async () => {
-          const lookup = await quick.call<{ state: string }>(
+          const lookup = await world.daemon.call<{ state: string }>(
             "GET",
-            `/spend/decisions/${decision.body.decision_id}`,
-            { token: serviceToken },
+            `/spend/decisions/${world.decisionId}`,
+            { token: world.serviceToken },
           );
           lastSeen = lookup.body;
           return lookup.body.state === "expired";
         },
         { intervalMs: 200, describe: () => `the decision to expire; last seen ${JSON.stringify(lastSeen)}` },
       );
-      const response = await quickServer.api.post(
-        `/v1/wallets/${wallet.body.id}/send`,
-        {
-          to: RECIPIENT,
-          amount: "1",
-          chain: "base",
-          spendAuthorization: { decisionId: decision.body.decision_id },
-        },
-        account.apiKey,
-      );
+      const response = await world.sendWithDecision();
       expect(response.status).toBe(403);
       const error = expectErrorShape(response);
       expect(error.reason).toBe("spend_authorization_invalid");
       expect(error.message).toContain("expired at");
     } finally {
-      await quickServer.close();
-      await quick.stop();
+      await world.close();
     }
   });
 });
@@ -490,57 +505,25 @@ describe("decision verification against a daemon that expires approvals quickly"
 describe("a held spend whose decision the daemon has forgotten", () => {
   it("is refused approval as spend_authorization_invalid, saying why, and stays waiting (it was a 502 saying the daemon was unavailable)", async () => {
     // Reserved for 1 s and counted for a 1 s window: the daemon forgets the decision 2 s after it.
-    const forgetful = await startTestDaemon({
-      AUTHZD_RESERVATION_TTL_SECONDS: "1",
-      AUTHZD_BUDGET_WINDOW_SECONDS: "1",
-    });
-    const serviceToken = await forgetful.identity("svc-service", ["wallet.spend.verify"]);
-    const agent = await forgetful.identity("agent", ["wallet.spend.authorize"]);
-    const forgetfulServer = await createTestServer({
-      env: { SVC_AUTHZD_URL: forgetful.url, SVC_AUTHZD_TOKEN: serviceToken },
-    });
+    const world = await ownDaemonWorld(
+      { AUTHZD_RESERVATION_TTL_SECONDS: "1", AUTHZD_BUDGET_WINDOW_SECONDS: "1" },
+      { approvalAbove: "0.5" },
+    );
+    const { server, account } = world;
     try {
-      const account = await seedAccount(forgetfulServer.api);
-      const wallet = await forgetfulServer.api.post(
-        "/v1/wallets",
-        { name: "held", chains: ["base"], policy: { approvalAbove: "0.5" } },
-        account.apiKey,
-      );
-      await fundEvm(await sharedDevnet(), wallet.body.evm.address, { eth: 10n ** 18n, usdc: 10n * USDC });
-      const decision = await forgetful.call<{ decision_id: string }>("POST", "/spend/authorize", {
-        token: agent,
-        body: {
-          provider: "svc",
-          network: base.network,
-          asset: base.usdc,
-          amount: "1000000",
-          per_call_cap: "5000000",
-          credits: 100,
-          destination: RECIPIENT,
-        },
-      });
-      const held = await forgetfulServer.api.post(
-        `/v1/wallets/${wallet.body.id}/send`,
-        {
-          to: RECIPIENT,
-          amount: "1",
-          chain: "base",
-          spendAuthorization: { decisionId: decision.body.decision_id },
-        },
-        account.apiKey,
-      );
+      const held = await world.sendWithDecision();
       expect(held.status, held.text).toBe(202);
       await eventually(
         async () =>
           (
-            await forgetful.call("GET", `/spend/decisions/${decision.body.decision_id}`, {
-              token: serviceToken,
+            await world.daemon.call("GET", `/spend/decisions/${world.decisionId}`, {
+              token: world.serviceToken,
             })
           ).status === 404,
         { intervalMs: 200, describe: () => "the daemon to forget the decision" },
       );
 
-      const approved = await forgetfulServer.api.post(
+      const approved = await server.api.post(
         `/v1/approvals/${held.body.id}/approve`,
         undefined,
         account.apiKey,
@@ -550,21 +533,20 @@ describe("a held spend whose decision the daemon has forgotten", () => {
       expect(error).toMatchObject({
         code: "PolicyViolation",
         reason: "spend_authorization_invalid",
-        details: { rule: "spendAuthorization", decisionId: decision.body.decision_id },
+        details: { rule: "spendAuthorization", decisionId: world.decisionId },
       });
       expect(error.message).toContain("no longer knows");
-      const still = await forgetfulServer.api.get(`/v1/transactions/${held.body.id}`, account.apiKey);
+      const still = await server.api.get(`/v1/transactions/${held.body.id}`, account.apiKey);
       expect(still.body.status).toBe("pending_approval");
       // Rejecting it is what ends it.
-      const rejected = await forgetfulServer.api.post(
+      const rejected = await server.api.post(
         `/v1/approvals/${held.body.id}/reject`,
         undefined,
         account.apiKey,
       );
       expect(rejected.status, rejected.text).toBe(200);
     } finally {
-      await forgetfulServer.close();
-      await forgetful.stop();
+      await world.close();
     }
   });
 });
