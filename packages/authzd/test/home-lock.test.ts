@@ -11,41 +11,56 @@ import { homePaths } from "../src/internal/home.ts";
 
 const HOME_MODULE = path.resolve(import.meta.dirname, "../src/internal/home.ts");
 /**
- * A process that waits until `at`, tries to take the home, says how it went, and lives on (holding what it
- * took) until killed: a contender that starts late must still find the winner alive.
+ * A process that says it is ready (its imports done), waits (blocked on its stdin) for the start signal, tries
+ * to take the home, says how it went, and lives on (holding what it took) until killed: a contender that
+ * starts late must still find the winner alive.
  */
 const CONTENDER = `
+import { readSync } from "node:fs";
 import { acquireHomeLock, homePaths } from ${JSON.stringify(HOME_MODULE)};
-const [home, at] = process.argv.slice(-2);
-while (Date.now() < Number(at)) {}
+const home = process.argv.at(-1);
+console.log("ready");
+readSync(0, Buffer.alloc(1));
 try { acquireHomeLock(homePaths(home)); console.log("took it"); } catch (error) { console.log(error.message); }
 setInterval(() => {}, 1_000);
 `;
 
-/** Starts a contender; its outcome is the first line it prints (or all it said, if it died first). */
-function contender(home: string, at: number) {
+/**
+ * Starts a contender: `ready` resolves once it waits for the start signal, which `go` gives; `outcome` is
+ * the line it prints after that (or all it said, if it died first).
+ */
+function contender(home: string) {
   const child = spawn(
     process.execPath,
-    ["--import", "tsx", "--input-type=module", "-e", CONTENDER, "--", home, String(at)],
-    { stdio: ["ignore", "pipe", "pipe"] },
+    ["--import", "tsx", "--input-type=module", "-e", CONTENDER, "--", home],
+    { stdio: ["pipe", "pipe", "pipe"] },
   );
   onTestFinished(() => {
     child.kill("SIGKILL");
   });
-  const outcome = new Promise<string>((resolve) => {
-    // What it printed on stdout says how it went; stderr only tells why it died, if it did.
-    let printed = "";
-    let complaints = "";
+  // What it printed on stdout says how it went; stderr only tells why it died, if it did.
+  let printed = "";
+  let complaints = "";
+  child.stderr.on("data", (chunk: Buffer) => {
+    complaints += chunk.toString();
+  });
+  const ready = new Promise<void>((resolve, reject) => {
     child.stdout.on("data", (chunk: Buffer) => {
       printed += chunk.toString();
-      if (printed.includes("\n")) resolve(printed.split("\n")[0] ?? "");
+      if (printed.startsWith("ready\n")) resolve();
     });
-    child.stderr.on("data", (chunk: Buffer) => {
-      complaints += chunk.toString();
-    });
-    child.on("exit", () => resolve(`${printed}${complaints}`.trim()));
+    child.on("exit", () =>
+      reject(new Error(`a contender died before it was ready: ${printed}${complaints}`)),
+    );
   });
-  return outcome;
+  const outcome = new Promise<string>((resolve) => {
+    const said = () => printed.slice("ready\n".length);
+    child.stdout.on("data", () => {
+      if (said().includes("\n")) resolve(said().split("\n")[0] ?? "");
+    });
+    child.on("exit", () => resolve(`${said()}${complaints}`.trim()));
+  });
+  return { ready, go: () => child.stdin.write("g"), outcome };
 }
 
 describe("the home lock", () => {
@@ -55,8 +70,11 @@ describe("the home lock", () => {
       onTestFinished(() => fs.rmSync(home, { recursive: true, force: true }));
       // A pid no process has: the daemon that wrote it was killed.
       fs.writeFileSync(homePaths(home).pidFile, "999999\n");
-      const at = Date.now() + 1_500;
-      const outcomes = await Promise.all(Array.from({ length: 4 }, () => contender(home, at)));
+      // All four start at once: the signal is given only when every one of them is waiting for it.
+      const contenders = Array.from({ length: 4 }, () => contender(home));
+      await Promise.all(contenders.map((c) => c.ready));
+      for (const c of contenders) c.go();
+      const outcomes = await Promise.all(contenders.map((c) => c.outcome));
       expect(
         outcomes.filter((outcome) => outcome === "took it"),
         outcomes.join(" | "),
