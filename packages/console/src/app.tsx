@@ -7,6 +7,7 @@ import { LoginPage } from "./pages/login.tsx";
 import { WalletPage } from "./pages/wallet.tsx";
 import { WalletsPage } from "./pages/wallets.tsx";
 import { WebhooksPage } from "./pages/webhooks.tsx";
+import { PENDING_BADGE_POLL_MS } from "./polls.ts";
 import { Link, match, navigate, usePath } from "./router.tsx";
 import { logOut, svc, useSession } from "./session.ts";
 import { useResource } from "./ui/resource.ts";
@@ -40,7 +41,7 @@ function View(props: { path: string }) {
 
 /** How many spends wait for approval, read every 5 s, beside "Approvals" in the navigation. */
 function PendingBadge() {
-  const pending = useResource(() => svc().approvals.list(), [], { intervalMs: 5000 });
+  const pending = useResource(() => svc().approvals.list(), [], { intervalMs: PENDING_BADGE_POLL_MS });
   const count = pending.data?.length ?? 0;
   if (count === 0) return null;
   return (

@@ -9,6 +9,7 @@ import { randomBytes } from "node:crypto";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestServer, type TestServer } from "../../server/test/support/test-server.ts";
+import { PENDING_BADGE_POLL_MS } from "../src/polls.ts";
 import { type ConsoleUser, openUser, registerThroughConsole } from "./support/browser.ts";
 
 let server: TestServer;
@@ -130,6 +131,8 @@ describe("an owner at the console", () => {
     );
     expect(held.status, held.text).toBe(202);
     expect(held.body.status).toBe("pending_approval");
+    // The queue's and the navigation's next reads, now (the badge's interval is the longer one).
+    await page.clock.fastForward(PENDING_BADGE_POLL_MS);
 
     const card = page.getByRole("listitem", { name: /10\.00 USDC to 0x00000000/ });
     await card.waitFor({ timeout: 10_000 });

@@ -6,6 +6,7 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestServer, type TestServer } from "../../server/test/support/test-server.ts";
+import { APPROVALS_POLL_MS } from "../src/polls.ts";
 import { type ConsoleUser, openUser, registerThroughConsole } from "./support/browser.ts";
 
 let server: TestServer;
@@ -83,7 +84,9 @@ describe("the session", () => {
       await stale.getByText("Nothing waiting for you.").waitFor();
       await page.getByRole("button", { name: "Log out" }).click();
       await page.getByLabel("Email").waitFor();
-      // The queue reads itself again within seconds: refused, the tab ends its session and shows why.
+      // The queue reads itself again within seconds (its clock moved to that read): refused, the tab ends its
+      // session and shows why.
+      await stale.clock.fastForward(APPROVALS_POLL_MS);
       await stale.getByText("Your session has ended. Log in again.").waitFor({ timeout: 15_000 });
       expect(await stale.getByRole("heading", { name: "Approvals" }).count()).toBe(0);
       expect(await stale.evaluate(() => sessionStorage.getItem("svc.console.session"))).toBeNull();

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually } from "../../../test/support/eventually.ts";
 import { createTestServer, type TestServer } from "../../server/test/support/test-server.ts";
 import { WebhookReceiver } from "../../server/test/support/webhook-receiver.ts";
+import { EVENTS_POLL_MS } from "../src/polls.ts";
 import { type ConsoleUser, openUser, registerThroughConsole } from "./support/browser.ts";
 
 let server: TestServer;
@@ -85,6 +86,7 @@ describe("webhooks and events at the console", () => {
     expect(owner.errors.join("\n")).toBe("");
     // Something happens elsewhere: it appears at the top.
     await server.api.post("/v1/api-keys", { name: "late agent", role: "agent" }, token);
+    await page.clock.fastForward(EVENTS_POLL_MS);
     await feed.getByText("key “late agent” created (agent)").waitFor({ timeout: 10_000 });
     expect(await feed.getByRole("listitem").first().textContent()).toContain("late agent");
     // An event about a wallet links to it by its name (it said "wallet"), one made since the page loaded too.
@@ -92,6 +94,7 @@ describe("webhooks and events at the console", () => {
     const late = (await server.api.post("/v1/wallets", { name: "late wallet", chains: ["base"] }, token))
       .body;
     expect((await server.api.delete(`/v1/wallets/${late.id}`, token)).status).toBeLessThan(300);
+    await page.clock.fastForward(EVENTS_POLL_MS);
     const lateLink = feed.getByRole("link", { name: "late wallet", exact: true });
     await lateLink.waitFor({ timeout: 10_000 });
     expect(await feed.getByRole("link", { name: "wallet", exact: true }).count()).toBe(0);

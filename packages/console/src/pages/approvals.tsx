@@ -4,14 +4,12 @@
  */
 import type { Approval, Wallet } from "@svc/sdk";
 import { formatAmount, formatRelative, formatTime, groupedAddress, payeeLabel } from "../format.ts";
+import { APPROVALS_POLL_MS } from "../polls.ts";
 import { Link } from "../router.tsx";
 import { svc } from "../session.ts";
 import { CopyButton } from "../ui/copy-button.tsx";
 import { Empty, ErrorNotice, Loading } from "../ui/feedback.tsx";
 import { useAction, useResource } from "../ui/resource.ts";
-
-/** How often the queue is read again. */
-export const APPROVALS_POLL_MS = 3000;
 
 export function ApprovalsPage() {
   const queue = useResource(

@@ -8,12 +8,12 @@ import { EVENT_TYPES } from "@svc/sdk";
 import { useState } from "react";
 import { describeEvent, eventWalletId } from "../events.ts";
 import { formatRelative, formatTime } from "../format.ts";
+import { EVENTS_POLL_MS } from "../polls.ts";
 import { Link } from "../router.tsx";
 import { svc } from "../session.ts";
 import { Empty, ErrorNotice, Loading } from "../ui/feedback.tsx";
 import { useResource } from "../ui/resource.ts";
 
-const POLL_MS = 2500;
 /** How many events the feed keeps on screen. */
 const KEEP = 200;
 /** At most this many pages are read to catch up at first (100 events each). */
@@ -85,7 +85,7 @@ function EventFeed(props: { type: EventType | "" }) {
       return events.length;
     },
     [feed.cursor],
-    { intervalMs: POLL_MS },
+    { intervalMs: EVENTS_POLL_MS },
   );
 
   return (

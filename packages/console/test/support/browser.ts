@@ -63,7 +63,9 @@ export interface ConsoleUser {
 }
 
 /**
- * Opens the console of the service at `baseUrl` in a new browser.
+ * Opens the console of the service at `baseUrl` in a new browser. The browser's clock is Playwright's
+ * (`page.clock`), installed before the console loads: it runs in real time, and a test that waits for a
+ * poll (src/polls.ts) moves it forward by the poll's interval instead of waiting it out.
  * @example
  * const owner = await openUser(server.url, { width: 1280, height: 900 });
  * await owner.page.getByRole("tab", { name: "Register" }).click();
@@ -81,6 +83,7 @@ export async function openUser(
     timezoneId: "UTC",
   });
   await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: baseUrl });
+  await context.clock.install();
   const page = await context.newPage();
   const errors: string[] = [];
   page.on("console", (message) => {
