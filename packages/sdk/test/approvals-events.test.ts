@@ -73,7 +73,7 @@ describe("a send above approvalAbove, through svc.approvals", () => {
     const approved = await world.admin.approvals.approve(held.id);
     expect(approved).toMatchObject({ id: held.id, status: "pending", approval: { status: "approved" } });
     expect(approved.txHash).toMatch(/^0x[0-9a-f]{64}$/);
-    const done = await wallet.waitForTransaction(held.id, { timeoutMs: 120_000 });
+    const done = await wallet.waitForTransaction(held.id, { timeoutMs: 120_000, intervalMs: 100 });
     expect(done).toMatchObject({ status: "confirmed", txHash: approved.txHash });
     expect(await usdcOf(payee.wallet)).toBe("7");
     expect((await world.admin.approvals.list({ status: "approved" })).map((a) => a.id)).toContain(held.id);
@@ -90,7 +90,7 @@ describe("a send above approvalAbove, through svc.approvals", () => {
     const conflicting = await world.admin.approvals.reject(held.id).catch((e) => e);
     expect(conflicting).toBeInstanceOf(SvcValidationError);
     expect(conflicting).toMatchObject({ status: 409, reason: "already_decided" });
-    await wallet.waitForTransaction(held.id, { timeoutMs: 120_000 });
+    await wallet.waitForTransaction(held.id, { timeoutMs: 120_000, intervalMs: 100 });
     expect(await usdcOf(payee.wallet)).toBe("6");
   });
 
@@ -131,7 +131,7 @@ describe("a send above approvalAbove, through svc.approvals", () => {
     expect(await world.admin.transactions.get(held.id)).toMatchObject({ status: "pending_approval" });
     await wallet.policy.resume();
     expect((await world.admin.approvals.approve(held.id)).status).toBe("pending");
-    expect(await wallet.waitForTransaction(held.id, { timeoutMs: 120_000 })).toMatchObject({
+    expect(await wallet.waitForTransaction(held.id, { timeoutMs: 120_000, intervalMs: 100 })).toMatchObject({
       status: "confirmed",
     });
   });
@@ -187,7 +187,7 @@ describe("svc.events", () => {
     const payee = await newPayee();
     const held = await wallet.send({ to: payee.address, amount: 7, token: "USDC", chain: "base" });
     await world.admin.approvals.approve(held.id);
-    await wallet.waitForTransaction(held.id, { timeoutMs: 120_000 });
+    await wallet.waitForTransaction(held.id, { timeoutMs: 120_000, intervalMs: 100 });
     const events = await eventsOnceListed(wallet.id, ["transaction.confirmed"]);
     const about = events.filter(
       (event) => event.data && "id" in event.data && (event.data as { id: string }).id === held.id,

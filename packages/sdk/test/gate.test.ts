@@ -329,7 +329,7 @@ describe("a gated spend held for the owner's approval", () => {
     expect(svc.authz?.listHeldSpends()).toEqual([{ transactionId: held.id, decisionId }]);
 
     await world.admin.approvals.approve(held.id);
-    const done = await wallet.waitForTransaction(held.id, { timeoutMs: 60_000 });
+    const done = await wallet.waitForTransaction(held.id, { timeoutMs: 60_000, intervalMs: 100 });
     expect(done.status).toBe("confirmed");
     expect(settled().filter((row) => row.decision_id === decisionId)).toHaveLength(1);
     expect(svc.authz?.listHeldSpends()).toEqual([]);

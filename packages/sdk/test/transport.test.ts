@@ -130,7 +130,7 @@ describe("retries", () => {
     expect(approves[0]?.idempotencyKey).toBeDefined();
     expect(approves[1]?.idempotencyKey).toBe(approves[0]?.idempotencyKey);
     expect(approved).toMatchObject({ id: held.id, approval: { status: "approved" } });
-    const done = await payer.waitForTransaction(held.id, { timeoutMs: 120_000 });
+    const done = await payer.waitForTransaction(held.id, { timeoutMs: 120_000, intervalMs: 100 });
     expect(done).toMatchObject({ status: "confirmed", txHash: approved.txHash });
     const { balances } = await target.balance();
     expect(balances.find((b) => b.chain === "base" && b.token === "USDC")?.amount).toBe("6");
