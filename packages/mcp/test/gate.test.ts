@@ -8,7 +8,8 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { startTestDaemon, type TestDaemon } from "@svc/authzd/testing";
 import { toAtomic } from "@svc/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, startWorld, stdioClient, usdcOf, type World, waitFor } from "./support.ts";
+import { eventually } from "../../../test/support/eventually.ts";
+import { call, startWorld, stdioClient, usdcOf, type World } from "./support.ts";
 
 let daemon: TestDaemon;
 let world: World;
@@ -50,9 +51,9 @@ describe("svc-mcp with the spend gate", () => {
       approved: true,
     });
     expect(rows("spend_settled").map((row) => row.decision_id)).toContain(decisionId);
-    await waitFor(
-      () => usdcOf(world.payee),
-      (balance) => toAtomic(balance, 6) === toAtomic(payeeBefore, 6) + 2_000_000n,
+    await eventually(
+      async () => toAtomic(await usdcOf(world.payee), 6) === toAtomic(payeeBefore, 6) + 2_000_000n,
+      { describe: "the payee to receive 2 USDC" },
     );
   });
 

@@ -2,11 +2,13 @@
  * The service's own `/mcp` (streamable HTTP): each request carries its API key as a Bearer token, checked
  * with the service. An MCP client from `@modelcontextprotocol/sdk` connects with a URL and a key.
  */
+
 import { createServer } from "node:http";
 import { type AddressInfo, connect } from "node:net";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { ServiceErrorBody } from "@svc/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually } from "../../../test/support/eventually.ts";
 import { createTestServer, seedAccount } from "../../server/test/support/test-server.ts";
 import { createMcpHttpHandler } from "../src/http.ts";
 import {
@@ -18,7 +20,6 @@ import {
   startWorld,
   usdcOf,
   type World,
-  waitFor,
 } from "./support.ts";
 
 let world: World;
@@ -226,9 +227,12 @@ describe("/mcp over streamable HTTP", () => {
       chain: "base",
     });
     expect(sent.isError, sent.text).toBe(false);
-    const confirmed = await waitFor(
-      () => call(agent, "get_transaction", { transactionId: sent.structured.id }),
-      (tx) => tx.structured.status !== "pending",
+    const confirmed = await eventually(
+      async () => {
+        const tx = await call(agent, "get_transaction", { transactionId: sent.structured.id });
+        return tx.structured.status === "pending" ? undefined : tx;
+      },
+      { describe: "the send to leave pending" },
     );
     expect(confirmed.structured.status).toBe("confirmed");
     expect(Number(await usdcOf(world.payee))).toBe(Number(payeeBefore) + 2);
@@ -265,9 +269,11 @@ describe("/mcp over streamable HTTP", () => {
     const accepted = await send("6");
     expect(accepted.isError, accepted.text).toBe(false);
     expect(asked).toHaveLength(1);
-    await waitFor(
-      () => call(agent, "get_transaction", { transactionId: accepted.structured.id }),
-      (tx) => tx.structured.status === "confirmed",
+    await eventually(
+      async () =>
+        (await call(agent, "get_transaction", { transactionId: accepted.structured.id })).structured
+          .status === "confirmed",
+      { describe: "the accepted send to be confirmed" },
     );
     expect(Number(await usdcOf(world.payer))).toBe(Number(payerBefore) - 6);
 

@@ -2,9 +2,11 @@
  * `svc-mcp` over stdio: the bin run as a child process by an MCP client from `@modelcontextprotocol/sdk`,
  * against a real service on the local chains.
  */
+
 import { execFile } from "node:child_process";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually } from "../../../test/support/eventually.ts";
 import {
   ADMIN_TOOL_NAMES,
   AGENT_TOOL_NAMES,
@@ -15,7 +17,6 @@ import {
   stdioClient,
   usdcOf,
   type World,
-  waitFor,
 } from "./support.ts";
 
 let world: World;
@@ -72,9 +73,12 @@ describe("svc-mcp over stdio", () => {
     });
     expect(sent.isError, sent.text).toBe(false);
     expect(sent.structured).toMatchObject({ type: "send", amount: "1.5", token: "USDC", chain: "base" });
-    const confirmed = await waitFor(
-      () => call(agent, "get_transaction", { transactionId: sent.structured.id }),
-      (tx) => tx.structured.status !== "pending",
+    const confirmed = await eventually(
+      async () => {
+        const tx = await call(agent, "get_transaction", { transactionId: sent.structured.id });
+        return tx.structured.status === "pending" ? undefined : tx;
+      },
+      { describe: "the send to leave pending" },
     );
     expect(confirmed.structured.status).toBe("confirmed");
     expect(Number(await usdcOf(world.payee))).toBe(Number(payeeBefore) + 1.5);

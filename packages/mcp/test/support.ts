@@ -135,22 +135,6 @@ export async function call(
   return { isError: false, structured: result.structuredContent ?? {}, text: texts[0] ?? "" };
 }
 
-/** Polls `read` until `done` holds, for at most `deadlineMs` (a deadline, not a timing assertion). */
-export async function waitFor<T>(
-  read: () => Promise<T>,
-  done: (value: T) => boolean,
-  deadlineMs = 120_000,
-): Promise<T> {
-  const until = Date.now() + deadlineMs;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > until)
-      throw new Error(`condition not met before the deadline: ${JSON.stringify(value)}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
-
 /** The wallet's USDC on base, as the service reads it from the chain. */
 export async function usdcOf(wallet: Wallet): Promise<string> {
   const { balances } = await wallet.balance();
