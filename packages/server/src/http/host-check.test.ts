@@ -19,6 +19,9 @@ describe("isHostAllowed", () => {
     expect(isHostAllowed("wallet.example.com.", ["wallet.example.com"])).toBe(true);
     expect(isHostAllowed("api.wallet.example.com", ["wallet.example.com"])).toBe(false);
     expect(isHostAllowed("attacker.example", "any")).toBe(true);
+    // A container's name, and a unicode name as browsers send it (punycode), as the config lists them.
+    expect(isHostAllowed("my_svc:8080", ["my_svc"])).toBe(true);
+    expect(isHostAllowed("xn--bcher-kva.example", ["xn--bcher-kva.example"])).toBe(true);
   });
 
   it("refuses a host that is not a host", () => {

@@ -106,7 +106,19 @@ describe("loadConfig", () => {
       "svc.internal",
     ]);
     expect(loadConfig({ SVC_ALLOWED_HOSTS: "*" }).allowedHosts).toBe("any");
-    for (const value of ["*.example.com", "example.com:8080", "http://example.com", "a b"]) {
+    // As a request names them: a container's name with `_`, a unicode name in punycode, no final dot.
+    expect(
+      loadConfig({ SVC_ALLOWED_HOSTS: "my_svc,bücher.example,wallet.example.com." }).allowedHosts,
+    ).toEqual(["my_svc", "xn--bcher-kva.example", "wallet.example.com"]);
+    for (const value of [
+      "*.example.com",
+      "example.com:8080",
+      "http://example.com",
+      "a b",
+      "a@b",
+      "[::1]",
+      ".",
+    ]) {
       expect(() => loadConfig({ SVC_ALLOWED_HOSTS: value })).toThrow(
         /SVC_ALLOWED_HOSTS: must be a comma-separated list of hostnames/,
       );

@@ -88,7 +88,8 @@ const allowedHosts = z.string().transform((value, ctx) => {
     ctx.addIssue({ code: "custom", message: "must be * alone (any host), or host names without *" });
     return z.NEVER;
   }
-  const bad = entries.filter((entry) => !HOSTNAME.test(entry));
+  const names = entries.map(requestHostName);
+  const bad = entries.filter((_, i) => names[i] === undefined);
   if (bad.length > 0) {
     ctx.addIssue({
       code: "custom",
@@ -98,8 +99,22 @@ const allowedHosts = z.string().transform((value, ctx) => {
     });
     return z.NEVER;
   }
-  return entries;
+  return names as string[];
 });
+
+/**
+ * A name as a request's `Host` carries it, spelled as browsers send it (a unicode name in its punycode form,
+ * no final dot; `_` allowed, as in a container's name); undefined when the entry is more than a name.
+ */
+function requestHostName(entry: string): string | undefined {
+  if (/[:/\\@?#\s*[\]%]/.test(entry)) return undefined;
+  try {
+    const name = new URL(`http://${entry}`).hostname.replace(/\.$/, "");
+    return name === "" ? undefined : name;
+  } catch {
+    return undefined;
+  }
+}
 
 /** What the devnet profile exempts by default: loopback, where its local demo resource and facilitator run. */
 const DEVNET_OUTBOUND_ALLOW = ["127.0.0.0/8", "::1/128", "localhost"];
