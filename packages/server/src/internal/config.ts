@@ -28,26 +28,48 @@ function isAddressOrCidr(value: string): boolean {
 }
 
 /**
- * The proxies whose X-Forwarded-For is believed: a comma list of addresses and CIDR ranges. "true" (trust
- * whoever sends the header) is refused: any client could then pick the address its limits are counted by.
+ * Reads a comma list: each entry trimmed (and lower-cased when `lowercase`), then read by `read`, which
+ * answers what the list keeps of it, or undefined for an entry the list does not take. One issue names every
+ * such entry after `must be ${expected}`, and the list is then undefined.
  */
-const trustedProxies = z.string().transform((value, ctx) => {
+function readCommaList(
+  value: string,
+  ctx: z.RefinementCtx,
+  expected: string,
+  read: (entry: string) => string | undefined,
+  options: { lowercase?: boolean } = {},
+): string[] | undefined {
   const entries = value
     .split(",")
-    .map((entry) => entry.trim())
+    .map((entry) => (options.lowercase ? entry.trim().toLowerCase() : entry.trim()))
     .filter(Boolean);
-  const bad = entries.filter((entry) => !isAddressOrCidr(entry));
+  const kept = entries.map(read);
+  const bad = entries.filter((_, i) => kept[i] === undefined);
   if (bad.length > 0) {
     ctx.addIssue({
       code: "custom",
-      message: `must be a comma-separated list of proxy addresses or CIDR ranges (e.g. 127.0.0.1,10.0.0.0/8); not ${bad
-        .map((entry) => JSON.stringify(entry.slice(0, 60)))
-        .join(", ")}`,
+      message: `must be ${expected}; not ${bad.map((entry) => JSON.stringify(entry.slice(0, 60))).join(", ")}`,
     });
-    return z.NEVER;
+    return undefined;
   }
-  return entries;
-});
+  return kept as string[];
+}
+
+/**
+ * The proxies whose X-Forwarded-For is believed: a comma list of addresses and CIDR ranges. "true" (trust
+ * whoever sends the header) is refused: any client could then pick the address its limits are counted by.
+ */
+const trustedProxies = z
+  .string()
+  .transform(
+    (value, ctx) =>
+      readCommaList(
+        value,
+        ctx,
+        "a comma-separated list of proxy addresses or CIDR ranges (e.g. 127.0.0.1,10.0.0.0/8)",
+        (entry) => (isAddressOrCidr(entry) ? entry : undefined),
+      ) ?? z.NEVER,
+  );
 
 /** A hostname as DNS spells it: dot-separated labels of letters, digits and hyphens. */
 const HOSTNAME = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
@@ -56,50 +78,36 @@ const HOSTNAME = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](
  * Destinations exempt from the outbound guard (x402 fetches): a comma list of CIDR ranges, addresses and
  * hostnames, e.g. `127.0.0.0/8,::1,localhost,internal.example`.
  */
-const outboundAllow = z.string().transform((value, ctx) => {
-  const entries = value
-    .split(",")
-    .map((entry) => entry.trim().toLowerCase())
-    .filter(Boolean);
-  const bad = entries.filter((entry) => !isAddressOrCidr(entry) && !HOSTNAME.test(entry));
-  if (bad.length > 0) {
-    ctx.addIssue({
-      code: "custom",
-      message: `must be a comma-separated list of CIDR ranges, addresses and hostnames (e.g. 127.0.0.0/8,localhost); not ${bad
-        .map((entry) => JSON.stringify(entry.slice(0, 60)))
-        .join(", ")}`,
-    });
-    return z.NEVER;
-  }
-  return entries;
-});
+const outboundAllow = z
+  .string()
+  .transform(
+    (value, ctx) =>
+      readCommaList(
+        value,
+        ctx,
+        "a comma-separated list of CIDR ranges, addresses and hostnames (e.g. 127.0.0.0/8,localhost)",
+        (entry) => (isAddressOrCidr(entry) || HOSTNAME.test(entry) ? entry : undefined),
+        { lowercase: true },
+      ) ?? z.NEVER,
+  );
 
 /**
  * The names, besides addresses, `localhost` and `*.localhost`, under which browsers may reach the service: a
  * comma list of hostnames, or `*` for any (a proxy in front checks them).
  */
 const allowedHosts = z.string().transform((value, ctx) => {
-  const entries = value
-    .split(",")
-    .map((entry) => entry.trim().toLowerCase())
-    .filter(Boolean);
-  if (entries.length === 1 && entries[0] === "*") return "any" as const;
-  if (entries.includes("*")) {
-    ctx.addIssue({ code: "custom", message: "must be * alone (any host), or host names without *" });
-    return z.NEVER;
-  }
-  const names = entries.map(requestHostName);
-  const bad = entries.filter((_, i) => names[i] === undefined);
-  if (bad.length > 0) {
-    ctx.addIssue({
-      code: "custom",
-      message: `must be a comma-separated list of hostnames (e.g. wallet.example.com), or * for any; not ${bad
-        .map((entry) => JSON.stringify(entry.slice(0, 60)))
-        .join(", ")}`,
-    });
-    return z.NEVER;
-  }
-  return names as string[];
+  const names = readCommaList(
+    value,
+    ctx,
+    "a comma-separated list of hostnames (e.g. wallet.example.com), or * for any",
+    (entry) => (entry === "*" ? entry : requestHostName(entry)),
+    { lowercase: true },
+  );
+  if (!names) return z.NEVER;
+  if (!names.includes("*")) return names;
+  if (names.length === 1) return "any" as const;
+  ctx.addIssue({ code: "custom", message: "must be * alone (any host), or host names without *" });
+  return z.NEVER;
 });
 
 /**
