@@ -81,6 +81,14 @@ export function isServiceUrl(value: unknown): value is string {
   }
 }
 
+/**
+ * Whether an answer fetched with `redirect: "manual"` is a redirect: a 3xx in Node, an opaque one (status 0)
+ * in a browser. The SDK follows none: a redirect would carry the request's body wherever it points.
+ */
+export function isRedirect(response: Response): boolean {
+  return response.type === "opaqueredirect" || (response.status >= 300 && response.status < 400);
+}
+
 /** Waits `ms`, or rejects with the signal's reason when it aborts first. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -163,7 +171,7 @@ export class Transport {
         });
       }
 
-      if (response.type === "opaqueredirect" || (response.status >= 300 && response.status < 400)) {
+      if (isRedirect(response)) {
         throw new SvcConnectionError({
           code: "ConnectionError",
           status: response.status,

@@ -1,5 +1,5 @@
 import { SvcAuthzError } from "../errors.ts";
-import { type FetchLike, isServiceUrl } from "../transport.ts";
+import { type FetchLike, isRedirect, isServiceUrl } from "../transport.ts";
 import type {
   SpendAuthorizationResult,
   SpendAuthorizeRequest,
@@ -128,7 +128,7 @@ export class SpendAuthzClient {
         cause: error,
       });
     }
-    if (response.type === "opaqueredirect" || (response.status >= 300 && response.status < 400)) {
+    if (isRedirect(response)) {
       throw new SvcAuthzError(
         `The authorization daemon's answer to ${path} is a redirect (HTTP ${response.status}), which is not followed: is gatewayUrl the daemon's own?`,
         { statusCode: response.status, reason: "redirect" },
