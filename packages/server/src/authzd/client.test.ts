@@ -1,4 +1,4 @@
-import { createServer } from "node:http";
+import { createServer, type RequestListener } from "node:http";
 import type { AddressInfo } from "node:net";
 import { startTestDaemon, type TestDaemon } from "@svc/authzd/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -23,6 +23,16 @@ function recordingLog() {
   return {
     lines,
     warn: (fields: Record<string, unknown>, message: string) => lines.push({ fields, message }),
+  };
+}
+
+/** An HTTP server of the test's own on loopback (a fake daemon, a gateway): its URL, and how to stop it. */
+async function localServer(handler: RequestListener): Promise<{ url: string; close: () => void }> {
+  const server = createServer(handler);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => server.close(),
   };
 }
 
@@ -101,14 +111,10 @@ describe("AuthzdClient", () => {
       { ...consumed, decision_id: "dec_ffffffffffffffffffffffffffffffff" },
       { ...consumed, credits: undefined },
     ]) {
-      const fake = createServer((_request, response) =>
+      const fake = await localServer((_request, response) =>
         response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(answer)),
       );
-      await new Promise<void>((resolve) => fake.listen(0, "127.0.0.1", resolve));
-      const client = new AuthzdClient({
-        url: `http://127.0.0.1:${(fake.address() as AddressInfo).port}`,
-        token: verifierToken,
-      });
+      const client = new AuthzdClient({ url: fake.url, token: verifierToken });
       try {
         await expect(client.consumeDecision(decisionId)).rejects.toMatchObject({
           reason: "authzd_unavailable",
@@ -127,20 +133,14 @@ describe("AuthzdClient", () => {
 
   it("follows no redirect: a gateway's 307 is an unavailable daemon, and the daemon's credential goes nowhere else", async () => {
     const arrived: string[] = [];
-    const elsewhere = createServer((request, response) => {
+    const elsewhere = await localServer((request, response) => {
       arrived.push(`${request.method} ${request.url} ${request.headers.authorization ?? ""}`);
       response.writeHead(404).end();
     });
-    await new Promise<void>((resolve) => elsewhere.listen(0, "127.0.0.1", resolve));
-    const gateway = createServer((request, response) => {
-      const { port } = elsewhere.address() as AddressInfo;
-      response.writeHead(307, { location: `http://127.0.0.1:${port}${request.url}` }).end();
+    const gateway = await localServer((request, response) => {
+      response.writeHead(307, { location: `${elsewhere.url}${request.url}` }).end();
     });
-    await new Promise<void>((resolve) => gateway.listen(0, "127.0.0.1", resolve));
-    const client = new AuthzdClient({
-      url: `http://127.0.0.1:${(gateway.address() as AddressInfo).port}`,
-      token: verifierToken,
-    });
+    const client = new AuthzdClient({ url: gateway.url, token: verifierToken });
     try {
       // Followed, the other host's 404 read as "no such decision".
       await expect(client.consumeDecision("dec_redirected")).rejects.toMatchObject({
@@ -157,16 +157,12 @@ describe("AuthzdClient", () => {
   });
 
   it("reads only the daemon's own 404 as an unknown decision: another 404 (a gateway's, a wrong path) is an unavailable daemon", async () => {
-    const elsewhere = createServer((_request, response) =>
+    const elsewhere = await localServer((_request, response) =>
       response
         .writeHead(404, { "content-type": "application/json" })
         .end(JSON.stringify({ error: "no route", code: "route_not_found" })),
     );
-    await new Promise<void>((resolve) => elsewhere.listen(0, "127.0.0.1", resolve));
-    const client = new AuthzdClient({
-      url: `http://127.0.0.1:${(elsewhere.address() as AddressInfo).port}`,
-      token: verifierToken,
-    });
+    const client = new AuthzdClient({ url: elsewhere.url, token: verifierToken });
     try {
       await expect(client.consumeDecision("dec_anything")).rejects.toMatchObject({
         reason: "authzd_unavailable",
