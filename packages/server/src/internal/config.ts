@@ -28,48 +28,39 @@ function isAddressOrCidr(value: string): boolean {
 }
 
 /**
- * Reads a comma list: each entry trimmed (and lower-cased when `lowercase`), then read by `read`, which
- * answers what the list keeps of it, or undefined for an entry the list does not take. One issue names every
- * such entry after `must be ${expected}`, and the list is then undefined.
+ * A variable holding a comma list: each entry trimmed (and lower-cased when `lowercase`), then read by
+ * `read`, which answers what the list keeps of it, or undefined for an entry the list does not take. One
+ * issue names every such entry after `must be ${expected}`.
  */
-function readCommaList(
-  value: string,
-  ctx: z.RefinementCtx,
+function commaList(
   expected: string,
   read: (entry: string) => string | undefined,
   options: { lowercase?: boolean } = {},
-): string[] | undefined {
-  const entries = value
-    .split(",")
-    .map((entry) => (options.lowercase ? entry.trim().toLowerCase() : entry.trim()))
-    .filter(Boolean);
-  const kept = entries.map(read);
-  const bad = entries.filter((_, i) => kept[i] === undefined);
-  if (bad.length > 0) {
+) {
+  return z.string().transform((value, ctx) => {
+    const entries = value
+      .split(",")
+      .map((entry) => (options.lowercase ? entry.trim().toLowerCase() : entry.trim()))
+      .filter(Boolean);
+    const kept = entries.map(read);
+    const bad = entries.filter((_, i) => kept[i] === undefined);
+    if (bad.length === 0) return kept as string[];
     ctx.addIssue({
       code: "custom",
       message: `must be ${expected}; not ${bad.map((entry) => JSON.stringify(entry.slice(0, 60))).join(", ")}`,
     });
-    return undefined;
-  }
-  return kept as string[];
+    return z.NEVER;
+  });
 }
 
 /**
  * The proxies whose X-Forwarded-For is believed: a comma list of addresses and CIDR ranges. "true" (trust
  * whoever sends the header) is refused: any client could then pick the address its limits are counted by.
  */
-const trustedProxies = z
-  .string()
-  .transform(
-    (value, ctx) =>
-      readCommaList(
-        value,
-        ctx,
-        "a comma-separated list of proxy addresses or CIDR ranges (e.g. 127.0.0.1,10.0.0.0/8)",
-        (entry) => (isAddressOrCidr(entry) ? entry : undefined),
-      ) ?? z.NEVER,
-  );
+const trustedProxies = commaList(
+  "a comma-separated list of proxy addresses or CIDR ranges (e.g. 127.0.0.1,10.0.0.0/8)",
+  (entry) => (isAddressOrCidr(entry) ? entry : undefined),
+);
 
 /** A hostname as DNS spells it: dot-separated labels of letters, digits and hyphens. */
 const HOSTNAME = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
@@ -78,32 +69,21 @@ const HOSTNAME = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](
  * Destinations exempt from the outbound guard (x402 fetches): a comma list of CIDR ranges, addresses and
  * hostnames, e.g. `127.0.0.0/8,::1,localhost,internal.example`.
  */
-const outboundAllow = z
-  .string()
-  .transform(
-    (value, ctx) =>
-      readCommaList(
-        value,
-        ctx,
-        "a comma-separated list of CIDR ranges, addresses and hostnames (e.g. 127.0.0.0/8,localhost)",
-        (entry) => (isAddressOrCidr(entry) || HOSTNAME.test(entry) ? entry : undefined),
-        { lowercase: true },
-      ) ?? z.NEVER,
-  );
+const outboundAllow = commaList(
+  "a comma-separated list of CIDR ranges, addresses and hostnames (e.g. 127.0.0.0/8,localhost)",
+  (entry) => (isAddressOrCidr(entry) || HOSTNAME.test(entry) ? entry : undefined),
+  { lowercase: true },
+);
 
 /**
  * The names, besides addresses, `localhost` and `*.localhost`, under which browsers may reach the service: a
  * comma list of hostnames, or `*` for any (a proxy in front checks them).
  */
-const allowedHosts = z.string().transform((value, ctx) => {
-  const names = readCommaList(
-    value,
-    ctx,
-    "a comma-separated list of hostnames (e.g. wallet.example.com), or * for any",
-    (entry) => (entry === "*" ? entry : requestHostName(entry)),
-    { lowercase: true },
-  );
-  if (!names) return z.NEVER;
+const allowedHosts = commaList(
+  "a comma-separated list of hostnames (e.g. wallet.example.com), or * for any",
+  (entry) => (entry === "*" ? entry : requestHostName(entry)),
+  { lowercase: true },
+).transform((names, ctx) => {
   if (!names.includes("*")) return names;
   if (names.length === 1) return "any" as const;
   ctx.addIssue({ code: "custom", message: "must be * alone (any host), or host names without *" });
