@@ -89,6 +89,14 @@ export function isRedirect(response: Response): boolean {
   return response.type === "opaqueredirect" || (response.status >= 300 && response.status < 400);
 }
 
+/**
+ * Lets go of an answer whose body will not be read (a redirect the SDK does not follow): left unread, it
+ * would hold its connection until the answer was garbage-collected, however long its body ran.
+ */
+export function discardBody(response: Response): void {
+  response.body?.cancel().catch(() => {});
+}
+
 /** Waits `ms`, or rejects with the signal's reason when it aborts first. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -172,6 +180,7 @@ export class Transport {
       }
 
       if (isRedirect(response)) {
+        discardBody(response);
         throw new SvcConnectionError({
           code: "ConnectionError",
           status: response.status,

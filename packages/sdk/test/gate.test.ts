@@ -5,6 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import { fundSolana } from "@svc/devnet";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { eventually } from "../../../test/support/eventually.ts";
 import {
   type AuthzSettlementFailureLog,
   type FailedSettlementRecord,
@@ -458,6 +459,8 @@ describe("spec 7: SvcAuthzError, and nothing submitted", () => {
 
   it("a redirect from the daemon's address is not followed: the spend goes nowhere else", async () => {
     const arrived: string[] = [];
+    // Its body never ends: left unread, it would hold the connection until the answer was collected.
+    let redirectClosed = false;
     const elsewhere = createServer((request, response) => {
       arrived.push(`${request.method} ${request.url}`);
       response.writeHead(200, { "content-type": "application/json" }).end("{}");
@@ -465,7 +468,11 @@ describe("spec 7: SvcAuthzError, and nothing submitted", () => {
     await new Promise<void>((resolve) => elsewhere.listen(0, "127.0.0.1", resolve));
     const gateway = createServer((request, response) => {
       const { port } = elsewhere.address() as AddressInfo;
-      response.writeHead(307, { location: `http://127.0.0.1:${port}${request.url}` }).end();
+      response.writeHead(307, { location: `http://127.0.0.1:${port}${request.url}` });
+      response.write("moved ".repeat(1_000));
+      response.on("close", () => {
+        redirectClosed = true;
+      });
     });
     await new Promise<void>((resolve) => gateway.listen(0, "127.0.0.1", resolve));
     try {
@@ -477,7 +484,12 @@ describe("spec 7: SvcAuthzError, and nothing submitted", () => {
       );
       expect(error.message).toContain("HTTP 307");
       expect(arrived).toEqual([]);
+      await eventually(() => redirectClosed, {
+        timeoutMs: 10_000,
+        describe: "the redirect's connection to close",
+      });
     } finally {
+      gateway.closeAllConnections();
       await Promise.all([gateway, elsewhere].map((s) => new Promise((resolve) => s.close(resolve))));
     }
   });

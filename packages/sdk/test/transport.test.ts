@@ -1,6 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually } from "../../../test/support/eventually.ts";
 import {
   SvcConnectionError,
   SvcForbiddenError,
@@ -264,6 +265,30 @@ describe("redirects", () => {
       expect(arrived).toEqual([]);
     } finally {
       await Promise.all([close(gateway), close(elsewhere)]);
+    }
+  });
+});
+
+describe("redirects, their connection", () => {
+  it("a redirect's body is not left open: the connection it came on is let go at once", async () => {
+    // A redirect whose body never ends: left unread, it would hold the socket until the Response was collected.
+    let closed = false;
+    const gateway = createServer((_request, response) => {
+      response.writeHead(307, { location: "http://127.0.0.1:9/v1/auth/me" });
+      response.write("moved ".repeat(1_000));
+      response.on("close", () => {
+        closed = true;
+      });
+    });
+    await listen(gateway);
+    try {
+      const svc = world.client({ baseUrl: `http://127.0.0.1:${portOf(gateway)}/v1` });
+      const me = await svc.auth.me().catch((e) => e);
+      expect(me.reason).toBe("redirect");
+      await eventually(() => closed, { timeoutMs: 10_000, describe: "the redirect's connection to close" });
+    } finally {
+      gateway.closeAllConnections();
+      await close(gateway);
     }
   });
 });

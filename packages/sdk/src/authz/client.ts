@@ -1,5 +1,5 @@
 import { SvcAuthzError } from "../errors.ts";
-import { type FetchLike, isRedirect, isServiceUrl } from "../transport.ts";
+import { discardBody, type FetchLike, isRedirect, isServiceUrl } from "../transport.ts";
 import type {
   SpendAuthorizationResult,
   SpendAuthorizeRequest,
@@ -129,6 +129,7 @@ export class SpendAuthzClient {
       });
     }
     if (isRedirect(response)) {
+      discardBody(response);
       throw new SvcAuthzError(
         `The authorization daemon's answer to ${path} is a redirect (HTTP ${response.status}), which is not followed: is gatewayUrl the daemon's own?`,
         { statusCode: response.status, reason: "redirect" },
