@@ -267,9 +267,7 @@ describe("redirects", () => {
       await Promise.all([close(gateway), close(elsewhere)]);
     }
   });
-});
 
-describe("redirects, their connection", () => {
   it("a redirect's body is not left open: the connection it came on is let go at once", async () => {
     // A redirect whose body never ends: left unread, it would hold the socket until the Response was collected.
     let closed = false;
