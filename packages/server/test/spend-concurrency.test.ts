@@ -325,6 +325,54 @@ describe("funds under concurrency", () => {
     }
   });
 
+  it("counts a send mined and confirmed after another's balances were read: the second of two sends of 3 from 5 USDC is refused", async () => {
+    // A burst split across instances (each confirmer settling what the others sent) admitted 28 sends of 1
+    // USDC from 10: a request reads the balances, then waits its turn at the wallet's lock, and meanwhile the
+    // sends before it are mined and confirmed; they were in neither its balances nor, confirmed, in flight.
+    const wallet = (await gated.api.post("/v1/wallets", { name: "read early", chains: ["base"] }, gatedKey))
+      .body;
+    await fundEvm(devnet, wallet.evm.address, { eth: 10n ** 18n, usdc: 5n * USDC });
+    const to = freshRecipient();
+    const sendThree = () =>
+      gated.api.post(`/v1/wallets/${wallet.id}/send`, { to, amount: "3", chain: "base" }, gatedKey);
+    try {
+      // The first send is recorded pending; its broadcast waits at the gate.
+      gate.decide = ({ methods }) => (methods.includes("eth_sendRawTransaction") ? "hold" : "forward");
+      const first = sendThree();
+      await eventually(() => gate.held.length === 1, { describe: "the first send's broadcast" });
+      const broadcast = gate.held.splice(0)[0];
+      // The second reads its balances (5 USDC, the first not yet on chain); its answer waits here.
+      gate.decide = ({ methods }) => (methods.includes("eth_estimateGas") ? "hold" : "forward");
+      const second = sendThree();
+      await eventually(() => gate.held.length === 1, { describe: "the second send's reads" });
+      const reads = gate.held.splice(0)[0];
+      const answer = await (
+        await fetch(devnet.evm.rpcUrl, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: reads?.body ?? "",
+        })
+      ).text();
+      gate.decide = () => "forward";
+      // Then the first is mined, and the confirmer records it confirmed.
+      broadcast?.release();
+      const sent = await first;
+      expect(sent.status, sent.text).toBe(201);
+      expect((await waitForSettled(gated.api, gatedKey, sent.body.id)).status).toBe("confirmed");
+      // Now the second goes on with what it read.
+      reads?.answer(answer);
+      const refused = await second;
+      expect(refused.status, refused.text).toBe(422);
+      expect(expectErrorShape(refused)).toMatchObject({
+        reason: "insufficient_token",
+        message: expect.stringMatching(/3 is taken by 1 send not yet on chain/),
+      });
+      expect(await base.getBalance(to, usdc())).toBe(3n * USDC);
+    } finally {
+      gate.openUp();
+    }
+  });
+
   it("counts the fees of sends not yet on chain: ETH for 3 sends' gas admits 3 of 8", async () => {
     // One transfer's fee cap (gas limit × max fee) as the service plans it, from a refusal that names it.
     const probe = (await gated.api.post("/v1/wallets", { name: "probe", chains: ["base"] }, gatedKey)).body;

@@ -212,12 +212,14 @@ export function fundsReadOf(plan: FundedPlan): FundsRead | undefined {
  * Under the wallet's spend lock: refuses an EVM spend whose funds read before the lock do not cover it once
  * what the address's other spends the chain had not taken from them when read are taken as well.
  *
- * Sends: those still pending with a nonce from the one the balances were read at (the latest block's) on, up
- * to `nonce`, the one the lock handed this spend (a transfer), or all of them (an x402 payment, which has
- * none). None of those was mined when the balances were read, so none is in them: each takes its amount
- * and its own fee cap (gas limit × max fee, read from its signed transaction). Only pending sends count: one
- * confirmed since the balances were read is missed (the rare race that can still over-admit), and so are
- * the rows of a local chain restarted since, whose nonces the new chain never saw.
+ * Sends: those with a nonce from the one the balances were read at (the latest block's) on, up to `nonce`,
+ * the one the lock handed this spend (a transfer), or all of them (an x402 payment, which has none), pending
+ * or confirmed since. None of those was mined when the balances were read, so none is in them: each takes
+ * its amount and its own fee cap (gas limit × max fee, read from its signed transaction). A send confirmed
+ * between the read and the lock counts too: a request waits its turn at the lock while the sends before it
+ * are mined and confirmed (by any instance's confirmer), and counting only pending ones admitted a burst far
+ * past the balance. Of the rows holding one nonce, the latest live one counts: a local chain restarted
+ * hands the nonces out again, and the old chain's confirmed rows are not in flight on the new one.
  *
  * x402 payments in the token spent (EIP-3009 authorizations, which the resource's facilitator submits and
  * the wallet pays no gas for): a row stays pending until the confirmer learns how the payment ended, so one
@@ -271,10 +273,10 @@ export async function checkFundsInFlight(
 }
 
 /**
- * An address's spends in flight on a chain, in one statement: its sends pending with a nonce from $3 (the one
- * at the block the balances were read at) up to $4 (the one handed out; none, for an x402 payment), and its
- * x402 payments in the token spent ($5) pending, or confirmed since the read among those read unused ($6, a
- * JSON array of ids).
+ * An address's spends in flight on a chain, in one statement: its sends pending or confirmed with a nonce from
+ * $3 (the one at the block the balances were read at) up to $4 (the one handed out; none, for an x402
+ * payment), the latest live row of each nonce, and its x402 payments in the token spent ($5) pending, or
+ * confirmed since the read among those read unused ($6, a JSON array of ids).
  */
 const inFlightStatement = namedStatement<{
   type: string;
@@ -284,10 +286,16 @@ const inFlightStatement = namedStatement<{
   raw: string | null;
 }>(
   "spends_in_flight",
-  // Two branches, each on an index (the pending rows', the primary key): one OR of both read every row.
-  `SELECT type, id, token, amount_atomic, raw_tx FROM transactions
-    WHERE status = 'pending' AND chain = $1 AND from_address = $2 AND (
-      (type = 'send' AND nonce >= $3::int AND ($4::int IS NULL OR nonce < $4::int)) OR (type = 'x402' AND token = $5))
+  // Three branches, each on an index (the sender's nonces, the pending rows', the primary key): one OR of
+  // them read every row.
+  `SELECT type, id, token, amount_atomic, raw_tx FROM (
+     SELECT DISTINCT ON (nonce) type, id, token, amount_atomic, raw_tx FROM transactions
+      WHERE chain = $1 AND from_address = $2 AND nonce >= $3::int AND ($4::int IS NULL OR nonce < $4::int)
+        AND type = 'send' AND status IN ('pending', 'confirmed')
+      ORDER BY nonce, created_at DESC, id DESC) sends
+   UNION ALL
+   SELECT type, id, token, amount_atomic, raw_tx FROM transactions
+    WHERE status = 'pending' AND chain = $1 AND from_address = $2 AND type = 'x402' AND token = $5
    UNION ALL
    SELECT type, id, token, amount_atomic, raw_tx FROM transactions
     WHERE status = 'confirmed' AND id = ANY (ARRAY(SELECT jsonb_array_elements_text($6::jsonb)))
