@@ -49,10 +49,10 @@ describe.skipIf(STORE_KIND === "postgres")("the service restarted with fresh loc
         { intervalMs: 250 },
       );
     };
-    const fund = async () => {
+    const fund = async (usdc: string) => {
       for (const [token, amount] of [
         ["ETH", "0.1"],
-        ["USDC", "20"],
+        ["USDC", usdc],
       ])
         expect(
           (
@@ -68,7 +68,7 @@ describe.skipIf(STORE_KIND === "postgres")("the service restarted with fresh loc
       owner = await seedAccount(service.api);
       walletId = (await service.api.post("/v1/wallets", { name: "w", chains: ["base"] }, owner.apiKey)).body
         .id;
-      await fund();
+      await fund("20");
       expect((await sendAndConfirm("USDC", "10")).status).toBe("confirmed");
       expect((await sendAndConfirm("USDC", "5")).status).toBe("confirmed");
     } finally {
@@ -76,7 +76,12 @@ describe.skipIf(STORE_KIND === "postgres")("the service restarted with fresh loc
     }
     service = await start();
     try {
-      await fund();
+      await fund("10");
+      // An x402 payment counts none of the sends the store recorded on the previous chains (15 USDC, more than
+      // the wallet now holds): their nonces were forgotten with those chains.
+      const [demo] = (await service.api.get("/v1/x402/services?category=demo", owner.apiKey)).body.data;
+      const paid = await service.api.post("/v1/x402/fetch", { walletId, url: demo.resource }, owner.apiKey);
+      expect(paid.status, paid.text).toBe(200);
       // Before, the first was refused ('balance 20, of which 15 is taken by 2 sends not yet on chain'),
       // and an ETH send was signed with nonce 2 on a chain at 0, and waited for good.
       expect((await sendAndConfirm("USDC", "1")).status).toBe("confirmed");

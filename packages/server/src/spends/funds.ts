@@ -213,8 +213,8 @@ export function fundsReadOf(plan: FundedPlan): FundsRead | undefined {
  * what the address's other spends the chain had not taken from them when read are taken as well.
  *
  * Sends: those with a nonce from the one the balances were read at (the latest block's) on, up to `nonce`,
- * the one the lock handed this spend (a transfer), or all of them (an x402 payment, which has none), pending
- * or confirmed since. None of those was mined when the balances were read, so none is in them: each takes
+ * the one the lock handed this spend (a transfer), or to the last one handed out (an x402 payment, which has
+ * none), pending or confirmed since. None of those was mined when the balances were read, so none is in them: each takes
  * its amount and its own fee cap (gas limit × max fee, read from its signed transaction). A send confirmed
  * between the read and the lock counts too: a request waits its turn at the lock while the sends before it
  * are mined and confirmed (by any instance's confirmer), and counting only pending ones admitted a burst far
@@ -274,8 +274,9 @@ export async function checkFundsInFlight(
 
 /**
  * An address's spends in flight on a chain, in one statement: its sends pending or confirmed with a nonce from
- * $3 (the one at the block the balances were read at) up to $4 (the one handed out; none, for an x402
- * payment), the latest live row of each nonce, and its x402 payments in the token spent ($5) pending, or
+ * $3 (the one at the block the balances were read at) up to $4 (the one handed out; for an x402 payment,
+ * none: up to the address's next nonce, so the rows of a local chain restarted, whose nonces were forgotten,
+ * are not), the latest live row of each nonce, and its x402 payments in the token spent ($5) pending, or
  * confirmed since the read among those read unused ($6, a JSON array of ids).
  */
 const inFlightStatement = namedStatement<{
@@ -290,7 +291,8 @@ const inFlightStatement = namedStatement<{
   // them read every row.
   `SELECT type, id, token, amount_atomic, raw_tx FROM (
      SELECT DISTINCT ON (nonce) type, id, token, amount_atomic, raw_tx FROM transactions
-      WHERE chain = $1 AND from_address = $2 AND nonce >= $3::int AND ($4::int IS NULL OR nonce < $4::int)
+      WHERE chain = $1 AND from_address = $2 AND nonce >= $3::int
+        AND nonce < coalesce($4::int, (SELECT next_nonce FROM evm_nonces WHERE chain = $1 AND address = $2))
         AND type = 'send' AND status IN ('pending', 'confirmed')
       ORDER BY nonce, created_at DESC, id DESC) sends
    UNION ALL
