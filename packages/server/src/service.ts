@@ -118,7 +118,15 @@ export async function startService(config: Config, options: StartOptions = {}): 
       options.devnet,
       options.x402Demo === undefined ? {} : { x402Demo: options.x402Demo },
     );
-    if (local?.fresh) await forgetRestartedChains(store.db, Object.keys(local.network.rpcUrls), logger);
+    if (local?.fresh) {
+      // What the store knows of chains of these names is of another instance's chains, still running, when
+      // one serves its own on it: forgetting it would end that instance's spends failed as they land.
+      if (!(await store.claimForLocalChains()))
+        throw new ConfigError(
+          "another running instance serves local chains of its own on this database: instances sharing a database share chains; run `npx svc-devnet` and point each at it (SVC_RPC_BASE, SVC_RPC_SOLANA, SVC_USDC_BASE, SVC_USDC_SOLANA, and the faucet keys)",
+        );
+      await forgetRestartedChains(store.db, Object.keys(local.network.rpcUrls), logger);
+    }
     // The devnet profile's discovery defaults to the demo's facilitator.
     const served: Config = {
       ...config,

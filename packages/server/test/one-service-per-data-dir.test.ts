@@ -1,15 +1,24 @@
 /**
  * `npm start` twice: a second service on the embedded store another one runs on is refused (PGlite is one
  * process's database, and the wallets' sealed keys are in it), and one on a port in use says so in one line.
- * A service killed without a chance to let its data directory go leaves it to the next start.
+ * A service killed without a chance to let its data directory go leaves it to the next start. On one
+ * PostgreSQL, a second service starting local chains of its own beside a running one is refused too.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually } from "./support/eventually.ts";
 import { unpackInitializedPglite } from "./support/pglite-setup.ts";
 import { spawnService, startServiceProcess } from "./support/service-process.ts";
-import { STORE_KIND, seedAccount, sharedDevnet } from "./support/test-server.ts";
+import {
+  createFreshDatabase,
+  STORE_KIND,
+  seedAccount,
+  sharedDevnet,
+  TEST_JWT_SECRET,
+  TEST_MASTER_KEY,
+} from "./support/test-server.ts";
 
 let dataDir: string;
 let chainsEnv: Record<string, string>;
@@ -85,6 +94,82 @@ describe.skipIf(STORE_KIND === "postgres")("one service per data directory", () 
       ]);
     } finally {
       await first.stop();
+    }
+  });
+});
+
+describe.runIf(STORE_KIND === "postgres")("services with local chains of their own on one PostgreSQL", () => {
+  it("refuses the second in one line: the first's pending spend stays pending, its daily room used", {
+    timeout: 300_000,
+  }, async () => {
+    const database = await createFreshDatabase();
+    // `npm start` with DATABASE_URL and no RPC URLs: chains of its own. The confirmer's first pass is at
+    // start-up; the next comes after the test, so the first's spend stays pending meanwhile.
+    const ownChains = (name: string) => ({
+      DATABASE_URL: database.url,
+      SVC_DATA_DIR: join(dataDir, name),
+      SVC_MASTER_KEY: TEST_MASTER_KEY,
+      SVC_JWT_SECRET: TEST_JWT_SECRET,
+      LOG_LEVEL: "warn",
+      SVC_CONFIRMER_INTERVAL_MS: "3600000",
+    });
+    const first = await startServiceProcess({ env: ownChains("pg-first") });
+    try {
+      const { apiKey } = await seedAccount(first.api);
+      const wallet = await first.api.post(
+        "/v1/wallets",
+        { name: "w", chains: ["base"], policy: { dailyLimit: "10" } },
+        apiKey,
+      );
+      for (const [token, amount] of [
+        ["ETH", "1"],
+        ["USDC", "20"],
+      ]) {
+        const funded = await first.api.post(
+          `/v1/wallets/${wallet.body.id}/faucet`,
+          { chain: "base", token, amount },
+          apiKey,
+        );
+        expect(funded.status, funded.text).toBe(201);
+      }
+      const send = () =>
+        first.api.post(
+          `/v1/wallets/${wallet.body.id}/send`,
+          { to: "0x1111111111111111111111111111111111111111", amount: "8", token: "USDC", chain: "base" },
+          apiKey,
+        );
+      const sent = await send();
+      expect(sent.body.status, sent.text).toBe("pending");
+      const spendStatus = async () =>
+        (await first.api.get(`/v1/transactions/${sent.body.id}`, apiKey)).body.status as string;
+
+      const second = spawnService({ env: { ...ownChains("pg-second"), PORT: "0" }, stderr: "pipe" });
+      let stderr = "";
+      second.child.stderr?.on("data", (chunk: Buffer) => {
+        stderr += chunk.toString("utf8");
+      });
+      let exitCode: number | null | undefined;
+      void second.exited.then((code) => {
+        exitCode = code;
+      });
+      // Before, it started, and its start ended the first's spend failed ("the local chain it was sent on
+      // was started anew") though it lands on the first's chain, and gave its $8 back to the daily limit.
+      await eventually(async () => exitCode !== undefined || (await spendStatus()) !== "pending", {
+        timeoutMs: 120_000,
+        describe: "the second service to exit, or the first's spend to leave pending",
+      });
+      await second.stop();
+      expect(exitCode).toBe(1);
+      expect(stderr.trimEnd().split("\n")).toEqual([
+        "svc: another running instance serves local chains of its own on this database: instances sharing a database share chains; run `npx svc-devnet` and point each at it (SVC_RPC_BASE, SVC_RPC_SOLANA, SVC_USDC_BASE, SVC_USDC_SOLANA, and the faucet keys)",
+      ]);
+      expect(await spendStatus()).toBe("pending");
+      const over = await send();
+      expect(over.status, over.text).toBe(403);
+      expect(over.body.error.reason).toBe("daily_limit");
+    } finally {
+      await first.stop();
+      await database.drop();
     }
   });
 });

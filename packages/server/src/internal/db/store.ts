@@ -23,6 +23,12 @@ export interface Store {
   kind: "pglite" | "postgres";
   /** Resolves when the store answers a trivial query. */
   ping(): Promise<void>;
+  /**
+   * Claims the store for an instance serving local chains of its own, until it closes; false when another
+   * running instance holds that claim. On PostgreSQL a session's advisory lock (several instances may share
+   * one database); an embedded store is one process's already (its data directory's lock).
+   */
+  claimForLocalChains(): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -35,6 +41,9 @@ export type StoreLocation =
   | { databaseUrl: string }
   | { pgliteDir: string }
   | { pgliteMemory: true; initializedFrom?: Blob };
+
+/** The advisory lock an instance serving local chains of its own holds on a PostgreSQL store. */
+const LOCAL_CHAINS_LOCK = 727_276;
 
 const migrationsDir = fileURLToPath(new URL("./migrations/", import.meta.url));
 
@@ -66,13 +75,31 @@ export async function openStore(location: StoreLocation): Promise<Store> {
         (await pool.query<{ version: number }>("SELECT version FROM schema_migrations")).rows,
     });
     const db: Db = drizzleNodePg(pool, { schema });
+    let claim: pg.PoolClient | undefined;
     return {
       db,
       kind: "postgres",
       ping: async () => {
         await pool.query("SELECT 1");
       },
-      close: () => pool.end(),
+      claimForLocalChains: async () => {
+        if (claim) return true;
+        const client = await pool.connect();
+        const { rows } = await client
+          .query<{ claimed: boolean }>(`SELECT pg_try_advisory_lock(${LOCAL_CHAINS_LOCK}) AS claimed`)
+          .catch((error: unknown) => {
+            client.release();
+            throw error;
+          });
+        if (rows[0]?.claimed) claim = client;
+        else client.release();
+        return claim !== undefined;
+      },
+      close: async () => {
+        // The claim's connection ends with its session, and the lock with it.
+        claim?.release(true);
+        await pool.end();
+      },
     };
   }
 
@@ -102,6 +129,7 @@ export async function openStore(location: StoreLocation): Promise<Store> {
     ping: async () => {
       await db.execute(sql`SELECT 1`);
     },
+    claimForLocalChains: async () => true,
     close: () => connection.close(),
   };
 }
