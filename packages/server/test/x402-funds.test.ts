@@ -287,4 +287,40 @@ describe("a payment not yet settled when the balances were read", () => {
         "Insufficient USDC: balance 5, of which 4 is taken by 1 x402 payment not yet on chain; this send needs 3",
     });
   });
+
+  it("counts one recorded after the read, settled and confirmed before the lock: a send of 3 from 5 is refused", async () => {
+    const wallet = await fundedWallet({ eth: 10n ** 18n, usdc: 5n * USDC }, gated);
+    // The send's plan (its balances: 5 USDC, no payment yet) is read from the node, then held back.
+    gate.decide = ({ methods }) => (methods.includes("eth_estimateGas") ? "hold" : "forward");
+    const sending = send(wallet.id, "3", gated);
+    const [held] = await eventually(async () => (gate.held.length > 0 ? gate.held : undefined));
+    gate.decide = () => "forward";
+    gate.held.splice(0);
+    if (!held) throw new Error("no plan held");
+    const answer = await (
+      await fetch(devnet.evm.rpcUrl, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: held.body,
+      })
+    ).text();
+    // Meanwhile a payment of 4 is made (the send, not yet recorded, is not counted), settles, and is confirmed.
+    const paymentId = await keptPayment(wallet.id, 4n, gated);
+    await settleLastKept();
+    await eventually(async () => {
+      await gated.server.service.confirmer.runOnce();
+      const row = await gated.server.api.get(`/v1/transactions/${paymentId}`, gated.apiKey);
+      return row.body.status === "confirmed" || undefined;
+    });
+    held.answer(answer);
+    const refused = await sending;
+    // Counting only the payments read with the balances, or pending, it was admitted against the 5 read,
+    // and reverted on chain.
+    expect(refused.status, refused.text).toBe(422);
+    expect(expectErrorShape(refused)).toMatchObject({
+      reason: "insufficient_token",
+      message:
+        "Insufficient USDC: balance 5, of which 4 is taken by 1 x402 payment not yet on chain; this send needs 3",
+    });
+  });
 });

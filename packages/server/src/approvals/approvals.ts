@@ -117,7 +117,7 @@ export async function approveSpend(
   const plan = await planFundedTransfer(
     client,
     { from: spend.from, to: spend.to, token, amount: spend.amount },
-    await pendingPayments(deps.db, client.config, spend.from, token),
+    await pendingPayments(deps.db, client.config, { walletId: spend.walletId, from: spend.from }, token),
   );
   // Counted as it is sent: the rent of a token account it opens for its recipient may have come or gone
   // since it was held (the recipient closed its account, or opened it).

@@ -23,6 +23,8 @@ export interface PlannedFunds {
   native: TokenInfo;
   /** EVM: the sender's x402 payments still pending when planned, by transaction id ({@link PaymentsRead}). */
   payments?: PaymentsRead;
+  /** EVM: the newest of the wallet's x402 payments when they were read ({@link PendingPayments.newest}). */
+  paymentsNewest?: RecordedAt | null | undefined;
 }
 
 /** A transfer's plan with the funds it was planned against. */
@@ -47,6 +49,8 @@ export interface FundsRead {
   /** The nonce at the block the balances were read at: the sends from it on are not in them. */
   minedNonce: number;
   payments: PaymentsRead;
+  /** The newest of the wallet's x402 payments when they were read ({@link PendingPayments.newest}). */
+  paymentsNewest?: RecordedAt | null | undefined;
 }
 
 /** What the spends the chain had not taken from the funds read take from them. */
@@ -120,26 +124,40 @@ function describeSpends(sends: number, payments: number): string | undefined {
   return parts.length === 0 ? undefined : parts.join(" and ");
 }
 
+/** Where a transaction stands in its wallet's history: when it was recorded, and its id. */
+export interface RecordedAt {
+  createdAt: Date;
+  id: string;
+}
+
 /** x402 payments pending before the balances were read: their transaction ids, and their authorizations in order. */
 export interface PendingPayments {
   ids: readonly string[];
   authorizations: readonly EvmAuthorization[];
+  /**
+   * The newest of the wallet's x402 payments in the token (any state) just before: those recorded after it
+   * were not read (null: there was none yet). Undefined where nothing was read (not an EVM token).
+   */
+  newest?: RecordedAt | null | undefined;
 }
 
 export const NO_PENDING_PAYMENTS: PendingPayments = { ids: [], authorizations: [] };
 
 /**
- * The x402 payments of `from` on an EVM chain still pending now, in `token`, whose state is to be read with
- * the balances (oldest first, at most {@link MAX_PAYMENT_STATE_READS}), by transaction id: read before the
- * balances, outside any transaction. None on other chains.
+ * The x402 payments of `from` (the wallet `walletId`'s address) on an EVM chain still pending now, in
+ * `token`, whose state is to be read with the balances (oldest first, at most {@link MAX_PAYMENT_STATE_READS}),
+ * by transaction id, and the newest of its payments before them: read before the balances, outside any
+ * transaction. None on other chains.
  */
 export async function pendingPayments(
   db: Db,
   chain: ChainConfig,
-  from: string,
+  sender: { walletId: string; from: string },
   token: TokenInfo,
 ): Promise<PendingPayments> {
   if (chain.kind !== "evm" || token.address === null) return NO_PENDING_PAYMENTS;
+  const { walletId, from } = sender;
+  const [newest] = await newestPaymentStatement(db, [walletId, chain.name, token.symbol]);
   const rows = await pendingPaymentsStatement(db, [chain.name, from, token.symbol, MAX_PAYMENT_STATE_READS]);
   const readable = rows.flatMap(({ id, payment }) => {
     const onChain = (payment as { onChain?: Record<string, unknown> } | null)?.onChain;
@@ -151,8 +169,20 @@ export async function pendingPayments(
   return {
     ids: readable.map((row) => row.id),
     authorizations: readable.map((row) => row.authorization),
+    newest: newest ?? null,
   };
 }
+
+/** A wallet's newest x402 payment on chain $2 in token $3, whatever its state. */
+const newestPaymentStatement = namedStatement<RecordedAt>(
+  "newest_x402_payment",
+  `SELECT created_at, id FROM transactions WHERE wallet_id = $1 AND type = 'x402' AND chain = $2 AND token = $3
+    ORDER BY created_at DESC, id DESC LIMIT 1`,
+  [
+    [["createdAt"], transactions.createdAt],
+    [["id"], transactions.id],
+  ],
+);
 
 /** An address's x402 payments pending in a token, oldest first, at most $4: their ids and recorded payments. */
 const pendingPaymentsStatement = namedStatement<{ id: string; payment: unknown }>(
@@ -183,17 +213,20 @@ export function paymentsRead(ids: readonly string[], used: readonly boolean[] | 
 export async function readPaymentFunds(
   db: Db,
   client: ChainClient,
-  from: string,
+  sender: { walletId: string; from: string },
   token: TokenInfo,
 ): Promise<FundsRead | undefined> {
   const getFundsRead = client.getFundsRead?.bind(client);
   if (!getFundsRead) return undefined;
-  const pending = await pendingPayments(db, client.config, from, token);
-  const read = await chainCall(client.config.name, () => getFundsRead(from, token, pending.authorizations));
+  const pending = await pendingPayments(db, client.config, sender, token);
+  const read = await chainCall(client.config.name, () =>
+    getFundsRead(sender.from, token, pending.authorizations),
+  );
   return {
     balance: read.balance,
     minedNonce: read.minedNonce,
     payments: paymentsRead(pending.ids, read.authorizationsUsed),
+    paymentsNewest: pending.newest,
   };
 }
 
@@ -205,6 +238,7 @@ export function fundsReadOf(plan: FundedPlan): FundsRead | undefined {
     gas: { fee: plan.fee, nativeBalance: plan.funds.nativeBalance, native: plan.funds.native },
     minedNonce: plan.evm.minedNonce ?? plan.evm.pendingNonce,
     payments: plan.funds.payments ?? new Map(),
+    paymentsNewest: plan.funds.paymentsNewest,
   };
 }
 
@@ -226,9 +260,12 @@ export function fundsReadOf(plan: FundedPlan): FundsRead | undefined {
  * already settled may still be pending. Their states were read with the balances, before them in the same
  * request ({@link PaymentsRead}): a payment used then is in the balances and does not count; one not used
  * then counts while pending and also once confirmed since (it settled after the read). A payment recorded
- * after that read (or beyond the reads' bound) counts while pending: it may have settled before the balances
- * were read, and is then counted twice, refusing briefly what a later read would admit. One failed or
- * expired does not count: it can no longer settle.
+ * after that read (or beyond the reads' bound) counts while pending, and also once confirmed when recorded
+ * after the newest one there was then (it was made while this spend waited: settled and confirmed by the
+ * time it takes the lock, it was in neither): it may have settled before the balances were read, and is then
+ * counted twice, refusing briefly what a later read would admit. "After" is by the recording instance's
+ * clock: one whose clock is behind the reader's by more than the moment between them escapes it. One failed
+ * or expired does not count: it can no longer settle.
  *
  * Without this, simultaneous spends each checked against the whole balance were all admitted: an EVM send
  * past it reverted on chain, paying its gas, and an x402 payment past it was never settled, the resource
@@ -241,6 +278,7 @@ export async function checkFundsInFlight(
   nonce?: number,
 ): Promise<void> {
   const readUnused = [...read.payments].filter(([, used]) => !used).map(([id]) => id);
+  const newest = read.paymentsNewest;
   const rows = await inFlightStatement(tx, [
     spend.chain,
     spend.from,
@@ -248,6 +286,11 @@ export async function checkFundsInFlight(
     nonce ?? null,
     spend.token.symbol,
     JSON.stringify(readUnused),
+    spend.walletId,
+    newest !== undefined,
+    newest?.createdAt.toISOString() ?? null,
+    newest?.id ?? null,
+    JSON.stringify([...read.payments.keys()]),
   ]);
   const sends = rows.filter((row) => row.type === "send");
   const payments = rows.filter((row) => row.type === "x402");
@@ -277,7 +320,9 @@ export async function checkFundsInFlight(
  * $3 (the one at the block the balances were read at) up to $4 (the one handed out; for an x402 payment,
  * none: up to the address's next nonce, so the rows of a local chain restarted, whose nonces were forgotten,
  * are not), the latest live row of each nonce, and its x402 payments in the token spent ($5) pending, or
- * confirmed since the read among those read unused ($6, a JSON array of ids).
+ * confirmed since the read among those read unused ($6, a JSON array of ids), or (when $8) confirmed and
+ * recorded in the wallet ($7) after the newest there was at the read ($9, $10; none then: every one), other
+ * than those read ($11).
  */
 const inFlightStatement = namedStatement<{
   type: string;
@@ -301,7 +346,12 @@ const inFlightStatement = namedStatement<{
    UNION ALL
    SELECT type, id, token, amount_atomic, raw_tx FROM transactions
     WHERE status = 'confirmed' AND id = ANY (ARRAY(SELECT jsonb_array_elements_text($6::jsonb)))
-      AND type = 'x402' AND chain = $1 AND from_address = $2 AND token = $5`,
+      AND type = 'x402' AND chain = $1 AND from_address = $2 AND token = $5
+   UNION ALL
+   SELECT type, id, token, amount_atomic, raw_tx FROM transactions
+    WHERE $8::boolean AND wallet_id = $7 AND type = 'x402' AND status = 'confirmed' AND chain = $1
+      AND from_address = $2 AND token = $5 AND ($9::timestamptz IS NULL OR (created_at, id) > ($9::timestamptz, $10::text))
+      AND NOT id = ANY (ARRAY(SELECT jsonb_array_elements_text($11::jsonb)))`,
   [
     [["type"], transactions.type],
     [["id"], transactions.id],

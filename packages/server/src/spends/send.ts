@@ -108,7 +108,7 @@ export async function send(
     await checkDailyLimit(deps.db, policy, spend, deps.now?.());
     // Everything from the chain before the lock: under it, only the decision, the nonce and local signing.
     // The x402 payments still pending, whose states are read with the balances (see checkFundsInFlight).
-    const pending = await pendingPayments(deps.db, client.config, from, token);
+    const pending = await pendingPayments(deps.db, client.config, { walletId: wallet.id, from }, token);
     const plan = await planFundedTransfer(client, { from, to: request.to, token, amount }, pending);
     // Counted with what else it gives the recipient, now that the plan says.
     const counted = withRecipientAccountRent(spend, client.config.nativeToken, plan.recipientAccountRent);

@@ -113,6 +113,7 @@ export async function planFundedTransfer(
     nativeBalance: planned.nativeBalance,
     native: client.config.nativeToken,
     payments: paymentsRead(pending.ids, planned.authorizationsUsed),
+    paymentsNewest: pending.newest,
   };
   checkFunds(
     { type: "send", token: input.token, amount: input.amount },

@@ -141,7 +141,7 @@ export async function fetchAndPay(
       resource: url,
     };
     // The balance read starts at once; its outcome matters only if the policy lets the payment through.
-    const balance = checkBalance(deps.db, client, from, selected);
+    const balance = checkBalance(deps.db, client, { walletId: wallet.id, from }, selected);
     balance.catch(() => {});
     try {
       // The policy first, as read with the wallet (a refusal signs nothing); admitSpend checks it again
@@ -236,11 +236,12 @@ export async function fetchAndPay(
 async function checkBalance(
   db: Db,
   client: ChainClient,
-  from: string,
+  sender: { walletId: string; from: string },
   selected: SelectedRequirement,
 ): Promise<FundsRead | undefined> {
   const { token, requirement } = selected;
-  const funds = await readPaymentFunds(db, client, from, token);
+  const { from } = sender;
+  const funds = await readPaymentFunds(db, client, sender, token);
   const balance =
     funds?.balance ?? (await chainCall(client.config.name, () => client.getBalance(from, token)));
   if (balance < requirement.amount) {
