@@ -238,6 +238,12 @@ export interface Transaction {
   resource?: string;
   /** Present on a spend that was held for approval (above the policy's `approvalAbove`). */
   approval?: TransactionApproval;
+  /**
+   * A spend that landed on chain (confirmed, or failed there): what it cost the wallet in the chain's native
+   * coin (`token`) beyond its amount, as the chain tells it; the network fee and, on Solana, the rent of a
+   * token account it opened for its recipient.
+   */
+  fee?: { amount: string; token: string };
 }
 
 /**

@@ -8,7 +8,7 @@ import { createSolanaRpc } from "@solana/kit";
 import { fundEvm, fundSolana } from "@svc/devnet";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChainClient } from "../src/chains/types.ts";
-import { formatUsd } from "../src/internal/money.ts";
+import { formatUnits, formatUsd } from "../src/internal/money.ts";
 import { findToken, MAX_NATIVE_SEND_GAS } from "../src/spends/transfer.ts";
 import {
   closeTokenAccount,
@@ -179,6 +179,8 @@ describe("a Solana send to a recipient that closes its token account after the p
     const spent =
       solBefore - (await chains.solana.getBalance(payer.solana.address, chains.solana.config.nativeToken));
     expect(spent).toBeLessThanOrEqual(5_000n);
+    // A transfer that landed and failed states the fee it paid; one the node refused states none.
+    expect(ended.fee?.amount ?? "0").toBe(formatUnits(spent, 9));
     expect(await createSolanaRpc(devnet.solana.rpcUrl).getAccountInfo(account).send()).toMatchObject({
       value: null,
     });

@@ -4,7 +4,7 @@ import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChainClient, TokenInfo } from "../src/chains/types.ts";
 import { transactions } from "../src/internal/db/schema.ts";
-import { formatUsd } from "../src/internal/money.ts";
+import { formatUsd, parseUnitsStrict } from "../src/internal/money.ts";
 import { devnetClients, solanaKey, tokenAccountRentUsd } from "./support/chains.ts";
 import { eventually } from "./support/eventually.ts";
 import { RpcGate } from "./support/rpc-gate.ts";
@@ -121,6 +121,11 @@ describe("a Solana transfer that lands but fails in execution", () => {
     expect(failed.failureReason).toContain("InstructionError");
     expect((await statusOf(paid.body.id)).status).toBe("confirmed");
     expect(await solana.getBalance(first, usdc)).toBe(0n);
+    // The failed one was charged its fee, and states it; with the other's, what the wallet's SOL lost.
+    expect(failed.fee).toEqual({ amount: "0.000005", token: "SOL" });
+    const feeOfPaid = parseUnitsStrict((await statusOf(paid.body.id)).fee.amount, 9) ?? 0n;
+    const solSpent = 10n ** 9n - (await solana.getBalance(wallet.solana.address, solana.config.nativeToken));
+    expect(5_000n + feeOfPaid).toBe(solSpent);
     // The owner is told, once, with the transaction as it ended.
     const failedEvents = await eventually(async () => {
       const page = await server.api.get(`/v1/events?walletId=${wallet.id}&type=transaction.failed`, apiKey);

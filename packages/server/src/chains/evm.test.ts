@@ -260,7 +260,7 @@ describe("EvmChain on the local chain", () => {
       await base.broadcast(unsent);
       await base.broadcast(reverting);
       const reverted = await settled(reverting, sender.address);
-      expect(reverted).toEqual({ state: "failed", reason: "reverted" });
+      expect(reverted).toEqual({ state: "failed", reason: "reverted", fee: expect.any(BigInt) });
       expect(
         (
           await watching.getLandedStatuses(
@@ -370,7 +370,7 @@ describe("EvmChain on the local chain", () => {
       });
       const asked = proxy.methods.length;
       const status = await watching.getTransferStatus(signed, sender.address);
-      expect(status).toEqual({ state: "confirmed", blockTime: scanned.blockTime });
+      expect(status).toEqual({ state: "confirmed", blockTime: scanned.blockTime, fee: expect.any(BigInt) });
       expect(proxy.methods.slice(asked)).toEqual(["eth_getTransactionReceipt"]);
 
       // A chain that has not seen the block asks for it, by the hash the receipt names.
@@ -417,8 +417,13 @@ describe("EvmChain on the local chain", () => {
       token: usdc,
       amount: 10n ** 12n,
     });
+    const before = await base.getBalance(sender.address, eth);
     await base.broadcast(signed);
-    expect(await settled(signed, sender.address)).toEqual({ state: "failed", reason: "reverted" });
+    const status = await settled(signed, sender.address);
+    // It moved no USDC, and paid its gas: the fee it states is what the sender's ETH lost.
+    const fee = before - (await base.getBalance(sender.address, eth));
+    expect(fee).toBeGreaterThan(0n);
+    expect(status).toEqual({ state: "failed", reason: "reverted", fee });
   });
 
   it("scans incoming native and USDC transfers to watched addresses once, with stable indexes", async () => {

@@ -431,12 +431,13 @@ export class EvmChain implements ChainClient {
   }
 
   async #minedStatus(receipt: TransactionReceipt): Promise<TransferStatus> {
-    if (receipt.status === "reverted") return { state: "failed", reason: "reverted" };
+    const fee = feePaid(receipt);
+    if (receipt.status === "reverted") return { state: "failed", reason: "reverted", fee };
     if (this.#depth > 0n) {
       const head = await this.#client.getBlockNumber({ cacheTime: 0 });
       if (receipt.blockNumber + this.#depth > head) return { state: "pending" };
     }
-    return { state: "confirmed", blockTime: await this.#blockTime(receipt.blockHash) };
+    return { state: "confirmed", blockTime: await this.#blockTime(receipt.blockHash), fee };
   }
 
   /**
@@ -748,6 +749,18 @@ function inBloom(bloom: Uint8Array, bits: number[]): boolean {
 type ReadOutcome = { result: unknown } | { error: unknown };
 
 /** The result of a read, or its error thrown. */
+/**
+ * What a mined transaction cost its sender in the native coin, from its receipt: the gas used at the price it
+ * paid, and the L1 data fee an OP-stack chain (Base) adds to its receipts as `l1Fee`; undefined when the
+ * receipt lacks the price (a node too old to give `effectiveGasPrice`).
+ */
+function feePaid(receipt: TransactionReceipt): bigint | undefined {
+  if (typeof receipt.effectiveGasPrice !== "bigint") return undefined;
+  const l1Fee = (receipt as { l1Fee?: unknown }).l1Fee;
+  const dataFee = typeof l1Fee === "bigint" ? l1Fee : typeof l1Fee === "string" && l1Fee ? BigInt(l1Fee) : 0n;
+  return receipt.gasUsed * receipt.effectiveGasPrice + dataFee;
+}
+
 function resultOf(outcome: ReadOutcome | undefined): unknown {
   if (outcome === undefined) throw new Error("a batch answered fewer reads than it was asked");
   if ("error" in outcome) throw outcome.error;

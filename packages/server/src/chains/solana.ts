@@ -323,7 +323,7 @@ export class SolanaChain implements ChainClient {
 
   async getTransferStatus(
     signed: Pick<SignedTransfer, "txHash" | "nonce" | "lastValidBlockHeight">,
-    _from: string,
+    from: string,
   ): Promise<TransferStatus> {
     // The height is read before the status: if the status is then missing while the chain had already
     // passed the transaction's last valid height, it can never land.
@@ -340,17 +340,19 @@ export class SolanaChain implements ChainClient {
       .getSignatureStatuses([signed.txHash as Signature], { searchTransactionHistory: true })
       .send();
     if (status) {
-      if (status.err) return { state: "failed", reason: describeTransactionError(status.err) };
-      if (status.confirmationStatus === "confirmed" || status.confirmationStatus === "finalized") {
-        const blockTime = await this.#rpc
-          .getBlockTime(status.slot)
-          .send()
-          .catch(() => null);
-        return blockTime === null
-          ? { state: "confirmed" }
-          : { state: "confirmed", blockTime: new Date(Number(blockTime) * 1000) };
-      }
-      return { state: "pending" };
+      const landed =
+        Boolean(status.err) ||
+        status.confirmationStatus === "confirmed" ||
+        status.confirmationStatus === "finalized";
+      // Its block time and what it cost the sender: a node behind the one that answered the status may not
+      // serve the transaction yet; asked again at the next pass.
+      const found = landed ? await this.#landedTransaction(signed.txHash as Signature, from) : undefined;
+      if (!found) return { state: "pending" };
+      if (status.err)
+        return { state: "failed", reason: describeTransactionError(status.err), fee: found.fee };
+      return found.blockTime === undefined
+        ? { state: "confirmed", fee: found.fee }
+        : { state: "confirmed", blockTime: found.blockTime, fee: found.fee };
     }
     if (
       tip !== undefined &&
@@ -456,6 +458,44 @@ export class SolanaChain implements ChainClient {
       }
     });
     return map;
+  }
+
+  /**
+   * A landed transaction's block time and what it took from `from`'s lamports beyond the SOL it transferred
+   * to others (the fee, and the rent of accounts it opened; all of the change when it failed); undefined when
+   * the node returns no such transaction. The fee is undefined when `from` is not among its accounts.
+   */
+  async #landedTransaction(
+    signature: Signature,
+    from: string,
+  ): Promise<{ blockTime?: Date; fee?: bigint } | undefined> {
+    const answer: unknown = await this.#rpc
+      .getTransaction(signature, {
+        commitment: "confirmed",
+        encoding: "jsonParsed",
+        maxSupportedTransactionVersion: 0,
+      })
+      .send();
+    const tx = parsedTransaction(answer);
+    if (!tx) return undefined;
+    const blockTime =
+      tx.blockTime === null || tx.blockTime === undefined
+        ? {}
+        : { blockTime: new Date(Number(tx.blockTime) * 1000) };
+    const at = tx.transaction.message.accountKeys?.findIndex((key) => accountKeyOf(key) === from) ?? -1;
+    const before = toBigInt(tx.meta?.preBalances?.[at]);
+    const after = toBigInt(tx.meta?.postBalances?.[at]);
+    if (at < 0 || before === undefined || after === undefined) return blockTime;
+    // What it sent others by its own instructions (a SOL transfer's amount), which is not a cost beyond it.
+    let transferred = 0n;
+    if (!tx.meta?.err) {
+      for (const { program, parsed } of tx.transaction.message.instructions) {
+        if (program !== "system" || typeof parsed !== "object" || parsed.type !== "transfer") continue;
+        if (parsed.info?.source === from && parsed.info.destination !== from)
+          transferred += toBigInt(parsed.info.lamports) ?? 0n;
+      }
+    }
+    return { ...blockTime, fee: before - after - transferred };
   }
 
   /**
@@ -665,8 +705,17 @@ interface ParsedTransaction {
   meta?: {
     err?: unknown;
     innerInstructions?: { index: number | bigint; instructions: ParsedInstruction[] }[] | null;
+    preBalances?: readonly (bigint | number)[];
+    postBalances?: readonly (bigint | number)[];
   } | null;
-  transaction: { message: { instructions: ParsedInstruction[] } };
+  transaction: {
+    message: { instructions: ParsedInstruction[]; accountKeys?: readonly (string | { pubkey?: string })[] };
+  };
+}
+
+/** An account's address as a `jsonParsed` transaction lists it (an object with `pubkey`, or the address). */
+function accountKeyOf(key: string | { pubkey?: string }): string | undefined {
+  return typeof key === "string" ? key : key.pubkey;
 }
 
 /** The node's answer read as the parts of a `jsonParsed` transaction this module uses; null when none. */

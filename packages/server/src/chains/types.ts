@@ -135,10 +135,15 @@ export interface BroadcastTransfer {
   from: string;
 }
 
-/** Where a broadcast transfer stands on chain. */
+/**
+ * Where a broadcast transfer stands on chain. Once it has landed (confirmed, or failed there), `fee` is what it
+ * took from its sender's native coin beyond the amount it transferred: the network fee (EVM: gas used at its
+ * price, and an OP-stack chain's L1 data fee) and, on Solana, the rent of accounts it opened; absent when the
+ * chain's answer does not tell it.
+ */
 export type TransferStatus =
-  | { state: "confirmed"; blockTime?: Date }
-  | { state: "failed"; reason: string }
+  | { state: "confirmed"; blockTime?: Date; fee?: bigint | undefined }
+  | { state: "failed"; reason: string; fee?: bigint | undefined }
   /** Seen, or still able to land: ask again later. */
   | { state: "pending" }
   /** Not on chain and can never land (EVM: nonce used by another tx; Solana: blockhash expired). */

@@ -174,6 +174,18 @@ export const transactionView = z
       })
       .optional()
       .meta({ description: "a spend above the policy's approvalAbove: the owner's decision" }),
+    fee: z
+      .object({
+        amount: z
+          .string()
+          .meta({ description: "decimal amount in the native coin's units", example: "0.000005" }),
+        token: z.string().meta({ description: "the chain's native coin", example: "SOL" }),
+      })
+      .optional()
+      .meta({
+        description:
+          "A spend that landed on chain (confirmed, or failed there): what it cost the wallet in the chain's native coin beyond its amount, as the chain tells it: the network fee and, on Solana, the rent of a token account it opened for its recipient. Absent until then, and for receives and x402 payments (their facilitator pays)",
+      }),
   })
   .meta({
     id: "Transaction",

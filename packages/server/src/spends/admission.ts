@@ -11,7 +11,13 @@ import { formatUsd } from "../internal/money.ts";
 import type { PolicyRow } from "../policy/policy.ts";
 import { checkStaticRules, isAboveAlert, needsApproval, type SpendFacts } from "../policy/rules.ts";
 import { addToHour, checkDailyLimit } from "../policy/spend-window.ts";
-import { recordTransaction, type TransactionRow, toTransactionView } from "../transactions/transactions.ts";
+import {
+  feeColumns,
+  recordTransaction,
+  type SpendFee,
+  type TransactionRow,
+  toTransactionView,
+} from "../transactions/transactions.ts";
 import { alreadyUsed } from "./authorization.ts";
 import { checkFundsInFlight, type FundedPlan, type FundsRead, fundsReadOf } from "./funds.ts";
 import { allocateNonceSql, releaseNonce } from "./nonces.ts";
@@ -259,14 +265,20 @@ const lockWithNonceStatement = namedStatement<LockedPolicy>(
 );
 
 /**
- * Marks a pending spend failed and gives its USD back to the rolling window, in one transaction. Returns
- * false when the spend was no longer pending (another caller settled it first).
+ * Marks a pending spend failed and gives its USD back to the rolling window, in one transaction; `fee`, what
+ * it paid when it landed and failed on chain. Returns false when the spend was no longer pending (another
+ * caller settled it first).
  */
-export async function failSpend(db: Db, transactionId: string, reason: string): Promise<boolean> {
+export async function failSpend(
+  db: Db,
+  transactionId: string,
+  reason: string,
+  fee?: SpendFee,
+): Promise<boolean> {
   return db.transaction(async (tx) => {
     const [failed] = await tx
       .update(transactions)
-      .set({ status: "failed", failureReason: reason })
+      .set({ status: "failed", failureReason: reason, ...(fee ? feeColumns(fee) : {}) })
       .where(and(eq(transactions.id, transactionId), eq(transactions.status, "pending")))
       .returning();
     if (!failed) return false;

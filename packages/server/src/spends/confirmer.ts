@@ -6,7 +6,7 @@ import { ChainUnavailableError, findChainError } from "../chains/errors.ts";
 import type { ChainClient, SignedTransfer, TransferStatus } from "../chains/types.ts";
 import { transactions, wallets } from "../internal/db/schema.ts";
 import type { Db } from "../internal/db/store.ts";
-import { confirmTransactions, type Settlement } from "../transactions/transactions.ts";
+import { confirmTransactions, type Settlement, type SpendFee } from "../transactions/transactions.ts";
 import type { Keyring } from "../wallets/keyring.ts";
 import { openSigningKey } from "../wallets/wallets.ts";
 import { settleRecordedPayment } from "../x402/pay.ts";
@@ -294,9 +294,13 @@ export class Confirmer {
     if (status.state !== "dropped") this.#missingSince.delete(row.id);
     switch (status.state) {
       case "confirmed":
-        return { transactionId: row.id, confirmedAt: status.blockTime ?? new Date() };
+        return {
+          transactionId: row.id,
+          confirmedAt: status.blockTime ?? new Date(),
+          fee: nativeFee(client, status.fee),
+        };
       case "failed":
-        await failSpend(db, row.id, status.reason);
+        await failSpend(db, row.id, status.reason, nativeFee(client, status.fee));
         return;
       case "pending": {
         const last = row.broadcastAt?.getTime() ?? 0;
@@ -400,6 +404,11 @@ function signedOf(
     ...(row.nonce !== null ? { nonce: row.nonce } : {}),
     ...(row.lastValidBlockHeight !== null ? { lastValidBlockHeight: row.lastValidBlockHeight } : {}),
   };
+}
+
+/** A fee the chain told, in atomic units of its native coin, as a spend's record states it. */
+function nativeFee(client: ChainClient, atomic: bigint | undefined): SpendFee | undefined {
+  return atomic === undefined ? undefined : { atomic, token: client.config.nativeToken };
 }
 
 /** Whether a chain's node answers its cheapest read now. */

@@ -44,6 +44,27 @@ export interface TransactionView {
   resource?: string;
   /** A spend held for the owner's approval (policy `approvalAbove`). */
   approval?: { status: NonNullable<TransactionRow["approvalStatus"]>; expiresAt: string; decidedAt?: string };
+  /**
+   * A spend that landed on chain (confirmed, or failed there): what it cost the wallet in the chain's native
+   * coin beyond its amount (see {@link SpendFee}).
+   */
+  fee?: { amount: string; token: string };
+}
+
+/**
+ * What a spend that landed cost its wallet in the chain's native coin beyond its amount, as the chain tells
+ * it: the network fee and, on Solana, the rent of a token account it opened for its recipient. A failed
+ * spend that landed paid it too.
+ */
+export interface SpendFee {
+  atomic: bigint;
+  /** The chain's native coin. */
+  token: { symbol: string; decimals: number };
+}
+
+/** The columns recording a spend's fee. */
+export function feeColumns(fee: SpendFee): Pick<TransactionRow, "feeAtomic" | "feeToken" | "feeDecimals"> {
+  return { feeAtomic: fee.atomic, feeToken: fee.token.symbol, feeDecimals: fee.token.decimals };
 }
 
 export function toTransactionView(row: TransactionRow): TransactionView {
@@ -71,6 +92,9 @@ export function toTransactionView(row: TransactionRow): TransactionView {
             ...(row.approvalDecidedAt ? { decidedAt: row.approvalDecidedAt.toISOString() } : {}),
           },
         }
+      : {}),
+    ...(row.feeAtomic !== null && row.feeToken !== null && row.feeDecimals !== null
+      ? { fee: { amount: formatUnits(row.feeAtomic, row.feeDecimals), token: row.feeToken } }
       : {}),
   };
 }
@@ -157,6 +181,9 @@ const UNSET_COLUMNS = {
   approvalStatus: null,
   approvalExpiresAt: null,
   approvalDecidedAt: null,
+  feeAtomic: null,
+  feeToken: null,
+  feeDecimals: null,
 } satisfies Omit<TransactionRow, keyof typeof transactions.$inferInsert & RequiredKeys>;
 type RequiredKeys =
   | "walletId"
@@ -202,6 +229,8 @@ export interface Settlement {
   confirmedAt: Date;
   /** The hash, when it is known only now; null or absent keeps the one recorded. */
   txHash?: string | null;
+  /** What it cost the wallet beyond its amount, when the chain told it; absent keeps what is recorded. */
+  fee?: SpendFee | undefined;
 }
 
 /**
@@ -224,6 +253,9 @@ export async function confirmTransactions(
         settled.transactionId,
         settled.confirmedAt.toISOString(),
         settled.txHash ?? null,
+        settled.fee?.atomic.toString() ?? null,
+        settled.fee?.token.symbol ?? null,
+        settled.fee?.token.decimals ?? null,
       ]),
     );
     const byId = new Map(updated.map((row) => [row.id, row]));
@@ -241,24 +273,27 @@ export async function confirmTransactions(
 }
 
 /**
- * The update of {@link confirmTransactions}, by how many it settles (three parameters each): the rows still
- * pending are locked in id order first, then moved to confirmed, in one statement.
+ * The update of {@link confirmTransactions}, by how many it settles (six parameters each: id, time, hash and
+ * the fee's three columns): the rows still pending are locked in id order first, then moved to confirmed, in
+ * one statement.
  */
 const confirmStatement = statementsByShape<number, TransactionRow>((count) => {
   const { list, fields } = tableColumns(transactions, [], "t");
   const settled = Array.from(
     { length: count },
-    (_, i) => `($${3 * i + 1}, $${3 * i + 2}::timestamptz, $${3 * i + 3})`,
+    (_, i) =>
+      `($${6 * i + 1}, $${6 * i + 2}::timestamptz, $${6 * i + 3}, $${6 * i + 4}::numeric, $${6 * i + 5}, $${6 * i + 6}::integer)`,
   );
   return {
     name: `confirm_transactions_${count}`,
-    text: `WITH settled (id, confirmed_at, tx_hash) AS (VALUES ${settled.join(", ")}),
+    text: `WITH settled (id, confirmed_at, tx_hash, fee_atomic, fee_token, fee_decimals) AS (VALUES ${settled.join(", ")}),
       locked AS MATERIALIZED (
         SELECT t.id FROM transactions t JOIN settled s ON s.id = t.id
         WHERE t.status = 'pending' ORDER BY t.id FOR UPDATE OF t)
       UPDATE transactions t
         SET status = 'confirmed', confirmed_at = s.confirmed_at, tx_hash = coalesce(s.tx_hash, t.tx_hash),
-            failure_reason = NULL
+            failure_reason = NULL, fee_atomic = coalesce(s.fee_atomic, t.fee_atomic),
+            fee_token = coalesce(s.fee_token, t.fee_token), fee_decimals = coalesce(s.fee_decimals, t.fee_decimals)
       FROM settled s JOIN locked l ON l.id = s.id
       WHERE t.id = s.id AND t.status = 'pending'
       RETURNING ${list}`,

@@ -132,6 +132,13 @@ export const transactions = pgTable("transactions", {
   approvalStatus: text("approval_status", { enum: ["pending", "approved", "rejected", "expired"] }),
   approvalExpiresAt: timestamp("approval_expires_at", { withTimezone: true, mode: "date" }),
   approvalDecidedAt: timestamp("approval_decided_at", { withTimezone: true, mode: "date" }),
+  /**
+   * A spend that landed on chain: what it cost its wallet in the chain's native coin (`feeToken`, with
+   * `feeDecimals`) beyond its amount, as the chain tells it (migration 0019); NULL for the others.
+   */
+  feeAtomic: numeric("fee_atomic", { mode: "bigint" }),
+  feeToken: text("fee_token"),
+  feeDecimals: integer("fee_decimals"),
 });
 
 export const historyCounts = pgTable(
