@@ -7,9 +7,11 @@ import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { StoreLocation } from "../src/internal/db/store.ts";
 import { selectRows } from "../src/internal/db/store.ts";
+import { formatUnits, parseUnitsStrict } from "../src/internal/money.ts";
 import { eventually } from "./support/eventually.ts";
 import { unpackInitializedPglite } from "./support/pglite-setup.ts";
 import { RpcGate } from "./support/rpc-gate.ts";
+import { waitForSettled } from "./support/spends.ts";
 import {
   type ApiClient,
   createFreshDatabase,
@@ -173,6 +175,70 @@ describe("incoming transfers", () => {
     expect(payer.data.filter((t) => t.txHash === sent.body.txHash).map((t) => t.type)).toEqual(["send"]);
     expect(payer.data.filter((t) => t.type === "receive")).toHaveLength(2);
   });
+});
+
+describe("a wallet paying its own address", () => {
+  let server: TestServer;
+  let apiKey: string;
+  beforeAll(async () => {
+    server = await createTestServer();
+    ({ apiKey } = await seedAccount(server.api));
+  });
+  afterAll(() => server.close());
+
+  it.each(["base", "solana"] as const)(
+    "%s: records the receive beside the send, so the history sums to the balance",
+    async (chain) => {
+      const wallet = await createWallet(server.api, apiKey, "self");
+      for (const token of ["USDC", chain === "base" ? "ETH" : "SOL"]) {
+        const paid = await server.api.post(
+          `/v1/wallets/${wallet.id}/faucet`,
+          { chain, token, amount: "5" },
+          apiKey,
+        );
+        expect(paid.status, paid.text).toBe(201);
+      }
+      const own = chain === "base" ? wallet.evm.address : wallet.solana.address;
+      const sent = await server.api.post(
+        `/v1/wallets/${wallet.id}/send`,
+        { to: own, amount: "1.5", token: "USDC", chain },
+        apiKey,
+      );
+      expect(sent.status, sent.text).toBe(201);
+      await waitForSettled(server.api, apiKey, sent.body.id);
+      // A transfer in after it, once recorded, shows the watcher has scanned past the send.
+      const devnet = await sharedDevnet();
+      const marker =
+        chain === "base"
+          ? (await fundEvm(devnet, wallet.evm.address, { usdc: 1n })).usdcTx
+          : (await fundSolana(devnet, wallet.solana.address, { usdc: 1n })).usdcTx;
+      const rows = await eventually(async () => {
+        const page = await history(server.api, apiKey, wallet.id);
+        return page.data.some((t) => t.txHash === marker) && page.data;
+      });
+      // Before, only the send was recorded: the history said 1.5 USDC had left a wallet that still held it.
+      expect(
+        rows
+          .filter((t) => t.txHash === sent.body.txHash)
+          .map((t) => [t.type, t.amount])
+          .sort(),
+      ).toEqual([
+        ["receive", "1.5"],
+        ["send", "1.5"],
+      ]);
+      const usdc = rows
+        .filter((t) => t.token === "USDC" && t.status === "confirmed")
+        .reduce(
+          (sum, t) => sum + (t.type === "receive" ? 1n : -1n) * (parseUnitsStrict(t.amount ?? "", 6) ?? 0n),
+          0n,
+        );
+      const balance = await server.api.get(`/v1/wallets/${wallet.id}/balance`, apiKey);
+      const shown = balance.body.balances.find(
+        (b: { chain: string; token: string }) => b.chain === chain && b.token === "USDC",
+      );
+      expect(shown.amount).toBe(formatUnits(usdc, 6));
+    },
+  );
 });
 
 describe("incoming transfers across a restart", () => {

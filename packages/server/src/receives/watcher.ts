@@ -189,7 +189,8 @@ export class IncomingWatcher {
 
 /**
  * Records one incoming transfer as a `receive` of the wallet that owns its recipient address, unless it is
- * already recorded or it is the wallet paying itself. Returns the row inserted, if one was.
+ * already recorded. Returns the row inserted, if one was. A wallet paying itself has both sides recorded,
+ * its send and this receive: what left it came back, so its history sums to its balance.
  */
 export async function recordIncoming(
   db: Db,
@@ -198,7 +199,6 @@ export async function recordIncoming(
   wallet: Watched | undefined,
 ): Promise<TransactionRow | undefined> {
   if (!wallet) return undefined;
-  if (normalise(client, transfer.from) === normalise(client, wallet.address)) return undefined;
   return recordTransferOnce(db, {
     walletId: wallet.walletId,
     type: "receive",
