@@ -745,10 +745,6 @@ function inBloom(bloom: Uint8Array, bits: number[]): boolean {
   return bits.every((bit) => ((bloom[255 - (bit >> 3)] ?? 0) & (1 << (bit & 7))) !== 0);
 }
 
-/** One read of a batch: its result, or the chain error the node's refusal stands for. */
-type ReadOutcome = { result: unknown } | { error: unknown };
-
-/** The result of a read, or its error thrown. */
 /**
  * What a mined transaction cost its sender in the native coin, from its receipt: the gas used at the price it
  * paid, and the L1 data fee an OP-stack chain (Base) adds to its receipts as `l1Fee`; undefined when the
@@ -761,6 +757,10 @@ function feePaid(receipt: TransactionReceipt): bigint | undefined {
   return receipt.gasUsed * receipt.effectiveGasPrice + dataFee;
 }
 
+/** One read of a batch: its result, or the chain error the node's refusal stands for. */
+type ReadOutcome = { result: unknown } | { error: unknown };
+
+/** The result of a read, or its error thrown. */
 function resultOf(outcome: ReadOutcome | undefined): unknown {
   if (outcome === undefined) throw new Error("a batch answered fewer reads than it was asked");
   if ("error" in outcome) throw outcome.error;
