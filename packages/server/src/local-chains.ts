@@ -45,6 +45,20 @@ export interface LocalChains {
 /** What a faucet account gets from the treasury on first use: 100 ETH / 1,000 SOL and 1,000,000 USDC. */
 const FAUCET_FLOAT = { eth: 100n * 10n ** 18n, sol: 1_000n * 10n ** 9n, usdc: 1_000_000n * 10n ** 6n };
 
+/** Whether the configuration serves local chains: the devnet profile without RPC URLs of a devnet run elsewhere. */
+function servesLocalChains(config: Config): boolean {
+  const { profile, rpcUrls } = config.network;
+  return profile === "devnet" && !rpcUrls.base && !rpcUrls.solana;
+}
+
+/**
+ * Whether {@link openLocalChains} starts chains of its own (new ones, whatever the store recorded of chains
+ * of the same names): the configuration serves local chains and no devnet is handed in.
+ */
+export function startsOwnChains(config: Config, devnet?: DevnetInfo): boolean {
+  return servesLocalChains(config) && devnet === undefined;
+}
+
 /**
  * The local chains to serve, or undefined when the configuration points elsewhere (another profile, or RPC
  * URLs of a devnet run separately). On the devnet profile without RPC URLs, uses `devnet` when given
@@ -59,7 +73,7 @@ export async function openLocalChains(
   options: { x402Demo?: boolean } = {},
 ): Promise<LocalChains | undefined> {
   const network = config.network;
-  if (network.profile !== "devnet" || network.rpcUrls.base || network.rpcUrls.solana) return undefined;
+  if (!servesLocalChains(config)) return undefined;
   const { startDevnet, fundEvm, fundSolana } = await loadDevnet();
   const started = devnet ? undefined : await startDevnet();
   const chains: DevnetInfo = devnet ?? (started as DevnetInfo);

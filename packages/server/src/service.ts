@@ -23,7 +23,7 @@ import {
   type RateLimiter,
   RedisRateLimiter,
 } from "./internal/rate-limit.ts";
-import { forgetRestartedChains, type LocalChains, openLocalChains } from "./local-chains.ts";
+import { forgetRestartedChains, type LocalChains, openLocalChains, startsOwnChains } from "./local-chains.ts";
 import { IncomingWatcher } from "./receives/watcher.ts";
 import { Confirmer } from "./spends/confirmer.ts";
 import { Keyring } from "./wallets/keyring.ts";
@@ -113,20 +113,19 @@ export async function startService(config: Config, options: StartOptions = {}): 
     rateLimiter = config.redisUrl
       ? new FailoverRateLimiter(new RedisRateLimiter(config.redisUrl), logger, nowMs)
       : new MemoryRateLimiter(nowMs);
+    // What the store knows of chains of these names is of another instance's chains, still running, when
+    // one serves its own on it: starting anew would end that instance's spends failed as they land. Claimed
+    // before anything starts, so a refused instance starts nothing.
+    if (startsOwnChains(config, options.devnet) && !(await store.claimForLocalChains()))
+      throw new ConfigError(
+        "another running instance serves local chains of its own on this database: instances sharing a database share chains; run `npx svc-devnet` and point each at it (SVC_RPC_BASE, SVC_RPC_SOLANA, SVC_USDC_BASE, SVC_USDC_SOLANA, and the faucet keys)",
+      );
     local = await openLocalChains(
       config,
       options.devnet,
       options.x402Demo === undefined ? {} : { x402Demo: options.x402Demo },
     );
-    if (local?.fresh) {
-      // What the store knows of chains of these names is of another instance's chains, still running, when
-      // one serves its own on it: forgetting it would end that instance's spends failed as they land.
-      if (!(await store.claimForLocalChains()))
-        throw new ConfigError(
-          "another running instance serves local chains of its own on this database: instances sharing a database share chains; run `npx svc-devnet` and point each at it (SVC_RPC_BASE, SVC_RPC_SOLANA, SVC_USDC_BASE, SVC_USDC_SOLANA, and the faucet keys)",
-        );
-      await forgetRestartedChains(store.db, Object.keys(local.network.rpcUrls), logger);
-    }
+    if (local?.fresh) await forgetRestartedChains(store.db, Object.keys(local.network.rpcUrls), logger);
     // The devnet profile's discovery defaults to the demo's facilitator.
     const served: Config = {
       ...config,
