@@ -8,8 +8,9 @@ export default defineConfig({
   test: {
     ...ciReport("cli"),
     include: ["src/**/*.test.ts", "test/**/*.test.ts"],
-    globalSetup: [serviceTestSetup],
-    // Each file starts a real service and local chains and runs the CLI as processes; room on 2 cores.
+    globalSetup: ["test/build-cli.ts", serviceTestSetup],
+    // Each file starts a real service and local chains and runs the CLI (built once, build-cli.ts) as
+    // processes; room on 2 cores.
     testTimeout: 300_000,
     hookTimeout: 300_000,
     maxWorkers: 2,

@@ -20,7 +20,7 @@ import {
   type TestServer,
 } from "../../server/test/support/test-server.ts";
 import { WebhookReceiver } from "../../server/test/support/webhook-receiver.ts";
-import { type Run, svc } from "./support.ts";
+import { type Run, svc, svcFromBin } from "./support.ts";
 
 let server: TestServer;
 let owner: Awaited<ReturnType<typeof seedAccount>>;
@@ -256,6 +256,14 @@ describe("wallets, faucet and balance", () => {
     // Aligned: every row's name starts under the heading's NAME.
     const nameColumn = (header as string).indexOf("NAME");
     for (const row of rows) expect(row.slice(nameColumn)).toMatch(/^pay(er|ee)\s/);
+  });
+
+  it("bin/svc.js (the installed `svc`, tsx compiling the sources) answers as the build the tests run", async () => {
+    const fromBin = await svcFromBin(["wallets", "list"], env);
+    expectOk(fromBin);
+    expect(fromBin).toEqual({ ...(await svc(["wallets", "list"], env)), json: expect.any(Function) });
+    const usage = await svcFromBin(["wallets", "frobnicate"], env);
+    expect(expectOneLineFailure(usage, 1)).toMatch(/unknown command/);
   });
 
   it("the faucet funds the payer, and balance shows it", async () => {

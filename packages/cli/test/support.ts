@@ -1,9 +1,11 @@
 /**
- * Runs `svc` as a real process (its bin, through node), against a service the test started. The child's
+ * Runs `svc` as a real process (through node), against a service the test started: the run's build of the
+ * CLI (build-cli.ts), or its bin, which compiles the sources with tsx as an installed `svc` does. The child's
  * environment holds only what the test gives it (and PATH), so no credential of the machine leaks in.
  */
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { inject } from "vitest";
 
 const BIN = fileURLToPath(new URL("../bin/svc.js", import.meta.url));
 
@@ -17,13 +19,23 @@ export interface Run {
 }
 
 /**
- * Runs `svc args…` with `env` (plus PATH) and optional stdin; resolves when it exits, whatever its code.
+ * Runs `svc args…` from the run's build with `env` (plus PATH) and optional stdin; resolves when it exits,
+ * whatever its code.
  * @example
  * const run = await svc(["wallets", "list", "--json"], { SVC_CONFIG: file });
  */
 export function svc(args: string[], env: Record<string, string>, input?: string): Promise<Run> {
+  return runNode(inject("svcBuild"), args, env, input);
+}
+
+/** As {@link svc}, through `bin/svc.js`: the sources compiled by tsx in the process, as installed. */
+export function svcFromBin(args: string[], env: Record<string, string>, input?: string): Promise<Run> {
+  return runNode(BIN, args, env, input);
+}
+
+function runNode(script: string, args: string[], env: Record<string, string>, input?: string): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
+    const child = spawn(process.execPath, [script, ...args], {
       env: { PATH: process.env.PATH ?? "", ...env },
       stdio: ["pipe", "pipe", "pipe"],
     });
