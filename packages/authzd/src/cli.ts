@@ -2,7 +2,7 @@ import { parseArgs } from "node:util";
 import { anchorFileFor, readAnchorSync, unanchored } from "./audit/anchor.ts";
 import { verifyAuditFileParallel } from "./audit/verify.ts";
 import { CliError, operatorRequest } from "./cli/client.ts";
-import { startDaemon } from "./daemon.ts";
+import { serve } from "./cli/serve.ts";
 import { ConfigError, loadConfig } from "./internal/config.ts";
 import { homePaths } from "./internal/home.ts";
 
@@ -31,33 +31,6 @@ AUTHZD_ALLOW_PROVIDERS, AUTHZD_ALLOW_NETWORKS, AUTHZD_ALLOW_ASSETS, AUTHZD_ALLOW
 
 function print(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
-}
-
-async function serve(): Promise<void> {
-  const config = loadConfig();
-  const daemon = await startDaemon(config, {
-    onFatal: () => {
-      // The log may end in a partial line; exiting lets a restart scan, repair and rebuild.
-      setTimeout(() => process.exit(1), 100);
-    },
-  });
-  process.stdout.write(
-    `authzd listening on ${daemon.url} (home ${config.home}, spend authorization ${config.spendAuthzEnabled ? "enabled" : "disabled: set SPEND_AUTHZ_ENABLED=1"})\n`,
-  );
-  let closing = false;
-  const stop = (): void => {
-    if (closing) return;
-    closing = true;
-    daemon.close().then(
-      () => process.exit(0),
-      (error: unknown) => {
-        process.stderr.write(`authzd: error while stopping: ${(error as Error).message}\n`);
-        process.exit(1);
-      },
-    );
-  };
-  process.on("SIGINT", stop);
-  process.on("SIGTERM", stop);
 }
 
 async function run(argv: string[]): Promise<number> {

@@ -37,6 +37,11 @@ export interface DaemonOptions {
   notice?: (line: string) => void;
   /** Called once when the audit log cannot be written; the host should exit and let a restart recover. */
   onFatal?: (error: Error) => void;
+  /**
+   * The clock of expiries, budget windows, rate limits and the audit rows' times, in ms since the epoch.
+   * Default: the system clock; tests move one forward instead of waiting for a reservation to lapse.
+   */
+  now?: () => number;
 }
 
 const RECENT_ON_START = 1000;
@@ -97,15 +102,23 @@ export async function startDaemon(config: Config, options: DaemonOptions = {}): 
       recent,
       { anchorFile: paths.auditHead },
     );
-    if (repaired !== null) await log.append(repaired).durable;
+    const now = options.now ?? Date.now;
+    if (repaired !== null) await log.append(repaired, new Date(now())).durable;
 
     let fatal = false;
-    const service = new AuthzService(config, state, log, paths.auditLog, (error) => {
-      if (fatal) return;
-      fatal = true;
-      notice(`authzd: ${error.message}; no further verdicts will be given`);
-      options.onFatal?.(error);
-    });
+    const service = new AuthzService(
+      config,
+      state,
+      log,
+      paths.auditLog,
+      (error) => {
+        if (fatal) return;
+        fatal = true;
+        notice(`authzd: ${error.message}; no further verdicts will be given`);
+        options.onFatal?.(error);
+      },
+      now,
+    );
     const server = createHttpServer(service, operator.sha256);
     const port = await listen(server, config.port, config.host);
     const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;

@@ -12,6 +12,8 @@ import { fileURLToPath } from "node:url";
 /** The package directory (cwd of spawned daemons, so that `--import tsx` resolves from here). */
 export const PACKAGE_DIR = fileURLToPath(new URL("..", import.meta.url));
 const CLI = path.join(PACKAGE_DIR, "src", "cli.ts");
+/** `authzd serve` on a clock the harness moves (testing-clock.ts). */
+const CLOCKED_SERVE = path.join(PACKAGE_DIR, "src", "testing-clock.ts");
 const START_TIMEOUT_MS = 60_000;
 
 /** A fresh temporary directory for `AUTHZD_HOME`. */
@@ -49,6 +51,13 @@ export interface IdentityOptions {
 export interface StartOptions {
   /** An existing home to start on (e.g. a copied log); default: a fresh temporary directory. */
   home?: string;
+  /**
+   * Runs the daemon on a clock the test moves forward ({@link TestDaemon.advanceClock}) instead of waiting
+   * for a reservation to lapse: the system clock plus this offset (0 to start at the real time; a restart
+   * on the same home passes on the last daemon's {@link TestDaemon.clockOffsetMs}). Without it the daemon
+   * is `authzd serve` on the system clock.
+   */
+  clockOffsetMs?: number | undefined;
 }
 
 /**
@@ -66,7 +75,12 @@ export function startTestDaemon(
   env: Record<string, string> = {},
   options: StartOptions = {},
 ): Promise<TestDaemon> {
-  return TestDaemon.start(env, options.home ?? env.AUTHZD_HOME ?? tempHome());
+  return TestDaemon.start(env, options.home ?? env.AUTHZD_HOME ?? tempHome(), options.clockOffsetMs);
+}
+
+/** What the clocked daemon prints once its clock reads the system clock plus `offsetMs`. */
+export function clockMovedLine(offsetMs: number): string {
+  return `authzd test clock: system clock + ${offsetMs} ms`;
 }
 
 /** A daemon running as a child process on a real socket. Start it with {@link startTestDaemon}. */
@@ -81,13 +95,55 @@ export class TestDaemon {
     readonly operatorToken: string,
     private readonly env: Record<string, string>,
     private log: { text: string },
+    /** How far the daemon's clock is ahead of the system clock; undefined: it is `authzd serve`'s own. */
+    private clockOffset: number | undefined,
   ) {}
 
   /** Spawns a daemon on `home` (default: a fresh temporary one); see {@link startTestDaemon}. */
-  static async start(env: Record<string, string> = {}, home: string = tempHome()): Promise<TestDaemon> {
-    const { child, url, log } = await spawnDaemon(env, home);
+  static async start(
+    env: Record<string, string> = {},
+    home: string = tempHome(),
+    clockOffsetMs?: number,
+  ): Promise<TestDaemon> {
+    const { child, url, log } = await spawnDaemon(env, home, clockOffsetMs);
     const operatorToken = fs.readFileSync(path.join(home, "operator.token"), "utf8").trim();
-    return new TestDaemon(child, url, home, operatorToken, env, log);
+    return new TestDaemon(child, url, home, operatorToken, env, log, clockOffsetMs);
+  }
+
+  /** How far the daemon's clock is ahead of the system clock, when it was started on a movable one. */
+  get clockOffsetMs(): number | undefined {
+    return this.clockOffset;
+  }
+
+  /**
+   * Moves the daemon's clock `ms` forward (it was started with `clockOffsetMs`); resolves once the daemon
+   * reads the new time, so a reservation that lapses within `ms` has lapsed for the next request.
+   * @example
+   * const daemon = await startTestDaemon({ AUTHZD_RESERVATION_TTL_SECONDS: "1" }, { clockOffsetMs: 0 });
+   * await daemon.advanceClock(1000); // every approval made so far has lapsed
+   */
+  async advanceClock(ms: number): Promise<void> {
+    if (this.clockOffset === undefined) throw new Error("the daemon was started without clockOffsetMs");
+    if (!Number.isSafeInteger(ms) || ms <= 0)
+      throw new Error(`advanceClock: ${ms} is not a positive integer`);
+    this.clockOffset += ms;
+    const moved = `${clockMovedLine(this.clockOffset)}\n`;
+    const { child, log } = this;
+    await new Promise<void>((resolve, reject) => {
+      const onData = (): void => {
+        if (!log.text.includes(moved)) return;
+        child.off("exit", onExit);
+        child.stdout?.off("data", onData);
+        resolve();
+      };
+      const onExit = (code: number | null): void => {
+        child.stdout?.off("data", onData);
+        reject(new Error(`daemon exited with ${code} before its clock moved:\n${log.text}`));
+      };
+      child.stdout?.on("data", onData);
+      child.once("exit", onExit);
+      child.stdin?.write(`advance ${ms}\n`);
+    });
   }
 
   /** Everything the daemon printed on stdout and stderr since it was (re)started. */
@@ -176,7 +232,7 @@ export class TestDaemon {
    */
   async restart(): Promise<void> {
     await this.stop();
-    const { child, url, log } = await spawnDaemon(this.env, this.home);
+    const { child, url, log } = await spawnDaemon(this.env, this.home, this.clockOffset);
     this.child = child;
     this.url = url;
     this.log = log;
@@ -195,8 +251,11 @@ export class TestDaemon {
 async function spawnDaemon(
   env: Record<string, string>,
   home: string,
+  clockOffsetMs: number | undefined,
 ): Promise<{ child: ChildProcess; url: string; log: { text: string } }> {
-  const child = spawn(process.execPath, ["--import", "tsx", CLI, "serve"], {
+  const clocked = clockOffsetMs !== undefined;
+  const entry = clocked ? [CLOCKED_SERVE, String(clockOffsetMs)] : [CLI, "serve"];
+  const child = spawn(process.execPath, ["--import", "tsx", ...entry], {
     cwd: PACKAGE_DIR,
     // PATH only so the child finds what a shell would; everything else the daemon reads comes from `env`.
     env: {
@@ -206,7 +265,8 @@ async function spawnDaemon(
       AUTHZD_HOME: home,
       AUTHZD_PORT: "0",
     },
-    stdio: ["ignore", "pipe", "pipe"],
+    // A clocked daemon reads its clock's moves on stdin.
+    stdio: [clocked ? "pipe" : "ignore", "pipe", "pipe"],
   });
   const log = { text: "" };
   child.stdout?.on("data", (chunk: Buffer) => {

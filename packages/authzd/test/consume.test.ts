@@ -8,7 +8,6 @@
  */
 import fs from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { eventually } from "../../../test/support/eventually.ts";
 import { writeAnchorSync } from "../src/audit/anchor.ts";
 import { type AuditRow, encodeRow } from "../src/audit/rows.ts";
 import { homePaths } from "../src/internal/home.ts";
@@ -333,7 +332,7 @@ describe("a consumed decision whose reservation lapses unsettled (short reservat
   let verifier: string;
 
   beforeAll(async () => {
-    daemon = await startTestDaemon({ AUTHZD_RESERVATION_TTL_SECONDS: "1" });
+    daemon = await startTestDaemon({ AUTHZD_RESERVATION_TTL_SECONDS: "1" }, { clockOffsetMs: 0 });
     payer = await daemon.identity("payer", SPENDER, { budgetCredits: 5 });
     verifier = await daemon.identity("wallet-service", ["wallet.spend.verify"]);
   });
@@ -347,9 +346,8 @@ describe("a consumed decision whose reservation lapses unsettled (short reservat
     const consumed = await authorize(payer, { credits: 4 });
     expect((await consume(verifier, consumed.decision_id)).status).toBe(200);
     const lapsing = await authorize(payer, { credits: 1 });
-    await eventually(async () => (await budget("payer")).expired_unsettled_credits === 5, {
-      describe: "the approvals to lapse",
-    });
+    await daemon.advanceClock(1000); // both approvals lapse
+    expect((await budget("payer")).expired_unsettled_credits).toBe(5);
     expect(await budget("payer")).toMatchObject({ reserved_credits: 0, available_credits: 0 });
     expect((await lookup(verifier, consumed.decision_id)).body.state).toBe("consumed");
 
@@ -370,18 +368,20 @@ describe("a consumed decision whose reservation lapses unsettled (short reservat
 
 describe("a decision keeps the reservation time it was decided under, across restarts with another", () => {
   it("a lapsed decision stays lapsed under a longer time, a held one stays held under a shorter one, and each lapses at its own expiry", async () => {
-    let daemon = await startTestDaemon({ AUTHZD_RESERVATION_TTL_SECONDS: "1" });
+    let daemon = await startTestDaemon({ AUTHZD_RESERVATION_TTL_SECONDS: "1" }, { clockOffsetMs: 0 });
     const restartWithTtl = async (seconds: string) => {
       await daemon.stop();
-      daemon = await startTestDaemon({ AUTHZD_RESERVATION_TTL_SECONDS: seconds }, { home: daemon.home });
+      daemon = await startTestDaemon(
+        { AUTHZD_RESERVATION_TTL_SECONDS: seconds },
+        { home: daemon.home, clockOffsetMs: daemon.clockOffsetMs },
+      );
     };
     try {
       const payer = await daemon.identity("payer", SPENDER, { budgetCredits: 5 });
       const verifier = await daemon.identity("wallet-service", ["wallet.spend.verify"]);
       const lapsed = await client(daemon).authorize(payer, { credits: 2 });
-      await eventually(async () => (await client(daemon).budget("payer")).expired_unsettled_credits === 2, {
-        describe: "the 1 s reservation to lapse",
-      });
+      await daemon.advanceClock(1000); // the 1 s reservation lapses
+      expect((await client(daemon).budget("payer")).expired_unsettled_credits).toBe(2);
       const lapsedView = (await client(daemon).lookup(verifier, lapsed.decision_id)).body;
 
       // A longer reservation time does not make it consumable again: its credits may have been spent.
@@ -397,9 +397,8 @@ describe("a decision keeps the reservation time it was decided under, across res
       expect((await client(daemon).lookup(verifier, held.decision_id)).body.state).toBe("approved");
       const quick = await client(daemon).authorize(payer, { credits: 1 });
       // The later decision lapses first, while the earlier one is still held.
-      await eventually(async () => (await client(daemon).budget("payer")).expired_unsettled_credits === 3, {
-        describe: "the later, shorter reservation to lapse",
-      });
+      await daemon.advanceClock(1000);
+      expect((await client(daemon).budget("payer")).expired_unsettled_credits).toBe(3);
       expect(await client(daemon).budget("payer")).toMatchObject({
         reserved_credits: 1,
         available_credits: 1,

@@ -309,7 +309,7 @@ describe("fail-closed reservations (short reservations)", () => {
   let verifier: string;
 
   beforeAll(async () => {
-    daemon = await startTestDaemon({ AUTHZD_RESERVATION_TTL_SECONDS: "1" });
+    daemon = await startTestDaemon({ AUTHZD_RESERVATION_TTL_SECONDS: "1" }, { clockOffsetMs: 0 });
     payer = await daemon.identity("payer", SPENDER, { budgetCredits: 5 });
     verifier = await daemon.identity("wallet-service", ["wallet.spend.verify"]);
   });
@@ -325,7 +325,8 @@ describe("fail-closed reservations (short reservations)", () => {
     const { authorize, settle, cancel, lookup, budget } = client(daemon);
     const first = await authorize(payer, { credits: 4 });
     expect(first.body.approved).toBe(true);
-    await eventually(() => expiredUnsettled(4), { describe: "the approvals to lapse" });
+    await daemon.advanceClock(1000); // the approval lapses
+    expect(await expiredUnsettled(4)).toBe(true);
     expect((await budget("payer")).body).toMatchObject({
       reserved_credits: 0,
       settled_credits: 0,
@@ -360,7 +361,8 @@ describe("fail-closed reservations (short reservations)", () => {
     const lapsing = await authorize(payer, { credits: 1 });
     expect(lapsing.body.approved).toBe(true);
     // The 2-credit approval of the previous test and this one both lapse unsettled.
-    await eventually(() => expiredUnsettled(3), { describe: "the approval to lapse" });
+    await daemon.advanceClock(1000);
+    expect(await expiredUnsettled(3)).toBe(true);
     const budgetBefore = (await client(daemon).budget("payer")).body;
     const viewBefore = (await lookup(verifier, lapsing.body.decision_id)).body;
     expect(viewBefore.state).toBe("expired");

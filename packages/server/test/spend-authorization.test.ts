@@ -2,7 +2,6 @@ import { startTestDaemon, type TestDaemon } from "@svc/authzd/testing";
 import { fundEvm, fundSolana } from "@svc/devnet";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { closeTokenAccount, devnetClients, solanaKey, tokenAccountRentUsd } from "./support/chains.ts";
-import { eventually } from "./support/eventually.ts";
 import { waitForSettled } from "./support/spends.ts";
 import {
   createTestServer,
@@ -425,11 +424,12 @@ describe("a spend carrying spendAuthorization.decisionId", () => {
 });
 
 /**
- * A daemon of its own (`daemonEnv`: its reservation time, its budget window), a service verifying with it, an
- * account with a funded base wallet, and the daemon's approval of a 1 USDC send from it to RECIPIENT.
+ * A daemon of its own (`daemonEnv`: its reservation time, its budget window) on a clock the test moves, a
+ * service verifying with it, an account with a funded base wallet, and the daemon's approval of a 1 USDC
+ * send from it to RECIPIENT.
  */
 async function ownDaemonWorld(daemonEnv: Record<string, string>, policy?: Record<string, unknown>) {
-  const daemon = await startTestDaemon(daemonEnv);
+  const daemon = await startTestDaemon(daemonEnv, { clockOffsetMs: 0 });
   const serviceToken = await daemon.identity("svc-service", ["wallet.spend.verify"]);
   const agent = await daemon.identity("agent", ["wallet.spend.authorize"]);
   const server = await createTestServer({
@@ -477,20 +477,16 @@ describe("decision verification against a daemon that expires approvals quickly"
   it("refuses an approval past its reservation time", async () => {
     const world = await ownDaemonWorld({ AUTHZD_RESERVATION_TTL_SECONDS: "1" });
     try {
-      // Wait until the daemon itself reports the approval expired: no fixed sleep.
-      let lastSeen: unknown;
-      await eventually(
-        async () => {
-          const lookup = await world.daemon.call<{ state: string }>(
-            "GET",
-            `/spend/decisions/${world.decisionId}`,
-            { token: world.serviceToken },
-          );
-          lastSeen = lookup.body;
-          return lookup.body.state === "expired";
+      // The daemon's clock moves past the reservation; the daemon itself reports the approval expired.
+      await world.daemon.advanceClock(1000);
+      const lookup = await world.daemon.call<{ state: string }>(
+        "GET",
+        `/spend/decisions/${world.decisionId}`,
+        {
+          token: world.serviceToken,
         },
-        { intervalMs: 200, describe: () => `the decision to expire; last seen ${JSON.stringify(lastSeen)}` },
       );
+      expect(lookup.body.state).toBe("expired");
       const response = await world.sendWithDecision();
       expect(response.status).toBe(403);
       const error = expectErrorShape(response);
@@ -513,15 +509,11 @@ describe("a held spend whose decision the daemon has forgotten", () => {
     try {
       const held = await world.sendWithDecision();
       expect(held.status, held.text).toBe(202);
-      await eventually(
-        async () =>
-          (
-            await world.daemon.call("GET", `/spend/decisions/${world.decisionId}`, {
-              token: world.serviceToken,
-            })
-          ).status === 404,
-        { intervalMs: 200, describe: () => "the daemon to forget the decision" },
-      );
+      await world.daemon.advanceClock(2000);
+      const forgotten = await world.daemon.call("GET", `/spend/decisions/${world.decisionId}`, {
+        token: world.serviceToken,
+      });
+      expect(forgotten.status).toBe(404);
 
       const approved = await server.api.post(
         `/v1/approvals/${held.body.id}/approve`,

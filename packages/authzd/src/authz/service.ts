@@ -144,6 +144,8 @@ export class AuthzService {
     private readonly log: AuditLog,
     private readonly auditFile: string,
     private readonly onAuditFailure: (error: Error) => void,
+    /** The clock of expiries, budget windows, rate limits and the rows' times (ms since the epoch). */
+    private readonly now: () => number = Date.now,
   ) {
     log.onFailure((error) => this.reportFailure(error));
     this.limiter = config.spendRateLimit === null ? null : new SpendRateLimiter(config.spendRateLimit);
@@ -161,7 +163,7 @@ export class AuthzService {
   assertSpendAllowed(caller: Identity, capability: Capability): void {
     this.assertAuditUsable();
     if (!this.config.spendAuthzEnabled) throw errors.spendAuthzDisabled();
-    if (!this.state.holds(caller, capability, Date.now())) throw errors.missingCapability(capability);
+    if (!this.state.holds(caller, capability, this.now())) throw errors.missingCapability(capability);
   }
 
   /**
@@ -178,13 +180,13 @@ export class AuthzService {
   admitSpend(caller: Identity, capability: Capability): void {
     this.assertSpendAllowed(caller, capability);
     if (this.limiter === null || capability === "wallet.spend.verify") return;
-    const retryAfter = this.limiter.take(caller.name, Date.now());
+    const retryAfter = this.limiter.take(caller.name, this.now());
     if (retryAfter > 0) throw errors.rateLimited(retryAfter);
   }
 
   /** Whether `caller` may read the audit log (the operator always may). */
   canReadAudit(caller: Identity): boolean {
-    return this.state.holds(caller, "audit.read", Date.now());
+    return this.state.holds(caller, "audit.read", this.now());
   }
 
   /**
@@ -201,7 +203,7 @@ export class AuthzService {
     const parsed = parseAuthorizeRequest(body);
     if (!parsed.ok) throw errors.invalidBody(parsed.error);
     const request = parsed.value;
-    const now = Date.now();
+    const now = this.now();
     const reason = this.denialReason(caller, request, now);
     const decisionId = newDecisionId();
     const fields: SpendDecidedFields = {
@@ -238,7 +240,7 @@ export class AuthzService {
     const parsed = parseSettleRequest(body);
     if (!parsed.ok) throw errors.invalidBody(parsed.error);
     const request = parsed.value;
-    const now = Date.now();
+    const now = this.now();
     const decision = this.state.decision(request.decision_id, now);
     if (decision === undefined || !decision.approved || decision.payer !== caller.name) {
       throw errors.decisionNotFound();
@@ -290,7 +292,7 @@ export class AuthzService {
     const parsed = parseCancelRequest(body);
     if (!parsed.ok) throw errors.invalidBody(parsed.error);
     const id = parsed.value.decision_id;
-    const now = Date.now();
+    const now = this.now();
     const decision = this.state.decision(id, now);
     if (decision === undefined || !decision.approved || decision.payer !== caller.name) {
       throw errors.decisionNotFound();
@@ -316,7 +318,7 @@ export class AuthzService {
    */
   lookupDecision(id: string): Promise<DecisionView> {
     return this.durably(() => {
-      const now = Date.now();
+      const now = this.now();
       const decision = isDecisionId(id) ? this.state.decision(id, now) : undefined;
       if (decision === undefined) throw errors.decisionUnknown();
       return this.view(decision, now);
@@ -342,7 +344,7 @@ export class AuthzService {
     const parsed = parseDecisionReference(body);
     if (!parsed.ok) throw errors.invalidBody(parsed.error);
     const id = parsed.value.decision_id;
-    const now = Date.now();
+    const now = this.now();
     const decision = isDecisionId(id) ? this.state.decision(id, now) : undefined;
     if (decision === undefined) throw errors.decisionUnknown();
     const refusal = consumeRefusal(decision, now);
@@ -382,7 +384,7 @@ export class AuthzService {
     const parsed = parseDecisionReference(body);
     if (!parsed.ok) throw errors.invalidBody(parsed.error);
     const id = parsed.value.decision_id;
-    const now = Date.now();
+    const now = this.now();
     const decision = isDecisionId(id) ? this.state.decision(id, now) : undefined;
     if (decision === undefined || !decision.approved) throw errors.decisionUnknown();
     if (decision.consumer !== caller.name) throw errors.notConsumer();
@@ -454,7 +456,7 @@ export class AuthzService {
           budget_credits: budgetCredits,
           max_per_call_cap: maxPerCallCap,
         },
-        Date.now(),
+        this.now(),
       );
       return {
         kind: "identity_created",
@@ -500,13 +502,13 @@ export class AuthzService {
     if (expiresAt !== null) {
       const ms = Date.parse(expiresAt);
       if (Number.isNaN(ms)) throw errors.invalidBody("expires_at must be an ISO 8601 timestamp");
-      if (ms <= Date.now()) throw errors.invalidBody("expires_at must be in the future");
+      if (ms <= this.now()) throw errors.invalidBody("expires_at must be in the future");
       expiry = new Date(ms).toISOString();
     }
     if (!this.state.identities.has(identityName)) throw errors.identityNotFound(identityName);
     this.append(
       { kind: "capability_granted", identity: identityName, capability, expires_at: expiry },
-      Date.now(),
+      this.now(),
     );
     return { identity: identityName, capability, expires_at: expiry, active: true };
   }
@@ -519,7 +521,7 @@ export class AuthzService {
       if (!isCapability(capability) || !identity.grants.has(capability)) {
         throw errors.grantNotFound(identityName, capability);
       }
-      this.append({ kind: "capability_revoked", identity: identityName, capability }, Date.now());
+      this.append({ kind: "capability_revoked", identity: identityName, capability }, this.now());
     });
   }
 
@@ -540,7 +542,7 @@ export class AuthzService {
     return this.durably(() => {
       const identity = this.state.identities.get(payer);
       if (identity === undefined) throw errors.identityNotFound(payer);
-      const usage = this.state.usage(payer, Date.now());
+      const usage = this.state.usage(payer, this.now());
       const budget = identity.budgetCredits ?? this.config.defaultBudgetCredits;
       return {
         payer,
@@ -680,7 +682,7 @@ export class AuthzService {
   }
 
   private grantsOf(identity: Identity): GrantView[] {
-    const now = Date.now();
+    const now = this.now();
     return [...identity.grants.entries()].map(([capability, expiry]) => ({
       identity: identity.name,
       capability,
