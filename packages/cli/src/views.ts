@@ -85,7 +85,7 @@ export function balanceView(balance: Balance): string {
 }
 
 /**
- * One transaction, one field per line.
+ * One transaction, one field per line; a spend that landed with the fee it paid in the chain's native coin.
  * @example
  * console.log(transactionView(tx));
  */
@@ -95,10 +95,9 @@ export function transactionView(tx: Transaction): string {
     ["status", tx.failureReason ? `${tx.status} (${tx.failureReason})` : tx.status],
     ["type", tx.type],
     ["amount", tokenAmount(tx.amount, tx.token)],
-    ["chain", tx.chain],
-    ["from", tx.from],
-    ["to", tx.to],
   ];
+  if (tx.fee) pairs.push(["fee", tokenAmount(tx.fee.amount, tx.fee.token)]);
+  pairs.push(["chain", tx.chain], ["from", tx.from], ["to", tx.to]);
   if (tx.resource) pairs.push(["resource", tx.resource]);
   if (tx.txHash) pairs.push(["hash", tx.txHash]);
   pairs.push(["time", when(tx.timestamp)]);
@@ -107,7 +106,8 @@ export function transactionView(tx: Transaction): string {
 }
 
 /**
- * Transactions as a table: what left the wallet is negative, what came in positive.
+ * Transactions as a table: what left the wallet is negative, what came in positive; a spend that landed
+ * with the fee it paid beside its amount (empty where none is stated).
  * @example
  * console.log(transactionTable(page.data));
  */
@@ -118,6 +118,7 @@ export function transactionTable(transactions: Transaction[]): string {
       { heading: "TYPE" },
       { heading: "STATUS" },
       { heading: "AMOUNT", align: "right" },
+      { heading: "FEE", align: "right" },
       { heading: "CHAIN" },
       { heading: "COUNTERPARTY" },
       { heading: "ID" },
@@ -127,6 +128,7 @@ export function transactionTable(transactions: Transaction[]): string {
       tx.type,
       tx.status,
       `${tx.type === "receive" ? "+" : "-"}${tokenAmount(tx.amount, tx.token)}`,
+      tx.fee ? tokenAmount(tx.fee.amount, tx.fee.token) : "",
       tx.chain,
       tx.type === "receive" ? tx.from : (tx.resource ?? tx.to),
       tx.id,

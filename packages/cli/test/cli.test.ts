@@ -303,6 +303,8 @@ describe("svc send", () => {
       walletId: payer.id,
     });
     expect(tx.txHash).toMatch(/^0x[0-9a-f]{64}$/);
+    // The API's object as it is: with the fee the send paid in the chain's native coin.
+    expect(tx.fee).toEqual({ amount: expect.stringMatching(/^0\.\d+$/), token: "ETH" });
     // Not a TTY: no spinner, nothing on stderr.
     expect(run.stderr).toBe("");
     const payeeBalance = (await svc(["balance", payee.id, "--json"], env)).json();
@@ -351,8 +353,17 @@ describe("svc send", () => {
       "send USDC",
     ]);
     const human = await svc(["history", payer.id], env);
-    expect(human.stdout).toMatch(/^TIME\s+TYPE\s+STATUS\s+AMOUNT\s+CHAIN\s+COUNTERPARTY\s+ID$/m);
-    expect(human.stdout).toMatch(/send\s+confirmed\s+-1\.5 USDC\s+base\s+0x/);
+    expect(human.stdout).toMatch(/^TIME\s+TYPE\s+STATUS\s+AMOUNT\s+FEE\s+CHAIN\s+COUNTERPARTY\s+ID$/m);
+    // The send with the fee the API states for it; the receives paid none, and show none.
+    const sent = page.data.find((tx: { type: string }) => tx.type === "send");
+    expect(sent.fee.token).toBe("ETH");
+    expect(human.stdout).toMatch(
+      new RegExp(
+        `send\\s+confirmed\\s+-1\\.5 USDC\\s+${sent.fee.amount.replace(".", "\\.")} ETH\\s+base\\s+0x`,
+      ),
+    );
+    expect(human.stdout).toMatch(/receive\s+confirmed\s+\+100 USDC\s+base\s+0x/);
+    expect(human.stdout).toMatch(/receive\s+confirmed\s+\+0\.01 ETH\s+base\s+0x/);
     expect(human.stdout).toMatch(/^1–3 of 3$/m);
   });
 });
@@ -409,12 +420,20 @@ describe("svc policy and approvals", () => {
       expiresAt: expect.any(String),
     });
 
-    const approved = await svc(["approvals", "approve", first.id, "--json"], env);
+    // Approved, the spend is shown as it landed: its hash and the fee it paid, as the API states them.
+    const approved = await svc(["approvals", "approve", first.id], env);
     expectOk(approved);
-    expect(approved.json()).toMatchObject({ id: first.id, status: "confirmed", txHash: expect.any(String) });
+    const landed = (await server.api.get(`/v1/transactions/${first.id}`, owner.apiKey)).body;
+    expect(landed).toMatchObject({ status: "confirmed", txHash: expect.any(String), fee: { token: "ETH" } });
+    const shown = approved.stdout.trimEnd().split("\n");
+    expect(shown[0]).toBe(`Approved ${first.id}: confirmed`);
+    expect(shown).toContain(`fee          ${landed.fee.amount} ETH`);
+    expect(shown).toContain(`hash         ${landed.txHash}`);
     const rejected = await svc(["approvals", "reject", second.id, "--json"], env);
     expectOk(rejected);
     expect(rejected.json()).toMatchObject({ id: second.id, status: "rejected" });
+    // Nothing was sent: no fee.
+    expect(rejected.json().fee).toBeUndefined();
 
     const again = expectOneLineFailure(await svc(["approvals", "approve", second.id], env), 1);
     expect(again).toMatch(/ValidationError already_decided/);
