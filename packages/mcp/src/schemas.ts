@@ -30,6 +30,12 @@ export const transactionOutput = z.looseObject({
   confirmedAt: z.string().optional(),
   failureReason: z.string().optional(),
   resource: z.string().optional(),
+  fee: z
+    .object({ amount: z.string().describe("Native coin units, a decimal string"), token: z.string() })
+    .optional()
+    .describe(
+      "A spend that landed on chain (confirmed, or failed there): what it cost the wallet in the chain's native coin (ETH, SOL) beyond its amount, the network fee and on Solana the rent of a token account opened for the recipient. Absent while pending, and for receives and x402 payments (their facilitator pays)",
+    ),
 });
 
 export const balanceOutput = z.looseObject({

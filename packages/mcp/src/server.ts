@@ -174,7 +174,7 @@ export function createSvcMcpServer(options: SvcMcpServerOptions): McpServer {
     "list_transactions",
     {
       title: "List transactions",
-      description: "A page of the wallet's history, newest first.",
+      description: "A page of the wallet's history, newest first; a spend that landed with the fee it paid.",
       inputSchema: {
         walletId,
         limit: z.number().int().min(1).max(100).optional().describe("Page size, default 20"),
@@ -207,7 +207,8 @@ export function createSvcMcpServer(options: SvcMcpServerOptions): McpServer {
     "get_transaction",
     {
       title: "Get a transaction",
-      description: "One transaction by id, with its status (pending, confirmed, failed, …) and hash.",
+      description:
+        "One transaction by id, with its status (pending, confirmed, failed, …), hash and, once a spend landed, the fee it paid in the chain's native coin.",
       inputSchema: { transactionId: z.string().min(1).describe("The transaction's id, tx_…") },
       outputSchema: transactionOutput,
       annotations: { readOnlyHint: true },
@@ -220,7 +221,7 @@ export function createSvcMcpServer(options: SvcMcpServerOptions): McpServer {
     {
       title: "Send tokens",
       description:
-        "Sends tokens from a wallet within its spending policy. The service refuses a spend over a limit (PolicyViolation, naming the limit and what was used) and nothing moves. Answers the pending transaction; get_transaction shows when it is confirmed.",
+        "Sends tokens from a wallet within its spending policy. The service refuses a spend over a limit (PolicyViolation, naming the limit and what was used) and nothing moves. Answers the pending transaction; get_transaction shows when it is confirmed, and the fee it paid in the chain's native coin (ETH, SOL) beyond its amount.",
       inputSchema: {
         walletId,
         to: z.string().min(1).describe("Recipient address on the chain"),

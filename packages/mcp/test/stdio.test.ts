@@ -82,6 +82,19 @@ describe("svc-mcp over stdio", () => {
     );
     expect(confirmed.structured.status).toBe("confirmed");
     expect(Number(await usdcOf(world.payee))).toBe(Number(payeeBefore) + 1.5);
+    // Landed, the send carries the fee it paid, as the service states it, and the schemas say what it is.
+    const stated = await world.admin.transactions.get(sent.structured.id as string);
+    expect(stated.fee).toEqual({ amount: expect.stringMatching(/^0\.\d+$/), token: "ETH" });
+    expect(confirmed.structured.fee).toEqual(stated.fee);
+    const tools = (await agent.listTools()).tools;
+    for (const name of ["send", "get_transaction"]) {
+      const fee = tools.find((tool) => tool.name === name)?.outputSchema?.properties?.fee as
+        | { description?: string; properties?: Record<string, unknown> }
+        | undefined;
+      expect(fee?.description, name).toMatch(/^A spend that landed on chain .* native coin/);
+      expect(Object.keys(fee?.properties ?? {}), name).toEqual(["amount", "token"]);
+    }
+    expect(tools.find((tool) => tool.name === "get_transaction")?.description).toMatch(/the fee it paid/);
 
     const refused = await call(agent, "send", {
       walletId: world.payer.id,
