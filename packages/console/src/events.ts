@@ -2,7 +2,7 @@
 import type { SvcEvent } from "@svc/sdk";
 import { formatAmount, formatUsd, payeeLabel, shorten } from "./format.ts";
 
-/** One line that says what happened, amounts with their token. */
+/** One line that says what happened, amounts with their token (and a landed spend's fee). */
 export function describeEvent(event: SvcEvent): string {
   switch (event.type) {
     case "transaction.created":
@@ -13,7 +13,8 @@ export function describeEvent(event: SvcEvent): string {
     case "approval.rejected":
     case "approval.expired": {
       const tx = event.data;
-      const what = `${tx.type === "x402" ? "x402 payment" : "send"} of ${formatAmount(tx.amount, tx.token)} to ${payeeLabel(tx.resource, tx.to)} on ${tx.chain}`;
+      const sent = `${tx.type === "x402" ? "x402 payment" : "send"} of ${formatAmount(tx.amount, tx.token)} to ${payeeLabel(tx.resource, tx.to)} on ${tx.chain}`;
+      const what = tx.fee ? `${sent} (fee ${formatAmount(tx.fee.amount, tx.fee.token)})` : sent;
       return tx.failureReason ? `${what}: ${tx.failureReason}` : what;
     }
     case "transaction.received": {

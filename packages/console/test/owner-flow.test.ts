@@ -166,6 +166,27 @@ describe("an owner at the console", () => {
     const within = from <= to ? from <= madeAt && madeAt <= to : madeAt >= from || madeAt <= to;
     expect(within, `${bar} holds a spend made at ${made.toISOString()}`).toBe(true);
     expect(await history.textContent()).toContain((sent.body.txHash as string).slice(0, 8));
+    // Beside the send's amount, the fee it paid as the API states it (a fee of ETH, below 1, has the
+    // digits the console writes: no grouping, at least two decimals); the receives paid none and show none.
+    const fee = sent.body.fee as { amount: string; token: string };
+    expect(fee).toEqual({ amount: expect.stringMatching(/^0\.\d{2,}$/), token: "ETH" });
+    const sendAmount = history.locator(`tr[data-transaction="${held.body.id}"] td.amount`);
+    expect(await sendAmount.getByText(`fee ${fee.amount} ETH`, { exact: true }).count()).toBe(1);
+    const receives = history.getByRole("row").filter({ hasText: /^receive on base/ });
+    expect(await receives.count()).toBe(2);
+    for (const text of await receives.allTextContents()) expect(text).not.toContain("fee");
+    // The events feed says it of the send's confirmation; no other event states a fee (the spend's request
+    // and approval came before it landed, the faucet's receives paid none).
+    await page.getByRole("link", { name: "Events" }).click();
+    const feed = page.getByRole("list", { name: "Events, newest first" });
+    await feed
+      .getByRole("listitem")
+      .filter({ hasText: "transaction.confirmed" })
+      .getByText(`send of 10.00 USDC to 0x00000000…dEaD on base (fee ${fee.amount} ETH)`, { exact: true })
+      .waitFor();
+    const others = feed.getByRole("listitem").filter({ hasNotText: "transaction.confirmed" });
+    for (const text of await others.allTextContents()) expect(text).not.toContain("fee");
+    await page.goto(walletUrl);
     // The filters: sends only, then receives on base only; the pager counts what matches.
     const historySection = page.getByRole("region", { name: "History" });
     await historySection.getByRole("combobox", { name: "Type" }).selectOption("send");

@@ -1,5 +1,6 @@
 /**
- * A wallet's history: type and chain filters, pages of 20, and each transaction's status, hash and time.
+ * A wallet's history: type and chain filters, pages of 20, and each transaction's status, hash and time, and
+ * under a spend's amount the fee it paid once it landed (in the chain's native coin, as the service states it).
  * While a transaction on the page is waiting (for approval or for the chain) the page reads itself again
  * every few seconds, so it is seen to end confirmed, failed or rejected without a reload.
  */
@@ -146,6 +147,7 @@ function TransactionRow(props: { tx: Transaction }) {
       <td className="amount">
         {incoming ? "+" : "−"}
         {formatAmount(tx.amount, tx.token)}
+        {tx.fee && <span className="hint">fee {formatAmount(tx.fee.amount, tx.fee.token)}</span>}
       </td>
       <td>
         <span className="muted">{incoming ? "from " : "to "}</span>
