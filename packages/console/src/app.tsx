@@ -39,9 +39,15 @@ function View(props: { path: string }) {
   );
 }
 
-/** How many spends wait for approval, read every 5 s, beside "Approvals" in the navigation. */
+/**
+ * How many spends wait for approval, beside "Approvals" in the navigation: read every 5 s, and at once when
+ * the owner decides one here.
+ */
 function PendingBadge() {
-  const pending = useResource(() => svc().approvals.list(), [], { intervalMs: PENDING_BADGE_POLL_MS });
+  const pending = useResource(() => svc().approvals.list(), [], {
+    intervalMs: PENDING_BADGE_POLL_MS,
+    follows: "approvals",
+  });
   const count = pending.data?.length ?? 0;
   if (count === 0) return null;
   return (

@@ -142,8 +142,13 @@ describe("an owner at the console", () => {
     await page.getByRole("link", { name: /Approvals\s*1/ }).waitFor({ timeout: 10_000 });
     expect(owner.errors.join("\n")).toBe("");
     await owner.screenshot("owner-3-approval-waiting");
+    // The page's clock stands still: what changes now is the approval's doing, not a poll's.
+    await page.clock.pauseAt(await page.evaluate(() => Date.now() + 1));
     await card.getByRole("button", { name: "Approve" }).click();
     await page.getByText("Nothing waiting for you.").waitFor();
+    // The navigation's count, read again at once (it polls every 5 s): no spend is waiting.
+    await page.getByRole("link", { name: "Approvals", exact: true }).waitFor({ timeout: 10_000 });
+    await page.clock.resume();
 
     // The wallet page: the send, confirmed on chain, counted against the limit.
     await page.goto(walletUrl);

@@ -9,7 +9,7 @@ import { Link } from "../router.tsx";
 import { svc } from "../session.ts";
 import { CopyButton } from "../ui/copy-button.tsx";
 import { Empty, ErrorNotice, Loading } from "../ui/feedback.tsx";
-import { useAction, useResource } from "../ui/resource.ts";
+import { changed, useAction, useResource } from "../ui/resource.ts";
 
 export function ApprovalsPage() {
   const queue = useResource(
@@ -18,7 +18,7 @@ export function ApprovalsPage() {
       return { approvals, wallets: new Map(wallets.map((w) => [w.id, w])) };
     },
     [],
-    { intervalMs: APPROVALS_POLL_MS },
+    { intervalMs: APPROVALS_POLL_MS, follows: "approvals" },
   );
   return (
     <section>
@@ -37,7 +37,6 @@ export function ApprovalsPage() {
               key={approval.id}
               approval={approval}
               wallet={queue.data?.wallets.get(approval.walletId)}
-              onDecided={queue.reload}
             />
           ))}
         </ul>
@@ -46,13 +45,14 @@ export function ApprovalsPage() {
   );
 }
 
-function ApprovalCard(props: { approval: Approval; wallet: Wallet | undefined; onDecided: () => void }) {
+function ApprovalCard(props: { approval: Approval; wallet: Wallet | undefined }) {
   const { approval, wallet } = props;
   const decide = useAction(async (decision: "approve" | "reject") => {
     await (decision === "approve"
       ? svc().approvals.approve(approval.id)
       : svc().approvals.reject(approval.id));
-    props.onDecided();
+    // The queue here and the count in the navigation read it again now, not at their next poll.
+    changed("approvals");
   });
   const label = `${formatAmount(approval.amount, approval.token)} to ${payeeLabel(approval.resource, approval.to)}`;
   return (

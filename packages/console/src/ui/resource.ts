@@ -22,10 +22,24 @@ function endSessionIfRefused(error: unknown): boolean {
   return false;
 }
 
+/** What an action changes that resources elsewhere on the page show (the navigation's count of approvals). */
+export type Topic = "approvals";
+
+const followers = new Map<Topic, Set<() => void>>();
+
+/** Tells every resource that follows `topic` to load afresh at once: an action of the page changed it. */
+export function changed(topic: Topic): void {
+  for (const reload of followers.get(topic) ?? []) reload();
+}
+
+/**
+ * Loads `load` on mount, again when `deps` change, every `intervalMs` if given, and at once when an action
+ * says it changed the resource's `follows` topic ({@link changed}).
+ */
 export function useResource<T>(
   load: () => Promise<T>,
   deps: DependencyList,
-  options: { intervalMs?: number } = {},
+  options: { intervalMs?: number; follows?: Topic } = {},
 ): Resource<T> {
   const [state, setState] = useState<{ data: T | undefined; error: unknown; loading: boolean }>({
     data: undefined,
@@ -59,6 +73,16 @@ export function useResource<T>(
   }, [...deps, generation, options.intervalMs]);
 
   const reload = useCallback(() => setGeneration((g) => g + 1), []);
+  useEffect(() => {
+    if (!options.follows) return;
+    const topic = options.follows;
+    const reloads = followers.get(topic) ?? new Set();
+    followers.set(topic, reloads);
+    reloads.add(reload);
+    return () => {
+      reloads.delete(reload);
+    };
+  }, [options.follows, reload]);
   return { ...state, reload };
 }
 
