@@ -332,8 +332,9 @@ const inFlightStatement = namedStatement<{
   raw: string | null;
 }>(
   "spends_in_flight",
-  // Three branches, each on an index (the sender's nonces, the pending rows', the primary key): one OR of
-  // them read every row.
+  // Four branches, each on an index (the sender's nonces, the pending rows', the primary key, the wallet's
+  // by type and time): one OR of them read every row. The last one's bound is one row comparison (none then:
+  // from -infinity), which the index seeks to; "IS NULL OR" beside it read every payment of the wallet.
   `SELECT type, id, token, amount_atomic, raw_tx FROM (
      SELECT DISTINCT ON (nonce) type, id, token, amount_atomic, raw_tx FROM transactions
       WHERE chain = $1 AND from_address = $2 AND nonce >= $3::int
@@ -350,7 +351,8 @@ const inFlightStatement = namedStatement<{
    UNION ALL
    SELECT type, id, token, amount_atomic, raw_tx FROM transactions
     WHERE $8::boolean AND wallet_id = $7 AND type = 'x402' AND status = 'confirmed' AND chain = $1
-      AND from_address = $2 AND token = $5 AND ($9::timestamptz IS NULL OR (created_at, id) > ($9::timestamptz, $10::text))
+      AND from_address = $2 AND token = $5
+      AND (created_at, id) > (coalesce($9::timestamptz, '-infinity'), coalesce($10::text, ''))
       AND NOT id = ANY (ARRAY(SELECT jsonb_array_elements_text($11::jsonb)))`,
   [
     [["type"], transactions.type],

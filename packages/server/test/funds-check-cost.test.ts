@@ -1,0 +1,128 @@
+/**
+ * The funds check under a wallet's spend lock (checkFundsInFlight) runs on every EVM spend while the lock is
+ * held: what it costs must not grow with the wallet's history. On PostgreSQL, its statement's plan is read
+ * (EXPLAIN ANALYZE of the statement as the spend prepared it) over a wallet with a long history, and the rows
+ * it visits are counted: each branch must reach its rows through an index, not read the history past them.
+ */
+import { sql } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { TokenInfo } from "../src/chains/types.ts";
+import { openStore, type Store, selectRows } from "../src/internal/db/store.ts";
+import { checkFundsInFlight, type FundsRead } from "../src/spends/funds.ts";
+import { createFreshDatabase, STORE_KIND } from "./support/test-server.ts";
+
+const USDC: TokenInfo = {
+  symbol: "USDC",
+  decimals: 6,
+  address: "0x0000000000000000000000000000000000000001",
+};
+const ETH: TokenInfo = { symbol: "ETH", decimals: 18, address: null };
+const FROM = "0x00000000000000000000000000000000000000aa";
+const WALLET = "wal_fundscheckcost000000001";
+/** How many sends and how many x402 payments the wallet's history holds, all confirmed long ago. */
+const HISTORY = 2000;
+
+describe.skipIf(STORE_KIND !== "postgres")("the funds check's statement over a long history", () => {
+  let store: Store;
+  let drop: () => Promise<void>;
+  beforeAll(async () => {
+    const database = await createFreshDatabase();
+    drop = database.drop;
+    store = await openStore({ databaseUrl: database.url });
+    await store.db.execute(sql`
+      INSERT INTO accounts (id, email, password_hash) VALUES ('usr_fundscheckcost00000001', 'cost@example.com', 'x')`);
+    await store.db.execute(sql`
+      INSERT INTO wallets (id, account_id, name, chains, metadata, evm_address, status, wrapped_data_key)
+      VALUES (${WALLET}, 'usr_fundscheckcost00000001', 'long history', '["base"]', '{}', ${FROM}, 'active', '\\x00')`);
+    // Sends with nonces 0 to HISTORY - 1, and as many x402 payments, a second apart, the last an hour ago.
+    await store.db.execute(sql`
+      INSERT INTO transactions (id, wallet_id, type, chain, token, amount_atomic, decimals, from_address,
+        to_address, status, created_at, nonce, raw_tx)
+      SELECT 'tx_send' || g, ${WALLET}, 'send', 'base', 'USDC', 1, 6, ${FROM}, ${FROM}, 'confirmed',
+        date_trunc('milliseconds', now()) - interval '1 hour' - (${HISTORY} - g) * interval '1 second', g, '0x00'
+      FROM generate_series(0, ${HISTORY - 1}) g`);
+    await store.db.execute(sql`
+      INSERT INTO transactions (id, wallet_id, type, chain, token, amount_atomic, decimals, from_address,
+        to_address, status, created_at)
+      SELECT 'tx_x402' || g, ${WALLET}, 'x402', 'base', 'USDC', 1, 6, ${FROM}, ${FROM}, 'confirmed',
+        date_trunc('milliseconds', now()) - interval '1 hour' - (${HISTORY} - g) * interval '1 second'
+      FROM generate_series(0, ${HISTORY - 1}) g`);
+    await store.db.execute(
+      sql`INSERT INTO evm_nonces (chain, address, next_nonce) VALUES ('base', ${FROM}, ${HISTORY})`,
+    );
+    await store.db.execute(sql`ANALYZE transactions`);
+  });
+  afterAll(async () => {
+    await store?.close();
+    await drop?.();
+  });
+
+  for (const planCacheMode of ["force_custom_plan", "force_generic_plan"]) {
+    it(`visits the spends in flight, not the history (${planCacheMode})`, async () => {
+      const [newest] = await selectRows<{ ms: string; id: string }>(
+        store.db,
+        sql`SELECT (extract(epoch FROM created_at) * 1000)::bigint::text AS ms, id FROM transactions WHERE type = 'x402' ORDER BY created_at DESC, id DESC LIMIT 1`,
+      );
+      if (!newest) throw new Error("no payment seeded");
+      const createdAt = new Date(Number(newest.ms));
+      // What a send of 1 USDC read: the nonce past the history, the payments' newest, none pending.
+      const read: FundsRead = {
+        balance: 10n ** 9n,
+        gas: { fee: 1n, nativeBalance: 10n ** 18n, native: ETH },
+        minedNonce: HISTORY,
+        payments: new Map(),
+        paymentsNewest: { createdAt, id: newest.id },
+      };
+      const spend = {
+        walletId: WALLET,
+        type: "send" as const,
+        chain: "base",
+        token: USDC,
+        amount: 1n,
+        from: FROM,
+        to: FROM,
+        usdMicros: 1n,
+      };
+      const visited = await store.db.transaction(async (tx) => {
+        await tx.execute(sql.raw(`SET LOCAL plan_cache_mode = ${planCacheMode}`));
+        // Prepares the statement on this connection, and finds nothing in flight.
+        await checkFundsInFlight(tx, spend, read, HISTORY);
+        const [plan] = await selectRows<{ "QUERY PLAN": unknown }>(
+          tx,
+          sql.raw(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE spends_in_flight('base', '${FROM}', ${HISTORY},
+            ${HISTORY}, 'USDC', '[]', '${WALLET}', true, '${createdAt.toISOString()}', '${newest.id}', '[]')`),
+        );
+        return rowsVisited(plan?.["QUERY PLAN"]);
+      });
+      // Read through an index from the newest payment at the read, the branch of payments recorded since
+      // visits none; reading the wallet's payments and filtering them visited all HISTORY.
+      expect(visited).toBeLessThan(HISTORY / 10);
+    });
+  }
+});
+
+/** The rows a plan's nodes read, kept or removed by their filters, summed over its tree. */
+function rowsVisited(plan: unknown): number {
+  const nodes: Record<string, unknown>[] = [];
+  const visit = (node: unknown) => {
+    if (!node || typeof node !== "object") return;
+    const record = node as Record<string, unknown>;
+    if (typeof record["Node Type"] === "string") nodes.push(record);
+    for (const value of Object.values(record)) {
+      if (Array.isArray(value)) value.forEach(visit);
+      else if (value && typeof value === "object") visit(value);
+    }
+  };
+  visit(plan);
+  const count = (node: Record<string, unknown>, key: string) => Number(node[key] ?? 0);
+  return nodes
+    .filter((node) => String(node["Node Type"]).includes("Scan"))
+    .reduce(
+      (sum, node) =>
+        sum +
+        count(node, "Actual Rows") * Math.max(1, count(node, "Actual Loops")) +
+        count(node, "Rows Removed by Filter") +
+        count(node, "Rows Removed by Index Recheck"),
+      0,
+    );
+}
