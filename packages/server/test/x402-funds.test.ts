@@ -14,6 +14,7 @@ import { fundEvm, IDLE_BLOCK_SECONDS } from "@svc/devnet";
 import { type LocalFacilitator, startLocalFacilitator } from "@svc/x402-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChainClient } from "../src/chains/types.ts";
+import { MAX_PAYMENT_STATE_READS } from "../src/spends/funds.ts";
 import { devnetClients, evmKey } from "./support/chains.ts";
 import { eventually } from "./support/eventually.ts";
 import { RpcGate } from "./support/rpc-gate.ts";
@@ -321,6 +322,43 @@ describe("a payment not yet settled when the balances were read", () => {
       reason: "insufficient_token",
       message:
         "Insufficient USDC: balance 5, of which 4 is taken by 1 x402 payment not yet on chain; this send needs 3",
+    });
+  });
+
+  it(`counts one pending beyond the ${MAX_PAYMENT_STATE_READS} whose states are read, settled and confirmed before the lock`, async () => {
+    const wallet = await fundedWallet({ eth: 10n ** 18n, usdc: 20n * USDC }, gated);
+    // As many payments of 1 as the read tells the states of, then one of 4 (the rest): all pending, unsettled.
+    for (let i = 0; i < MAX_PAYMENT_STATE_READS; i++) await keptPayment(wallet.id, 1n, gated);
+    const paymentId = await keptPayment(wallet.id, 4n, gated);
+    // The send's plan (its balances: 20 USDC, the first payments' states) is read from the node, then held back.
+    gate.decide = ({ methods }) => (methods.includes("eth_estimateGas") ? "hold" : "forward");
+    const sending = send(wallet.id, "3", gated);
+    const [held] = await eventually(async () => (gate.held.length > 0 ? gate.held : undefined));
+    gate.decide = () => "forward";
+    gate.held.splice(0);
+    if (!held) throw new Error("no plan held");
+    const answer = await (
+      await fetch(devnet.evm.rpcUrl, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: held.body,
+      })
+    ).text();
+    // Meanwhile the payment of 4 settles, and the confirmer records it: no longer pending when the send is checked.
+    await settleLastKept();
+    await eventually(async () => {
+      await gated.server.service.confirmer.runOnce();
+      const row = await gated.server.api.get(`/v1/transactions/${paymentId}`, gated.apiKey);
+      return row.body.status === "confirmed" || undefined;
+    });
+    held.answer(answer);
+    const refused = await sending;
+    // Its state not read, recorded before the newest payment at the read, and no longer pending, it was in
+    // nothing counted: the send was admitted against 20 less the 16 pending, past what the wallet had promised.
+    expect(refused.status, refused.text).toBe(422);
+    expect(expectErrorShape(refused)).toMatchObject({
+      reason: "insufficient_token",
+      message: `Insufficient USDC: balance 20, of which 20 is taken by ${MAX_PAYMENT_STATE_READS + 1} x402 payments not yet on chain; this send needs 3`,
     });
   });
 });

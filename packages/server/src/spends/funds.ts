@@ -130,8 +130,12 @@ export interface RecordedAt {
   id: string;
 }
 
-/** x402 payments pending before the balances were read: their transaction ids, and their authorizations in order. */
+/**
+ * x402 payments pending before the balances were read: their transaction ids, and the authorizations whose
+ * states are read with the balances, in order, of the first of them (at most {@link MAX_PAYMENT_STATE_READS}).
+ */
 export interface PendingPayments {
+  /** Every one pending: first those whose authorizations are read, then the rest, read as not yet settled. */
   ids: readonly string[];
   authorizations: readonly EvmAuthorization[];
   /**
@@ -145,9 +149,11 @@ export const NO_PENDING_PAYMENTS: PendingPayments = { ids: [], authorizations: [
 
 /**
  * The x402 payments of `from` (the wallet `walletId`'s address) on an EVM chain still pending now, in
- * `token`, whose state is to be read with the balances (oldest first, at most {@link MAX_PAYMENT_STATE_READS}),
- * by transaction id, and the newest of its payments before them: read before the balances, outside any
- * transaction. None on other chains.
+ * `token`, by transaction id, the oldest of them (at most {@link MAX_PAYMENT_STATE_READS}) with the states to
+ * read with the balances, and the newest of its payments before them: read before the balances, outside any
+ * transaction. None on other chains. The ones beyond the reads count as not settled when read: one of them
+ * settled and confirmed before the check under the lock is counted then (it was older than the newest, and
+ * no longer pending: counted by nothing else, it let a send of 3 from 20 through beside 20 promised).
  */
 export async function pendingPayments(
   db: Db,
@@ -158,7 +164,7 @@ export async function pendingPayments(
   if (chain.kind !== "evm" || token.address === null) return NO_PENDING_PAYMENTS;
   const { walletId, from } = sender;
   const [newest] = await newestPaymentStatement(db, [walletId, chain.name, token.symbol]);
-  const rows = await pendingPaymentsStatement(db, [chain.name, from, token.symbol, MAX_PAYMENT_STATE_READS]);
+  const rows = await pendingPaymentsStatement(db, [chain.name, from, token.symbol]);
   const readable = rows.flatMap(({ id, payment }) => {
     const onChain = (payment as { onChain?: Record<string, unknown> } | null)?.onChain;
     const { token, authorizer, nonce } = onChain ?? {};
@@ -166,9 +172,11 @@ export async function pendingPayments(
       ? [{ id, authorization: { token, authorizer, nonce } as EvmAuthorization }]
       : [];
   });
+  const stateRead = readable.slice(0, MAX_PAYMENT_STATE_READS);
+  const read = new Set(stateRead.map((row) => row.id));
   return {
-    ids: readable.map((row) => row.id),
-    authorizations: readable.map((row) => row.authorization),
+    ids: [...read, ...rows.map((row) => row.id).filter((id) => !read.has(id))],
+    authorizations: stateRead.map((row) => row.authorization),
     newest: newest ?? null,
   };
 }
@@ -184,12 +192,12 @@ const newestPaymentStatement = namedStatement<RecordedAt>(
   ],
 );
 
-/** An address's x402 payments pending in a token, oldest first, at most $4: their ids and recorded payments. */
+/** An address's x402 payments pending in a token, oldest first: their ids and recorded payments. */
 const pendingPaymentsStatement = namedStatement<{ id: string; payment: unknown }>(
   "pending_x402_payments",
   `SELECT id, x402_payment FROM transactions
     WHERE chain = $1 AND from_address = $2 AND type = 'x402' AND status = 'pending' AND token = $3
-    ORDER BY created_at, id LIMIT $4`,
+    ORDER BY created_at, id`,
   [
     [["id"], transactions.id],
     [["payment"], transactions.x402Payment],
@@ -200,7 +208,10 @@ function isHex(value: unknown, bytes: number): value is `0x${string}` {
   return typeof value === "string" && new RegExp(`^0x[0-9a-fA-F]{${bytes * 2}}$`).test(value);
 }
 
-/** Pairs the ids of {@link pendingPayments} with the states read of their authorizations, in order. */
+/**
+ * Pairs the ids of {@link pendingPayments} with the states read of their authorizations, in order; those
+ * beyond the states read, as not used.
+ */
 export function paymentsRead(ids: readonly string[], used: readonly boolean[] | undefined): PaymentsRead {
   return new Map(ids.map((id, i) => [id, used?.[i] ?? false]));
 }
@@ -259,13 +270,13 @@ export function fundsReadOf(plan: FundedPlan): FundsRead | undefined {
  * the wallet pays no gas for): a row stays pending until the confirmer learns how the payment ended, so one
  * already settled may still be pending. Their states were read with the balances, before them in the same
  * request ({@link PaymentsRead}): a payment used then is in the balances and does not count; one not used
- * then counts while pending and also once confirmed since (it settled after the read). A payment recorded
- * after that read (or beyond the reads' bound) counts while pending, and also once confirmed when recorded
- * after the newest one there was then (it was made while this spend waited: settled and confirmed by the
- * time it takes the lock, it was in neither): it may have settled before the balances were read, and is then
- * counted twice, refusing briefly what a later read would admit. "After" is by the recording instance's
- * clock: one whose clock is behind the reader's by more than the moment between them escapes it. One failed
- * or expired does not count: it can no longer settle.
+ * then, or pending then beyond the reads' bound (its state not read), counts while pending and also once
+ * confirmed since (it settled after the read, or may have). A payment recorded after that read counts while
+ * pending, and also once confirmed when recorded after the newest one there was then (it was made while this
+ * spend waited: settled and confirmed by the time it takes the lock, it was in neither): it may have settled
+ * before the balances were read, and is then counted twice, refusing briefly what a later read would admit.
+ * "After" is by the recording instance's clock: one whose clock is behind the reader's by more than the
+ * moment between them escapes it. One failed or expired does not count: it can no longer settle.
  *
  * Without this, simultaneous spends each checked against the whole balance were all admitted: an EVM send
  * past it reverted on chain, paying its gas, and an x402 payment past it was never settled, the resource
