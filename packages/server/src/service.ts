@@ -114,11 +114,15 @@ export async function startService(config: Config, options: StartOptions = {}): 
       ? new FailoverRateLimiter(new RedisRateLimiter(config.redisUrl), logger, nowMs)
       : new MemoryRateLimiter(nowMs);
     // What the store knows of chains of these names is of another instance's chains, still running, when
-    // one serves its own on it: starting anew would end that instance's spends failed as they land. Claimed
-    // before anything starts, so a refused instance starts nothing.
-    if (startsOwnChains(config, options.devnet) && !(await store.claimForLocalChains()))
+    // one serves its own on it, or one serves its own beside it (chains run elsewhere, or its own, under the
+    // same names): starting anew would end that instance's spends failed as they land. Claimed before
+    // anything starts, so a refused instance starts nothing.
+    const ownChains = startsOwnChains(config, options.devnet);
+    if (!(await store.claimForChains(ownChains)))
       throw new ConfigError(
-        "another running instance serves local chains of its own on this database: instances sharing a database share chains; run `npx svc-devnet` and point each at it (SVC_RPC_BASE, SVC_RPC_SOLANA, SVC_USDC_BASE, SVC_USDC_SOLANA, and the faucet keys)",
+        ownChains
+          ? "another running instance serves chains from this database: a service starting local chains of its own needs a database of its own; run `npx svc-devnet` and point each at it (SVC_RPC_BASE, SVC_RPC_SOLANA, SVC_USDC_BASE, SVC_USDC_SOLANA, and the faucet keys)"
+          : "another running instance serves local chains of its own on this database: instances sharing a database share chains; run `npx svc-devnet` and point each at it (SVC_RPC_BASE, SVC_RPC_SOLANA, SVC_USDC_BASE, SVC_USDC_SOLANA, and the faucet keys)",
       );
     local = await openLocalChains(
       config,

@@ -7,6 +7,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fundEvm } from "@svc/devnet";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually } from "./support/eventually.ts";
 import { unpackInitializedPglite } from "./support/pglite-setup.ts";
@@ -99,77 +100,142 @@ describe.skipIf(STORE_KIND === "postgres")("one service per data directory", () 
 });
 
 describe.runIf(STORE_KIND === "postgres")("services with local chains of their own on one PostgreSQL", () => {
+  let database: Awaited<ReturnType<typeof createFreshDatabase>>;
+  beforeAll(async () => {
+    database = await createFreshDatabase();
+  });
+  afterAll(() => database?.drop());
+  /** `npm start` with DATABASE_URL and no RPC URLs: chains of its own. */
+  const ownChains = (name: string) => ({
+    DATABASE_URL: database.url,
+    SVC_DATA_DIR: join(dataDir, name),
+    SVC_MASTER_KEY: TEST_MASTER_KEY,
+    SVC_JWT_SECRET: TEST_JWT_SECRET,
+    LOG_LEVEL: "warn",
+    // The confirmer's first pass is at start-up; the next comes after the test, so a spend stays pending.
+    SVC_CONFIRMER_INTERVAL_MS: "3600000",
+  });
+
+  /**
+   * With a spend of 8 (of a daily limit of 10) pending on the running service `first`, starts a second one
+   * on the same database (`secondEnv`; default, local chains of its own): it is refused in the one line
+   * `refusal`, and the first's spend stays pending, its room in the daily limit used.
+   */
+  async function refusedBeside(
+    first: Awaited<ReturnType<typeof startServiceProcess>>,
+    fund: (wallet: { id: string; address: `0x${string}` }, apiKey: string) => Promise<void>,
+    refusal: string,
+    secondEnv: Record<string, string> = ownChains("pg-second"),
+  ) {
+    const { apiKey } = await seedAccount(first.api);
+    const wallet = await first.api.post(
+      "/v1/wallets",
+      { name: "w", chains: ["base"], policy: { dailyLimit: "10" } },
+      apiKey,
+    );
+    await fund({ id: wallet.body.id, address: wallet.body.evm.address }, apiKey);
+    const send = () =>
+      first.api.post(
+        `/v1/wallets/${wallet.body.id}/send`,
+        { to: "0x1111111111111111111111111111111111111111", amount: "8", token: "USDC", chain: "base" },
+        apiKey,
+      );
+    const sent = await send();
+    expect(sent.body.status, sent.text).toBe("pending");
+    const spendStatus = async () =>
+      (await first.api.get(`/v1/transactions/${sent.body.id}`, apiKey)).body.status as string;
+
+    const second = spawnService({ env: { ...secondEnv, PORT: "0" }, stderr: "pipe" });
+    let stderr = "";
+    second.child.stderr?.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString("utf8");
+    });
+    let exitCode: number | null | undefined;
+    void second.exited.then((code) => {
+      exitCode = code;
+    });
+    // Before, it started, and its start ended the first's spend failed ("the local chain it was sent on
+    // was started anew") though it lands on the first's chain, and gave its $8 back to the daily limit.
+    await eventually(async () => exitCode !== undefined || (await spendStatus()) !== "pending", {
+      timeoutMs: 120_000,
+      describe: "the second service to exit, or the first's spend to leave pending",
+    });
+    await second.stop();
+    expect(exitCode).toBe(1);
+    expect(stderr.trimEnd().split("\n")).toEqual([refusal]);
+    expect(await spendStatus()).toBe("pending");
+    const over = await send();
+    expect(over.status, over.text).toBe(403);
+    expect(over.body.error.reason).toBe("daily_limit");
+  }
+
+  /** Funds a wallet with 1 ETH and 20 USDC on `service`'s own chain, from its faucet. */
+  async function fundByFaucet(
+    service: Awaited<ReturnType<typeof startServiceProcess>>,
+    walletId: string,
+    apiKey: string,
+  ) {
+    for (const [token, amount] of [
+      ["ETH", "1"],
+      ["USDC", "20"],
+    ]) {
+      const funded = await service.api.post(
+        `/v1/wallets/${walletId}/faucet`,
+        { chain: "base", token, amount },
+        apiKey,
+      );
+      expect(funded.status, funded.text).toBe(201);
+    }
+  }
+
   it("refuses the second in one line: the first's pending spend stays pending, its daily room used", {
     timeout: 300_000,
   }, async () => {
-    const database = await createFreshDatabase();
-    // `npm start` with DATABASE_URL and no RPC URLs: chains of its own. The confirmer's first pass is at
-    // start-up; the next comes after the test, so the first's spend stays pending meanwhile.
-    const ownChains = (name: string) => ({
-      DATABASE_URL: database.url,
-      SVC_DATA_DIR: join(dataDir, name),
-      SVC_MASTER_KEY: TEST_MASTER_KEY,
-      SVC_JWT_SECRET: TEST_JWT_SECRET,
-      LOG_LEVEL: "warn",
-      SVC_CONFIRMER_INTERVAL_MS: "3600000",
-    });
     const first = await startServiceProcess({ env: ownChains("pg-first") });
     try {
-      const { apiKey } = await seedAccount(first.api);
-      const wallet = await first.api.post(
-        "/v1/wallets",
-        { name: "w", chains: ["base"], policy: { dailyLimit: "10" } },
-        apiKey,
+      await refusedBeside(
+        first,
+        (wallet, apiKey) => fundByFaucet(first, wallet.id, apiKey),
+        "svc: another running instance serves chains from this database: a service starting local chains of its own needs a database of its own; run `npx svc-devnet` and point each at it (SVC_RPC_BASE, SVC_RPC_SOLANA, SVC_USDC_BASE, SVC_USDC_SOLANA, and the faucet keys)",
       );
-      for (const [token, amount] of [
-        ["ETH", "1"],
-        ["USDC", "20"],
-      ]) {
-        const funded = await first.api.post(
-          `/v1/wallets/${wallet.body.id}/faucet`,
-          { chain: "base", token, amount },
-          apiKey,
-        );
-        expect(funded.status, funded.text).toBe(201);
-      }
-      const send = () =>
-        first.api.post(
-          `/v1/wallets/${wallet.body.id}/send`,
-          { to: "0x1111111111111111111111111111111111111111", amount: "8", token: "USDC", chain: "base" },
-          apiKey,
-        );
-      const sent = await send();
-      expect(sent.body.status, sent.text).toBe("pending");
-      const spendStatus = async () =>
-        (await first.api.get(`/v1/transactions/${sent.body.id}`, apiKey)).body.status as string;
-
-      const second = spawnService({ env: { ...ownChains("pg-second"), PORT: "0" }, stderr: "pipe" });
-      let stderr = "";
-      second.child.stderr?.on("data", (chunk: Buffer) => {
-        stderr += chunk.toString("utf8");
-      });
-      let exitCode: number | null | undefined;
-      void second.exited.then((code) => {
-        exitCode = code;
-      });
-      // Before, it started, and its start ended the first's spend failed ("the local chain it was sent on
-      // was started anew") though it lands on the first's chain, and gave its $8 back to the daily limit.
-      await eventually(async () => exitCode !== undefined || (await spendStatus()) !== "pending", {
-        timeoutMs: 120_000,
-        describe: "the second service to exit, or the first's spend to leave pending",
-      });
-      await second.stop();
-      expect(exitCode).toBe(1);
-      expect(stderr.trimEnd().split("\n")).toEqual([
-        "svc: another running instance serves local chains of its own on this database: instances sharing a database share chains; run `npx svc-devnet` and point each at it (SVC_RPC_BASE, SVC_RPC_SOLANA, SVC_USDC_BASE, SVC_USDC_SOLANA, and the faucet keys)",
-      ]);
-      expect(await spendStatus()).toBe("pending");
-      const over = await send();
-      expect(over.status, over.text).toBe(403);
-      expect(over.body.error.reason).toBe("daily_limit");
     } finally {
       await first.stop();
-      await database.drop();
+    }
+  });
+
+  it("refuses it beside a running service on chains run elsewhere, whose chains have the same names", {
+    timeout: 300_000,
+  }, async () => {
+    const devnet = await sharedDevnet();
+    const first = await startServiceProcess({
+      env: { ...ownChains("pg-beside"), ...chainsEnv, LOG_LEVEL: "warn" },
+    });
+    try {
+      await refusedBeside(
+        first,
+        async (wallet) => {
+          await fundEvm(devnet, wallet.address, { eth: 10n ** 18n, usdc: 20n * 10n ** 6n });
+        },
+        "svc: another running instance serves chains from this database: a service starting local chains of its own needs a database of its own; run `npx svc-devnet` and point each at it (SVC_RPC_BASE, SVC_RPC_SOLANA, SVC_USDC_BASE, SVC_USDC_SOLANA, and the faucet keys)",
+      );
+    } finally {
+      await first.stop();
+    }
+  });
+
+  it("refuses a service on chains run elsewhere beside one serving its own, whose chains have the same names", {
+    timeout: 300_000,
+  }, async () => {
+    const first = await startServiceProcess({ env: ownChains("pg-own-first") });
+    try {
+      await refusedBeside(
+        first,
+        (wallet, apiKey) => fundByFaucet(first, wallet.id, apiKey),
+        "svc: another running instance serves local chains of its own on this database: instances sharing a database share chains; run `npx svc-devnet` and point each at it (SVC_RPC_BASE, SVC_RPC_SOLANA, SVC_USDC_BASE, SVC_USDC_SOLANA, and the faucet keys)",
+        { ...ownChains("pg-elsewhere-second"), ...chainsEnv, LOG_LEVEL: "warn" },
+      );
+    } finally {
+      await first.stop();
     }
   });
 });

@@ -24,11 +24,14 @@ export interface Store {
   /** Resolves when the store answers a trivial query. */
   ping(): Promise<void>;
   /**
-   * Claims the store for an instance serving local chains of its own, until it closes; false when another
-   * running instance holds that claim. On PostgreSQL a session's advisory lock (several instances may share
-   * one database); an embedded store is one process's already (its data directory's lock).
+   * Claims the store for the chains this instance serves, until it closes; false when refused. `own`: local
+   * chains of its own, started anew under names the store may know of other chains by, so no other running
+   * instance may serve chains from the store (whatever they are). Otherwise chains shared with the instances
+   * beside it, refused only while one serves chains of its own. On PostgreSQL a session's advisory lock,
+   * exclusive or shared (several instances may share one database); an embedded store is one process's
+   * already (its data directory's lock).
    */
-  claimForLocalChains(): Promise<boolean>;
+  claimForChains(own: boolean): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -42,7 +45,10 @@ export type StoreLocation =
   | { pgliteDir: string }
   | { pgliteMemory: true; initializedFrom?: Blob };
 
-/** The advisory lock an instance serving local chains of its own holds on a PostgreSQL store. */
+/**
+ * The advisory lock an instance holds on a PostgreSQL store for the chains it serves: exclusive when they are
+ * local chains of its own, shared otherwise.
+ */
 const LOCAL_CHAINS_LOCK = 727_276;
 
 const migrationsDir = fileURLToPath(new URL("./migrations/", import.meta.url));
@@ -82,11 +88,12 @@ export async function openStore(location: StoreLocation): Promise<Store> {
       ping: async () => {
         await pool.query("SELECT 1");
       },
-      claimForLocalChains: async () => {
+      claimForChains: async (own) => {
         if (claim) return true;
         const client = await pool.connect();
+        const lock = own ? "pg_try_advisory_lock" : "pg_try_advisory_lock_shared";
         const { rows } = await client
-          .query<{ claimed: boolean }>(`SELECT pg_try_advisory_lock(${LOCAL_CHAINS_LOCK}) AS claimed`)
+          .query<{ claimed: boolean }>(`SELECT ${lock}(${LOCAL_CHAINS_LOCK}) AS claimed`)
           .catch((error: unknown) => {
             client.release();
             throw error;
@@ -129,7 +136,7 @@ export async function openStore(location: StoreLocation): Promise<Store> {
     ping: async () => {
       await db.execute(sql`SELECT 1`);
     },
-    claimForLocalChains: async () => true,
+    claimForChains: async () => true,
     close: () => connection.close(),
   };
 }
