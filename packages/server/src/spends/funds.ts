@@ -344,8 +344,8 @@ const inFlightStatement = namedStatement<{
   raw: string | null;
 }>(
   "spends_in_flight",
-  // Four branches, each on an index (the sender's nonces, the pending rows', the primary key, the wallet's
-  // by type and time): one OR of them read every row. The last one's bound is one row comparison (none then:
+  // Four branches, each on an index (the sender's nonces, the sender's pending rows, the primary key, the
+  // wallet's by type and time): one OR of them read every row. The last one's bound is one row comparison (none then:
   // from -infinity), which the index seeks to; "IS NULL OR" beside it read every payment of the wallet.
   `SELECT type, id, token, amount_atomic, raw_tx FROM (
      SELECT DISTINCT ON (nonce) type, id, token, amount_atomic, raw_tx, status FROM transactions
