@@ -259,13 +259,13 @@ export function fundsReadOf(plan: FundedPlan): FundsRead | undefined {
  *
  * Sends: those with a nonce from the one the balances were read at (the latest block's) on, up to `nonce`,
  * the one the lock handed this spend (a transfer), or to the last one handed out (an x402 payment, which has
- * none), pending or confirmed since. None of those was mined when the balances were read, so none is in them: each takes
- * its amount and its own fee cap (gas limit × max fee, read from its signed transaction). A send confirmed
- * between the read and the lock counts too: a request waits its turn at the lock while the sends before it
- * are mined and confirmed (by any instance's confirmer), and counting only pending ones admitted a burst far
- * past the balance. Of the rows holding one nonce, the latest counts, if it is live: a local chain restarted
- * hands the nonces out again, and the old chain's confirmed rows are not in flight on the new one, also
- * when the new chain's send of that nonce failed (rejected at broadcast, its gap not yet filled).
+ * none), pending or confirmed since. None of those was mined when the balances were read, so none is in them:
+ * each takes its amount and its own fee cap (gas limit × max fee, read from its signed transaction). A send
+ * confirmed between the read and the lock counts too: a request waits its turn at the lock while the sends
+ * before it are mined and confirmed (by any instance's confirmer), and counting only pending ones admitted a
+ * burst far past the balance. Of the rows holding one nonce, the latest counts, if it is live: a local chain
+ * restarted hands the nonces out again, and the old chain's confirmed rows are not in flight on the new one,
+ * also when the new chain's send of that nonce failed (rejected at broadcast, its gap not yet filled).
  *
  * x402 payments in the token spent (EIP-3009 authorizations, which the resource's facilitator submits and
  * the wallet pays no gas for): a row stays pending until the confirmer learns how the payment ended, so one
@@ -328,13 +328,13 @@ export async function checkFundsInFlight(
 }
 
 /**
- * An address's spends in flight on a chain, in one statement: its sends pending or confirmed with a nonce from
- * $3 (the one at the block the balances were read at) up to $4 (the one handed out; for an x402 payment,
+ * An address's spends in flight on a chain, in one statement: its sends pending or confirmed with a nonce
+ * from $3 (the one at the block the balances were read at) up to $4 (the one handed out; for an x402 payment,
  * none: up to the address's next nonce, so the rows of a local chain restarted, whose nonces were forgotten,
- * are not), the latest row of each nonce when it is live, and its x402 payments in the token spent ($5) pending, or
- * confirmed since the read among those read unused ($6, a JSON array of ids), or (when $8) confirmed and
- * recorded in the wallet ($7) after the newest there was at the read ($9, $10; none then: every one), other
- * than those read ($11).
+ * are not), the latest row of each nonce when it is live, and its x402 payments in the token spent ($5)
+ * pending, or confirmed since the read among those read unused ($6, a JSON array of ids), or (when $8)
+ * confirmed and recorded in the wallet ($7) after the newest there was at the read ($9, $10; none then: every
+ * one), other than those read ($11).
  */
 const inFlightStatement = namedStatement<{
   type: string;
@@ -345,8 +345,9 @@ const inFlightStatement = namedStatement<{
 }>(
   "spends_in_flight",
   // Four branches, each on an index (the sender's nonces, the sender's pending rows, the primary key, the
-  // wallet's by type and time): one OR of them read every row. The last one's bound is one row comparison (none then:
-  // from -infinity), which the index seeks to; "IS NULL OR" beside it read every payment of the wallet.
+  // wallet's by type and time): one OR of them read every row. The last one's bound is one row comparison
+  // (none then: from -infinity), which the index seeks to; "IS NULL OR" beside it read every payment of the
+  // wallet.
   `SELECT type, id, token, amount_atomic, raw_tx FROM (
      SELECT DISTINCT ON (nonce) type, id, token, amount_atomic, raw_tx, status FROM transactions
       WHERE chain = $1 AND from_address = $2 AND nonce >= $3::int
