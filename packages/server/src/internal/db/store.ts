@@ -49,7 +49,7 @@ export type StoreLocation =
  * The advisory lock an instance holds on a PostgreSQL store for the chains it serves: exclusive when they are
  * local chains of its own, shared otherwise.
  */
-const LOCAL_CHAINS_LOCK = 727_276;
+const CHAINS_CLAIM_LOCK = 727_276;
 
 const migrationsDir = fileURLToPath(new URL("./migrations/", import.meta.url));
 
@@ -93,7 +93,7 @@ export async function openStore(location: StoreLocation): Promise<Store> {
         const client = await pool.connect();
         const lock = own ? "pg_try_advisory_lock" : "pg_try_advisory_lock_shared";
         const { rows } = await client
-          .query<{ claimed: boolean }>(`SELECT ${lock}(${LOCAL_CHAINS_LOCK}) AS claimed`)
+          .query<{ claimed: boolean }>(`SELECT ${lock}(${CHAINS_CLAIM_LOCK}) AS claimed`)
           .catch((error: unknown) => {
             client.release();
             throw error;
