@@ -163,8 +163,13 @@ export async function pendingPayments(
 ): Promise<PendingPayments> {
   if (chain.kind !== "evm" || token.address === null) return NO_PENDING_PAYMENTS;
   const { walletId, from } = sender;
-  const [newest] = await newestPaymentStatement(db, [walletId, chain.name, token.symbol]);
-  const rows = await pendingPaymentsStatement(db, [chain.name, from, token.symbol]);
+  const found = await pendingPaymentsStatement(db, [chain.name, from, token.symbol, walletId]);
+  const newestRow = found[0];
+  const newest: RecordedAt | null =
+    newestRow?.newestAt && newestRow.newestId
+      ? { createdAt: newestRow.newestAt, id: newestRow.newestId }
+      : null;
+  const rows = found.flatMap(({ id, payment }) => (id === null ? [] : [{ id, payment }]));
   const readable = rows.flatMap(({ id, payment }) => {
     const onChain = (payment as { onChain?: Record<string, unknown> } | null)?.onChain;
     const { token, authorizer, nonce } = onChain ?? {};
@@ -181,24 +186,29 @@ export async function pendingPayments(
   };
 }
 
-/** A wallet's newest x402 payment on chain $2 in token $3, whatever its state. */
-const newestPaymentStatement = namedStatement<RecordedAt>(
-  "newest_x402_payment",
-  `SELECT created_at, id FROM transactions WHERE wallet_id = $1 AND type = 'x402' AND chain = $2 AND token = $3
-    ORDER BY created_at DESC, id DESC LIMIT 1`,
-  [
-    [["createdAt"], transactions.createdAt],
-    [["id"], transactions.id],
-  ],
-);
-
-/** An address's x402 payments pending in a token, oldest first: their ids and recorded payments. */
-const pendingPaymentsStatement = namedStatement<{ id: string; payment: unknown }>(
+/**
+ * An address's x402 payments pending in a token, oldest first (their ids and recorded payments), each beside
+ * the newest x402 payment of the wallet ($4) on the chain in the token, whatever its state: one statement, one
+ * snapshot of both. With none pending, one row of the newest alone (id null); none at all, nulls.
+ */
+const pendingPaymentsStatement = namedStatement<{
+  newestAt: Date | null;
+  newestId: string | null;
+  id: string | null;
+  payment: unknown;
+}>(
   "pending_x402_payments",
-  `SELECT id, x402_payment FROM transactions
-    WHERE chain = $1 AND from_address = $2 AND type = 'x402' AND status = 'pending' AND token = $3
-    ORDER BY created_at, id`,
+  `SELECT newest.created_at, newest.id, pending.id, pending.x402_payment FROM (SELECT 1) one
+    LEFT JOIN LATERAL (
+      SELECT created_at, id FROM transactions WHERE wallet_id = $4 AND type = 'x402' AND chain = $1 AND token = $3
+       ORDER BY created_at DESC, id DESC LIMIT 1) newest ON true
+    LEFT JOIN LATERAL (
+      SELECT id, x402_payment, created_at FROM transactions
+       WHERE chain = $1 AND from_address = $2 AND type = 'x402' AND status = 'pending' AND token = $3) pending ON true
+    ORDER BY pending.created_at, pending.id`,
   [
+    [["newestAt"], transactions.createdAt],
+    [["newestId"], transactions.id],
     [["id"], transactions.id],
     [["payment"], transactions.x402Payment],
   ],
