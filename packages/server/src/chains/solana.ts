@@ -460,6 +460,18 @@ export class SolanaChain implements ChainClient {
     return map;
   }
 
+  /** A transaction as the node serves it (`jsonParsed`, at `confirmed`); null when it serves none. */
+  async #parsedTransaction(signature: Signature): Promise<ParsedTransaction | null> {
+    const answer: unknown = await this.#rpc
+      .getTransaction(signature, {
+        commitment: "confirmed",
+        encoding: "jsonParsed",
+        maxSupportedTransactionVersion: 0,
+      })
+      .send();
+    return parsedTransaction(answer);
+  }
+
   /**
    * A landed transaction's block time and what it took from `from`'s lamports beyond the SOL it transferred
    * to others (the fee, and the rent of accounts it opened; all of the change when it failed); undefined when
@@ -469,19 +481,10 @@ export class SolanaChain implements ChainClient {
     signature: Signature,
     from: string,
   ): Promise<{ blockTime?: Date; fee?: bigint } | undefined> {
-    const answer: unknown = await this.#rpc
-      .getTransaction(signature, {
-        commitment: "confirmed",
-        encoding: "jsonParsed",
-        maxSupportedTransactionVersion: 0,
-      })
-      .send();
-    const tx = parsedTransaction(answer);
+    const tx = await this.#parsedTransaction(signature);
     if (!tx) return undefined;
-    const blockTime =
-      tx.blockTime === null || tx.blockTime === undefined
-        ? {}
-        : { blockTime: new Date(Number(tx.blockTime) * 1000) };
+    const time = blockTimeOf(tx);
+    const blockTime = time === undefined ? {} : { blockTime: time };
     const at = tx.transaction.message.accountKeys?.findIndex((key) => accountKeyOf(key) === from) ?? -1;
     const before = toBigInt(tx.meta?.preBalances?.[at]);
     const after = toBigInt(tx.meta?.postBalances?.[at]);
@@ -506,20 +509,10 @@ export class SolanaChain implements ChainClient {
     signature: Signature,
     watch: Map<Address, { owner: string; token: TokenInfo }>,
   ): Promise<IncomingTransfer[] | undefined> {
-    const answer: unknown = await this.#rpc
-      .getTransaction(signature, {
-        commitment: "confirmed",
-        encoding: "jsonParsed",
-        maxSupportedTransactionVersion: 0,
-      })
-      .send();
-    const tx = parsedTransaction(answer);
+    const tx = await this.#parsedTransaction(signature);
     if (!tx) return undefined;
     if (tx.meta?.err) return [];
-    const blockTime =
-      tx.blockTime === null || tx.blockTime === undefined
-        ? new Date()
-        : new Date(Number(tx.blockTime) * 1000);
+    const blockTime = blockTimeOf(tx) ?? new Date();
     const transfers: IncomingTransfer[] = [];
     flattenInstructions(tx).forEach((instruction, index) => {
       const found = parseTransfer(instruction, watch);
@@ -711,6 +704,13 @@ interface ParsedTransaction {
   transaction: {
     message: { instructions: ParsedInstruction[]; accountKeys?: readonly (string | { pubkey?: string })[] };
   };
+}
+
+/** When a transaction's block was made, as the node tells it; undefined when it does not. */
+function blockTimeOf(tx: ParsedTransaction): Date | undefined {
+  return tx.blockTime === null || tx.blockTime === undefined
+    ? undefined
+    : new Date(Number(tx.blockTime) * 1000);
 }
 
 /** An account's address as a `jsonParsed` transaction lists it (an object with `pubkey`, or the address). */
