@@ -254,12 +254,14 @@ describe("a payment not yet settled when the balances were read", () => {
     await gate?.close();
   });
 
-  it("counts, confirmed before the lock, since it settled after the read: a send of 3 from 5 is refused", async () => {
-    const wallet = await fundedWallet({ eth: 10n ** 18n, usdc: 5n * USDC }, gated);
-    const paymentId = await keptPayment(wallet.id, 4n, gated);
-    // The send's plan (its balances, and the payment's state) is read from the node, then held back.
+  /**
+   * Sends `amount` from the wallet on the gated service with its plan (the balances and the payments'
+   * states) read from the node and held back while `meanwhile` runs: what it does falls between the read and
+   * the check under the wallet's lock.
+   */
+  async function sendWithPlanHeld(walletId: string, amount: string, meanwhile: () => Promise<void>) {
     gate.decide = ({ methods }) => (methods.includes("eth_estimateGas") ? "hold" : "forward");
-    const sending = send(wallet.id, "3", gated);
+    const sending = send(walletId, amount, gated);
     const [held] = await eventually(async () => (gate.held.length > 0 ? gate.held : undefined));
     gate.decide = () => "forward";
     gate.held.splice(0);
@@ -271,15 +273,27 @@ describe("a payment not yet settled when the balances were read", () => {
         body: held.body,
       })
     ).text();
-    // Meanwhile the payment settles, and the confirmer records it: no longer pending when the send is checked.
+    await meanwhile();
+    held.answer(answer);
+    return sending;
+  }
+
+  /** Settles the last payment kept unsettled, and waits for the gated service to record `paymentId` confirmed. */
+  async function settleAndConfirm(paymentId: string): Promise<void> {
     await settleLastKept();
     await eventually(async () => {
       await gated.server.service.confirmer.runOnce();
       const row = await gated.server.api.get(`/v1/transactions/${paymentId}`, gated.apiKey);
       return row.body.status === "confirmed" || undefined;
     });
-    held.answer(answer);
-    const refused = await sending;
+  }
+
+  it("counts, confirmed before the lock, since it settled after the read: a send of 3 from 5 is refused", async () => {
+    const wallet = await fundedWallet({ eth: 10n ** 18n, usdc: 5n * USDC }, gated);
+    const paymentId = await keptPayment(wallet.id, 4n, gated);
+    // The send's plan (its balances, and the payment's state) is read from the node, then held back while
+    // the payment settles and the confirmer records it: no longer pending when the send is checked.
+    const refused = await sendWithPlanHeld(wallet.id, "3", () => settleAndConfirm(paymentId));
     // Counting only pending payments, it was admitted against the 5 read, and reverted on chain.
     expect(refused.status, refused.text).toBe(422);
     expect(expectErrorShape(refused)).toMatchObject({
@@ -291,30 +305,11 @@ describe("a payment not yet settled when the balances were read", () => {
 
   it("counts one recorded after the read, settled and confirmed before the lock: a send of 3 from 5 is refused", async () => {
     const wallet = await fundedWallet({ eth: 10n ** 18n, usdc: 5n * USDC }, gated);
-    // The send's plan (its balances: 5 USDC, no payment yet) is read from the node, then held back.
-    gate.decide = ({ methods }) => (methods.includes("eth_estimateGas") ? "hold" : "forward");
-    const sending = send(wallet.id, "3", gated);
-    const [held] = await eventually(async () => (gate.held.length > 0 ? gate.held : undefined));
-    gate.decide = () => "forward";
-    gate.held.splice(0);
-    if (!held) throw new Error("no plan held");
-    const answer = await (
-      await fetch(devnet.evm.rpcUrl, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: held.body,
-      })
-    ).text();
-    // Meanwhile a payment of 4 is made (the send, not yet recorded, is not counted), settles, and is confirmed.
-    const paymentId = await keptPayment(wallet.id, 4n, gated);
-    await settleLastKept();
-    await eventually(async () => {
-      await gated.server.service.confirmer.runOnce();
-      const row = await gated.server.api.get(`/v1/transactions/${paymentId}`, gated.apiKey);
-      return row.body.status === "confirmed" || undefined;
-    });
-    held.answer(answer);
-    const refused = await sending;
+    // The send's plan (its balances: 5 USDC, no payment yet) is read from the node, then held back while a
+    // payment of 4 is made (the send, not yet recorded, is not counted), settles, and is confirmed.
+    const refused = await sendWithPlanHeld(wallet.id, "3", async () =>
+      settleAndConfirm(await keptPayment(wallet.id, 4n, gated)),
+    );
     // Counting only the payments read with the balances, or pending, it was admitted against the 5 read,
     // and reverted on chain.
     expect(refused.status, refused.text).toBe(422);
@@ -330,29 +325,10 @@ describe("a payment not yet settled when the balances were read", () => {
     // As many payments of 1 as the read tells the states of, then one of 4 (the rest): all pending, unsettled.
     for (let i = 0; i < MAX_PAYMENT_STATE_READS; i++) await keptPayment(wallet.id, 1n, gated);
     const paymentId = await keptPayment(wallet.id, 4n, gated);
-    // The send's plan (its balances: 20 USDC, the first payments' states) is read from the node, then held back.
-    gate.decide = ({ methods }) => (methods.includes("eth_estimateGas") ? "hold" : "forward");
-    const sending = send(wallet.id, "3", gated);
-    const [held] = await eventually(async () => (gate.held.length > 0 ? gate.held : undefined));
-    gate.decide = () => "forward";
-    gate.held.splice(0);
-    if (!held) throw new Error("no plan held");
-    const answer = await (
-      await fetch(devnet.evm.rpcUrl, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: held.body,
-      })
-    ).text();
-    // Meanwhile the payment of 4 settles, and the confirmer records it: no longer pending when the send is checked.
-    await settleLastKept();
-    await eventually(async () => {
-      await gated.server.service.confirmer.runOnce();
-      const row = await gated.server.api.get(`/v1/transactions/${paymentId}`, gated.apiKey);
-      return row.body.status === "confirmed" || undefined;
-    });
-    held.answer(answer);
-    const refused = await sending;
+    // The send's plan (its balances: 20 USDC, the first payments' states) is read from the node, then held
+    // back while the payment of 4 settles and the confirmer records it: no longer pending when the send is
+    // checked.
+    const refused = await sendWithPlanHeld(wallet.id, "3", () => settleAndConfirm(paymentId));
     // Its state not read, recorded before the newest payment at the read, and no longer pending, it was in
     // nothing counted: the send was admitted against 20 less the 16 pending, past what the wallet had promised.
     expect(refused.status, refused.text).toBe(422);
