@@ -322,6 +322,22 @@ describe("SolanaChain on the local cluster", () => {
     expect((await balanced.scanIncoming(async () => [watched], start.cursor)).transfers).toEqual([]);
   });
 
+  it("confirms a transfer whose transaction no node serves once its status is finalized, without the fee only the transaction tells", async () => {
+    const sender = await fundedSender();
+    const signed = await signedTransfer(solana, {
+      privateKey: sender.privateKey,
+      to: (await solanaKey()).address,
+      token: sol,
+      amount: 1_000_000n,
+    });
+    await solana.broadcast(signed);
+    expect((await settled(signed, sender.address)).state).toBe("confirmed");
+    // A node keeping no transaction history answers the status alone: pending for good, before.
+    const historyless = await answeredBehind("getTransaction");
+    devnet.advanceSolanaSlots(40);
+    expect(await historyless.getTransferStatus(signed, sender.address)).toEqual({ state: "confirmed" });
+  });
+
   it("tells, when a token is sent, a recipient nobody signs for: a program, a sysvar; a wallet is none", async () => {
     const sender = await fundedSender();
     const recipientOf = async (to: string) =>

@@ -345,9 +345,16 @@ export class SolanaChain implements ChainClient {
         status.confirmationStatus === "confirmed" ||
         status.confirmationStatus === "finalized";
       // Its block time and what it cost the sender: a node behind the one that answered the status may not
-      // serve the transaction yet; asked again at the next pass.
+      // serve the transaction yet; asked again at the next pass. Once the status is finalized, a node that
+      // still serves none keeps no transaction history: the outcome is the status's, without what only the
+      // transaction tells.
       const found = landed ? await this.#landedTransaction(signed.txHash as Signature, from) : undefined;
-      if (!found) return { state: "pending" };
+      if (!found) {
+        if (!landed || status.confirmationStatus !== "finalized") return { state: "pending" };
+        return status.err
+          ? { state: "failed", reason: describeTransactionError(status.err) }
+          : { state: "confirmed" };
+      }
       if (status.err)
         return { state: "failed", reason: describeTransactionError(status.err), fee: found.fee };
       return found.blockTime === undefined
