@@ -1,17 +1,23 @@
 /**
- * Which of an address's sends the funds check under the spend lock (checkFundsInFlight) counts, over a store
- * holding what a local chain restarted leaves: the old chain's confirmed sends keep their nonces, which the
- * new chain hands out again. Of the rows holding one nonce, the latest is the one on the chain now: it
- * counts if it is live, and an older row of that nonce (of the old chain) never does.
+ * Which of an address's spends the funds check under the spend lock (checkFundsInFlight) counts, and what
+ * that costs, over real stores holding rows as the service leaves them.
  *
- * The rows are written to a real store as the service leaves them; the state (a restart, then a send
- * rejected at broadcast while a later nonce was handed out, before its gap is filled) takes a restarted
- * chain and a node's refusal to reach through the API.
+ * After a local chain restarted, the old chain's confirmed sends keep their nonces, which the new chain hands
+ * out again. Of the rows holding one nonce, the latest is the one on the chain now: it counts if it is live,
+ * and an older row of that nonce (of the old chain) never does. (The state, a restart then a send rejected
+ * at broadcast while a later nonce was handed out, before its gap is filled, takes a restarted chain and a
+ * node's refusal to reach through the API.)
+ *
+ * The check runs on every EVM spend while the lock is held: what it costs must not grow with the wallet's
+ * history. On PostgreSQL, its statement's plan is read (EXPLAIN ANALYZE of the statement as the spend
+ * prepared it) over a wallet with a long history, and the rows it visits are counted: each branch must reach
+ * its rows through an index, not read the history past them nor the other addresses' spends pending across
+ * the service.
  */
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TokenInfo } from "../src/chains/types.ts";
-import { openStore, type Store } from "../src/internal/db/store.ts";
+import { openStore, type Store, selectRows } from "../src/internal/db/store.ts";
 import { checkFundsInFlight, type FundsRead } from "../src/spends/funds.ts";
 import { initializedPglite } from "./support/pglite-setup.ts";
 import { createFreshDatabase, STORE_KIND } from "./support/test-server.ts";
@@ -25,6 +31,32 @@ const ETH: TokenInfo = { symbol: "ETH", decimals: 18, address: null };
 const FROM = "0x00000000000000000000000000000000000000bb";
 const WALLET = "wal_fundsinflight000000001";
 
+/** The account and wallet of {@link FROM}, whose spends the tests record. */
+async function seedWallet(store: Store, name: string): Promise<void> {
+  await store.db.execute(sql`
+    INSERT INTO accounts (id, email, password_hash) VALUES ('usr_fundsinflight00000001', 'flight@example.com', 'x')`);
+  await store.db.execute(sql`
+    INSERT INTO wallets (id, account_id, name, chains, metadata, evm_address, status, wrapped_data_key)
+    VALUES (${WALLET}, 'usr_fundsinflight00000001', ${name}, '["base"]', '{}', ${FROM}, 'active', '\\x00')`);
+}
+
+/** A send of `amount` USDC atomic units from {@link FROM}, worth as many USD millionths. */
+function usdcSend(amount: bigint) {
+  return {
+    walletId: WALLET,
+    type: "send" as const,
+    chain: "base",
+    token: USDC,
+    amount,
+    from: FROM,
+    to: FROM,
+    usdMicros: amount,
+  };
+}
+
+/** How many sends and how many x402 payments the wallet's history holds, all confirmed long ago. */
+const HISTORY = 2000;
+
 let store: Store;
 let drop: () => Promise<void> = async () => {};
 beforeAll(async () => {
@@ -33,11 +65,7 @@ beforeAll(async () => {
     drop = database.drop;
     store = await openStore({ databaseUrl: database.url });
   } else store = await openStore({ pgliteMemory: true, initializedFrom: initializedPglite() });
-  await store.db.execute(sql`
-    INSERT INTO accounts (id, email, password_hash) VALUES ('usr_fundsinflight00000001', 'flight@example.com', 'x')`);
-  await store.db.execute(sql`
-    INSERT INTO wallets (id, account_id, name, chains, metadata, evm_address, status, wrapped_data_key)
-    VALUES (${WALLET}, 'usr_fundsinflight00000001', 'restarted', '["base"]', '{}', ${FROM}, 'active', '\\x00')`);
+  await seedWallet(store, "restarted");
 });
 afterAll(async () => {
   await store?.close();
@@ -69,23 +97,122 @@ describe("sends counted under the lock after a local chain's restart", () => {
       payments: new Map(),
       paymentsNewest: null,
     };
-    const spend = {
-      walletId: WALLET,
-      type: "send" as const,
-      chain: "base",
-      token: USDC,
-      amount: 5_000_000n,
-      from: FROM,
-      to: FROM,
-      usdMicros: 5_000_000n,
-    };
+    const spend = usdcSend(5_000_000n);
     // Before, the old chain's 100 counted for nonce 0: "balance 10, of which 101 is taken by 2 sends".
     await expect(
       store.db.transaction((tx) => checkFundsInFlight(tx, spend, read, 2)),
     ).resolves.toBeUndefined();
     // The pending one still counts: a send of 10 is refused for it.
     await expect(
-      store.db.transaction((tx) => checkFundsInFlight(tx, { ...spend, amount: 10_000_000n }, read, 2)),
+      store.db.transaction((tx) => checkFundsInFlight(tx, usdcSend(10_000_000n), read, 2)),
     ).rejects.toThrow("Insufficient USDC: balance 10, of which 1 is taken by 1 send not yet on chain");
   });
 });
+
+describe.skipIf(STORE_KIND !== "postgres")("the funds check's statement over a long history", () => {
+  let store: Store;
+  let drop: () => Promise<void>;
+  beforeAll(async () => {
+    const database = await createFreshDatabase();
+    drop = database.drop;
+    store = await openStore({ databaseUrl: database.url });
+    await seedWallet(store, "long history");
+    // Sends with nonces 0 to HISTORY - 1, and as many x402 payments, a second apart, the last an hour ago.
+    await store.db.execute(sql`
+      INSERT INTO transactions (id, wallet_id, type, chain, token, amount_atomic, decimals, from_address,
+        to_address, status, created_at, nonce, raw_tx)
+      SELECT 'tx_send' || g, ${WALLET}, 'send', 'base', 'USDC', 1, 6, ${FROM}, ${FROM}, 'confirmed',
+        date_trunc('milliseconds', now()) - interval '1 hour' - (${HISTORY} - g) * interval '1 second', g, '0x00'
+      FROM generate_series(0, ${HISTORY - 1}) g`);
+    await store.db.execute(sql`
+      INSERT INTO transactions (id, wallet_id, type, chain, token, amount_atomic, decimals, from_address,
+        to_address, status, created_at)
+      SELECT 'tx_x402' || g, ${WALLET}, 'x402', 'base', 'USDC', 1, 6, ${FROM}, ${FROM}, 'confirmed',
+        date_trunc('milliseconds', now()) - interval '1 hour' - (${HISTORY} - g) * interval '1 second'
+      FROM generate_series(0, ${HISTORY - 1}) g`);
+    // Other wallets' spends pending across the service, as many: none of them is this address's.
+    await store.db.execute(sql`
+      INSERT INTO accounts (id, email, password_hash) VALUES ('usr_fundscheckcost00000002', 'busy@example.com', 'x')`);
+    await store.db.execute(sql`
+      INSERT INTO wallets (id, account_id, name, chains, metadata, evm_address, status, wrapped_data_key)
+      SELECT 'wal_busy' || g, 'usr_fundscheckcost00000002', 'busy', '["base"]', '{}',
+        '0x' || lpad(to_hex(g), 40, '0'), 'active', '\\x00'
+      FROM generate_series(1, 100) g`);
+    await store.db.execute(sql`
+      INSERT INTO transactions (id, wallet_id, type, chain, token, amount_atomic, decimals, from_address,
+        to_address, status, created_at)
+      SELECT 'tx_busy' || g, 'wal_busy' || (g % 100 + 1), 'x402', 'base', 'USDC', 1, 6,
+        '0x' || lpad(to_hex(g % 100 + 1), 40, '0'), ${FROM}, 'pending',
+        date_trunc('milliseconds', now()) - g * interval '1 millisecond'
+      FROM generate_series(1, ${HISTORY}) g`);
+    await store.db.execute(
+      sql`INSERT INTO evm_nonces (chain, address, next_nonce) VALUES ('base', ${FROM}, ${HISTORY})`,
+    );
+    await store.db.execute(sql`ANALYZE transactions`);
+  });
+  afterAll(async () => {
+    await store?.close();
+    await drop?.();
+  });
+
+  for (const planCacheMode of ["force_custom_plan", "force_generic_plan"]) {
+    it(`visits the spends in flight, not the history (${planCacheMode})`, async () => {
+      const [newest] = await selectRows<{ ms: string; id: string }>(
+        store.db,
+        sql`SELECT (extract(epoch FROM created_at) * 1000)::bigint::text AS ms, id FROM transactions WHERE type = 'x402' ORDER BY created_at DESC, id DESC LIMIT 1`,
+      );
+      if (!newest) throw new Error("no payment seeded");
+      const createdAt = new Date(Number(newest.ms));
+      // What a send of 1 USDC read: the nonce past the history, the payments' newest, none pending.
+      const read: FundsRead = {
+        balance: 10n ** 9n,
+        gas: { fee: 1n, nativeBalance: 10n ** 18n, native: ETH },
+        minedNonce: HISTORY,
+        payments: new Map(),
+        paymentsNewest: { createdAt, id: newest.id },
+      };
+      const spend = usdcSend(1n);
+      const visited = await store.db.transaction(async (tx) => {
+        await tx.execute(sql.raw(`SET LOCAL plan_cache_mode = ${planCacheMode}`));
+        // Prepares the statement on this connection, and finds nothing in flight.
+        await checkFundsInFlight(tx, spend, read, HISTORY);
+        const [plan] = await selectRows<{ "QUERY PLAN": unknown }>(
+          tx,
+          sql.raw(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE spends_in_flight('base', '${FROM}', ${HISTORY},
+            ${HISTORY}, 'USDC', '[]', '${WALLET}', true, '${createdAt.toISOString()}', '${newest.id}', '[]')`),
+        );
+        return rowsVisited(plan?.["QUERY PLAN"]);
+      });
+      // Read through an index from the newest payment at the read, the branch of payments recorded since
+      // visits none; reading the wallet's payments and filtering them visited all HISTORY. The branch of the
+      // address's pending payments visits none either; the pending rows' index read every pending spend.
+      expect(visited).toBeLessThan(HISTORY / 10);
+    });
+  }
+});
+
+/** The rows a plan's nodes read, kept or removed by their filters, summed over its tree. */
+function rowsVisited(plan: unknown): number {
+  const nodes: Record<string, unknown>[] = [];
+  const visit = (node: unknown) => {
+    if (!node || typeof node !== "object") return;
+    const record = node as Record<string, unknown>;
+    if (typeof record["Node Type"] === "string") nodes.push(record);
+    for (const value of Object.values(record)) {
+      if (Array.isArray(value)) value.forEach(visit);
+      else if (value && typeof value === "object") visit(value);
+    }
+  };
+  visit(plan);
+  const count = (node: Record<string, unknown>, key: string) => Number(node[key] ?? 0);
+  return nodes
+    .filter((node) => String(node["Node Type"]).includes("Scan"))
+    .reduce(
+      (sum, node) =>
+        sum +
+        count(node, "Actual Rows") * Math.max(1, count(node, "Actual Loops")) +
+        count(node, "Rows Removed by Filter") +
+        count(node, "Rows Removed by Index Recheck"),
+      0,
+    );
+}
