@@ -175,19 +175,9 @@ describe("incoming transfers", () => {
     expect(payer.data.filter((t) => t.txHash === sent.body.txHash).map((t) => t.type)).toEqual(["send"]);
     expect(payer.data.filter((t) => t.type === "receive")).toHaveLength(2);
   });
-});
-
-describe("a wallet paying its own address", () => {
-  let server: TestServer;
-  let apiKey: string;
-  beforeAll(async () => {
-    server = await createTestServer();
-    ({ apiKey } = await seedAccount(server.api));
-  });
-  afterAll(() => server.close());
 
   it.each(["base", "solana"] as const)(
-    "%s: records the receive beside the send, so the history sums to the balance",
+    "%s: a wallet paying its own address has the receive recorded beside the send, so the history sums to the balance",
     async (chain) => {
       const wallet = await createWallet(server.api, apiKey, "self");
       for (const token of ["USDC", chain === "base" ? "ETH" : "SOL"]) {
