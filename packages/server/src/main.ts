@@ -6,9 +6,10 @@ import { MasterKeyMismatchError } from "./wallets/keyring.ts";
 /** `npm start`: the service on its embedded defaults, or on whatever the environment configures. */
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
-  const service = await startService(config);
-  service.app.log.info({ url: service.url, store: service.store.kind }, `Svc listening on ${service.url}`);
   let stopping = false;
+  // Stopped by itself, it has logged why.
+  const service = await startService(config, { onStopped: () => process.exit(1) });
+  service.app.log.info({ url: service.url, store: service.store.kind }, `Svc listening on ${service.url}`);
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;

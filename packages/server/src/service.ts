@@ -14,7 +14,7 @@ import { sweepIdempotencyKeys } from "./idempotency/idempotency.ts";
 import { type Config, ConfigError } from "./internal/config.ts";
 import { newKey, randomBase62 } from "./internal/crypto.ts";
 import { lockDataDir } from "./internal/data-dir-lock.ts";
-import { openStore, type Store, type StoreLocation } from "./internal/db/store.ts";
+import { type ClaimLostError, openStore, type Store, type StoreLocation } from "./internal/db/store.ts";
 import { loggerOptions } from "./internal/logging.ts";
 import { ensurePrivateDir, restrictTree, restrictUmask } from "./internal/private-files.ts";
 import {
@@ -65,6 +65,11 @@ export interface StartOptions {
    * those chains itself (`npm start`), not when handed a devnet.
    */
   x402Demo?: boolean;
+  /**
+   * Told when the service has stopped itself, no longer safe to run: its store's claim for its chains was
+   * lost to another instance ({@link ClaimLostError}). `npm start` exits; default: the log line alone.
+   */
+  onStopped?: (reason: Error) => void;
 }
 
 /**
@@ -99,6 +104,11 @@ export async function startService(config: Config, options: StartOptions = {}): 
     releaseDataDir();
     throw error;
   }
+  // Until the service is whole, a lost claim waits for it, to stop it once it can be stopped.
+  let lostDuringStart: ClaimLostError | undefined;
+  let stopForLostClaim = (reason: ClaimLostError) => {
+    lostDuringStart = reason;
+  };
   let rateLimiter: RateLimiter | undefined;
   let local: LocalChains | undefined;
   let chains: ChainRegistry | undefined;
@@ -118,7 +128,11 @@ export async function startService(config: Config, options: StartOptions = {}): 
     // same names): starting anew would end that instance's spends failed as they land. Claimed before
     // anything starts, so a refused instance starts nothing.
     const ownChains = startsOwnChains(config, options.devnet);
-    if (!(await store.claimForChains(ownChains)))
+    const claimLost = (error: ClaimLostError) => {
+      logger.error({ err: error }, error.message);
+      stopForLostClaim(error);
+    };
+    if (!(await store.claimForChains(ownChains, claimLost)))
       throw new ConfigError(
         ownChains
           ? "another running instance serves chains from this database: a service starting local chains of its own needs a database of its own; run `npx svc-devnet` and point each at it (SVC_RPC_BASE, SVC_RPC_SOLANA, SVC_USDC_BASE, SVC_USDC_SOLANA, and the faucet keys)"
@@ -251,31 +265,39 @@ export async function startService(config: Config, options: StartOptions = {}): 
     const localChains = local;
     const outboundFetcher = outbound;
     const webhookFetcher = webhookOutbound;
-    return {
+    let closing: Promise<void> | undefined;
+    const service: RunningService = {
       app,
       url,
       store,
       keyring,
       confirmer,
       webhooks,
-      close: async () => {
-        clearInterval(sweeps);
-        try {
-          await webhooks.stop();
-          await confirmer.stop();
-          await watcher.stop();
-          await app.close();
-          await webhookFetcher.close();
-          await outboundFetcher.close();
-          await limiter.close();
-          await store.close();
-        } finally {
-          releaseDataDir();
-        }
-        await registry.close();
-        await localChains?.stop();
-      },
+      // Once: stopped by itself (a lost claim) and then by its owner, it stops one time.
+      close: () => (closing ??= stopParts()),
     };
+    const stopParts = async () => {
+      clearInterval(sweeps);
+      try {
+        await webhooks.stop();
+        await confirmer.stop();
+        await watcher.stop();
+        await app.close();
+        await webhookFetcher.close();
+        await outboundFetcher.close();
+        await limiter.close();
+        await store.close();
+      } finally {
+        releaseDataDir();
+      }
+      await registry.close();
+      await localChains?.stop();
+    };
+    stopForLostClaim = (reason) => {
+      void service.close().finally(() => options.onStopped?.(reason));
+    };
+    if (lostDuringStart) stopForLostClaim(lostDuringStart);
+    return service;
   } catch (error) {
     try {
       await webhookOutbound?.close();

@@ -2,13 +2,16 @@
  * `npm start` twice: a second service on the embedded store another one runs on is refused (PGlite is one
  * process's database, and the wallets' sealed keys are in it), and one on a port in use says so in one line.
  * A service killed without a chance to let its data directory go leaves it to the next start. On one
- * PostgreSQL, a second service starting local chains of its own beside a running one is refused too.
+ * PostgreSQL, a second service starting local chains of its own beside a running one is refused too, and a
+ * running one keeps its claim across its connection being cut, or stops if another took it meanwhile.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fundEvm } from "@svc/devnet";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CHAINS_CLAIM_LOCK } from "../src/internal/db/store.ts";
 import { eventually } from "./support/eventually.ts";
 import { unpackInitializedPglite } from "./support/pglite-setup.ts";
 import { spawnService, startServiceProcess } from "./support/service-process.ts";
@@ -220,6 +223,74 @@ describe.runIf(STORE_KIND === "postgres")("services with local chains of their o
       );
     } finally {
       await first.stop();
+    }
+  });
+
+  it("keeps its claim when the claim's connection is cut, and stops when another instance takes it meanwhile", {
+    timeout: 300_000,
+  }, async () => {
+    const service = await startServiceProcess({ env: { ...ownChains("pg-cut"), ...chainsEnv } });
+    const admin = new pg.Client({ connectionString: database.url });
+    await admin.connect();
+    try {
+      /** The backend holding the chains' claim (a shared lock: this service's chains run elsewhere). */
+      const claimHolder = async () =>
+        (
+          await admin.query<{ pid: number }>(
+            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+            [CHAINS_CLAIM_LOCK],
+          )
+        ).rows[0]?.pid;
+      const first = await claimHolder();
+      expect(first).toBeDefined();
+      let exitCode: number | null | undefined;
+      void service.exited.then((code) => {
+        exitCode = code;
+      });
+
+      // Cut (as a restarted server or a proxy's timeout would): the lock is taken again, on another
+      // connection. Before, it was gone while the service ran on, and a service of its own chains started
+      // beside it.
+      await admin.query("SELECT pg_terminate_backend($1)", [first]);
+      await eventually(async () => ((await claimHolder()) ?? first) !== first, {
+        timeoutMs: 30_000,
+        describe: "the claim to be held again",
+      });
+      const exclusive = await admin.query<{ claimed: boolean }>(
+        "SELECT pg_try_advisory_lock($1) AS claimed",
+        [CHAINS_CLAIM_LOCK],
+      );
+      expect(exclusive.rows[0]?.claimed).toBe(false);
+      expect((await service.api.get("/healthz")).status).toBe(200);
+
+      // Cut while another takes it: the service cannot serve its chains safely beside it and stops.
+      const rival = new pg.Client({ connectionString: database.url });
+      await rival.connect();
+      try {
+        const rivalClaim = rival.query("SELECT pg_advisory_lock($1)", [CHAINS_CLAIM_LOCK]);
+        await eventually(
+          async () =>
+            (
+              await admin.query(
+                "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND NOT granted",
+                [CHAINS_CLAIM_LOCK],
+              )
+            ).rowCount === 1,
+          { describe: "the rival to wait for the lock" },
+        );
+        await admin.query("SELECT pg_terminate_backend($1)", [await claimHolder()]);
+        await rivalClaim;
+        await eventually(async () => exitCode !== undefined, {
+          timeoutMs: 60_000,
+          describe: "the service to stop",
+        });
+        expect(exitCode).toBe(1);
+      } finally {
+        await rival.end();
+      }
+    } finally {
+      await admin.end();
+      await service.stop();
     }
   });
 

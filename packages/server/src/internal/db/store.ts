@@ -30,8 +30,12 @@ export interface Store {
    * beside it, refused only while one serves chains of its own. On PostgreSQL a session's advisory lock,
    * exclusive or shared (several instances may share one database); an embedded store is one process's
    * already (its data directory's lock).
+   *
+   * The lock lives as long as its connection: one cut (the server restarted, a proxy timing it out) is
+   * replaced and the lock taken again, retried each second while the database cannot be reached. Taken
+   * meanwhile by another instance, the claim is lost: `onLost` is told, once, and nothing is retried.
    */
-  claimForChains(own: boolean): Promise<boolean>;
+  claimForChains(own: boolean, onLost: (error: ClaimLostError) => void): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -49,7 +53,20 @@ export type StoreLocation =
  * The advisory lock an instance holds on a PostgreSQL store for the chains it serves: exclusive when they are
  * local chains of its own, shared otherwise.
  */
-const CHAINS_CLAIM_LOCK = 727_276;
+export const CHAINS_CLAIM_LOCK = 727_276;
+
+/** How long a claim whose connection was cut waits between attempts to take its lock again. */
+const RECLAIM_EVERY_MS = 1_000;
+
+/** The store's claim for an instance's chains, lost while it ran: another instance took it. */
+export class ClaimLostError extends Error {
+  constructor() {
+    super(
+      "another instance claimed this database's chains while its connection to PostgreSQL was cut: this instance stopped, since two instances serving chains of one name from one database end each other's spends",
+    );
+    this.name = "ClaimLostError";
+  }
+}
 
 const migrationsDir = fileURLToPath(new URL("./migrations/", import.meta.url));
 
@@ -60,7 +77,9 @@ const migrationsDir = fileURLToPath(new URL("./migrations/", import.meta.url));
  */
 export async function openStore(location: StoreLocation): Promise<Store> {
   if ("databaseUrl" in location) {
-    const pool = new pg.Pool({ connectionString: location.databaseUrl, max: 10 });
+    // TCP keep-alive: the chains' claim idles on its connection for the instance's life, and a NAT or
+    // firewall dropping idle flows would cut it unseen.
+    const pool = new pg.Pool({ connectionString: location.databaseUrl, max: 10, keepAlive: true });
     // A client that loses its connection emits 'error': the pool listens on the idle ones, and no one on a
     // client checked out (a transaction's), where an unheard 'error' would end the process. The query in
     // flight fails on its own; the next checkout reconnects.
@@ -82,27 +101,60 @@ export async function openStore(location: StoreLocation): Promise<Store> {
     });
     const db: Db = drizzleNodePg(pool, { schema });
     let claim: pg.PoolClient | undefined;
+    let closed = false;
+    /** Takes the lock on a connection of its own, kept until the store closes; undefined when refused. */
+    const takeLock = async (own: boolean): Promise<pg.PoolClient | undefined> => {
+      const client = await pool.connect();
+      const lock = own ? "pg_try_advisory_lock" : "pg_try_advisory_lock_shared";
+      try {
+        const { rows } = await client.query<{ claimed: boolean }>(
+          `SELECT ${lock}(${CHAINS_CLAIM_LOCK}) AS claimed`,
+        );
+        if (rows[0]?.claimed) return client;
+      } catch (error) {
+        client.release(true);
+        throw error;
+      }
+      client.release();
+      return undefined;
+    };
+    /** Keeps the claim across its connection being cut, until the store closes or another takes it. */
+    const holdClaim = (client: pg.PoolClient, own: boolean, onLost: (error: ClaimLostError) => void) => {
+      claim = client;
+      let cut = false;
+      const reclaim = async () => {
+        if (cut || closed) return;
+        cut = true;
+        client.release(true);
+        claim = undefined;
+        while (!closed) {
+          const next = await takeLock(own).catch(() => "unreachable" as const);
+          if (next === undefined) return onLost(new ClaimLostError());
+          if (next !== "unreachable") {
+            if (closed) next.release(true);
+            else holdClaim(next, own, onLost);
+            return;
+          }
+          await new Promise((resolve) => setTimeout(resolve, RECLAIM_EVERY_MS).unref());
+        }
+      };
+      client.on("error", () => void reclaim());
+      client.on("end", () => void reclaim());
+    };
     return {
       db,
       kind: "postgres",
       ping: async () => {
         await pool.query("SELECT 1");
       },
-      claimForChains: async (own) => {
+      claimForChains: async (own, onLost) => {
         if (claim) return true;
-        const client = await pool.connect();
-        const lock = own ? "pg_try_advisory_lock" : "pg_try_advisory_lock_shared";
-        const { rows } = await client
-          .query<{ claimed: boolean }>(`SELECT ${lock}(${CHAINS_CLAIM_LOCK}) AS claimed`)
-          .catch((error: unknown) => {
-            client.release();
-            throw error;
-          });
-        if (rows[0]?.claimed) claim = client;
-        else client.release();
-        return claim !== undefined;
+        const client = await takeLock(own);
+        if (client) holdClaim(client, own, onLost);
+        return client !== undefined;
       },
       close: async () => {
+        closed = true;
         // The claim's connection ends with its session, and the lock with it.
         claim?.release(true);
         await pool.end();
