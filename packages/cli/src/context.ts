@@ -2,6 +2,7 @@ import { SvcWallet, type Transaction, type Wallet } from "@svc/sdk";
 import { configPath, readConfig, resolveCredentials } from "./config.ts";
 import { CliError, EXIT } from "./failure.ts";
 import { printable, startSpinner, tokenAmount } from "./output.ts";
+import { unconfirmedLine } from "./views.ts";
 
 /** The options every command accepts (set on the program). */
 export interface GlobalOptions {
@@ -94,11 +95,7 @@ export async function waitForConfirmation(
     .waitForTransaction(sent.id, { timeoutMs: timeoutSeconds * 1000, intervalMs: 500 })
     .finally(() => spinner.stop());
   if (tx.status !== "confirmed") {
-    throw new CliError(
-      `${tx.id} ${tx.status} on ${tx.chain}${tx.failureReason ? `: ${tx.failureReason}` : ""}`,
-      EXIT.failed,
-      { transactionId: tx.id, status: tx.status },
-    );
+    throw new CliError(unconfirmedLine(tx), EXIT.failed, { transactionId: tx.id, status: tx.status });
   }
   return tx;
 }

@@ -1,8 +1,9 @@
-import { SvcError } from "@svc/sdk";
+import { SvcError, type Transaction } from "@svc/sdk";
 import { describe, expect, it } from "vitest";
 import { describeFailure } from "./failure.ts";
 import { fields, printable, table, usd, when } from "./output.ts";
 import { policyFromOptions, usdBound } from "./parse.ts";
+import { unconfirmedLine } from "./views.ts";
 
 describe("human output", () => {
   it("aligns table columns, numbers on the right, with no trailing spaces", () => {
@@ -30,6 +31,34 @@ describe("human output", () => {
     expect(usd(null)).toBe("none");
     expect(when("2026-11-23T01:20:03.512Z")).toBe("2026-11-23 01:20:03Z");
     expect(when(null)).toBe("never");
+  });
+
+  it("says what a spend that did not confirm paid in fees, when it landed", () => {
+    const failed: Transaction = {
+      id: "tx_1",
+      walletId: "wal_1",
+      type: "send",
+      status: "failed",
+      failureReason: "reverted",
+      chain: "base",
+      token: "USDC",
+      amount: "5",
+      from: "0x1111111111111111111111111111111111111111",
+      to: "0x2222222222222222222222222222222222222222",
+      txHash: "0xabc",
+      fee: { amount: "0.000042", token: "ETH" },
+      timestamp: "2026-12-07T16:00:00.000Z",
+    };
+    expect(unconfirmedLine(failed)).toBe("tx_1 failed on base: reverted; it paid a fee of 0.000042 ETH");
+    // Never landed: no fee.
+    const { fee: _, ...dropped } = {
+      ...failed,
+      chain: "solana",
+      failureReason: "blockhash expired before the transaction landed",
+    };
+    expect(unconfirmedLine(dropped)).toBe(
+      "tx_1 failed on solana: blockhash expired before the transaction landed",
+    );
   });
 });
 

@@ -106,6 +106,18 @@ export function transactionView(tx: Transaction): string {
 }
 
 /**
+ * One line for a spend that ended other than confirmed: why, and the fee it paid if it landed (a send
+ * that failed on chain still paid its network fee).
+ * @example
+ * unconfirmedLine(tx); // "tx_… failed on base: reverted; it paid a fee of 0.000042 ETH"
+ */
+export function unconfirmedLine(tx: Transaction): string {
+  const reason = tx.failureReason ? `: ${tx.failureReason}` : "";
+  const fee = tx.fee ? `; it paid a fee of ${tokenAmount(tx.fee.amount, tx.fee.token)}` : "";
+  return `${tx.id} ${tx.status} on ${tx.chain}${reason}${fee}`;
+}
+
+/**
  * Transactions as a table: what left the wallet is negative, what came in positive; a spend that landed
  * with the fee it paid beside its amount (empty where none is stated).
  * @example
