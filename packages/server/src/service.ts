@@ -242,7 +242,9 @@ export async function startService(config: Config, options: StartOptions = {}): 
     );
     webhooks.start();
     // Finished Idempotency-Keys are kept 24 h, events SVC_EVENT_RETENTION_DAYS, then go: swept at start
-    // and every hour.
+    // and every hour. Closing waits for the statement under way and runs no more.
+    let sweepsStopped = false;
+    let sweeping: Promise<void> = Promise.resolve();
     const sweep = async () => {
       const sweeps = [
         { what: "expired Idempotency-Keys", run: () => sweepIdempotencyKeys(store.db, now()) },
@@ -253,13 +255,17 @@ export async function startService(config: Config, options: StartOptions = {}): 
         },
       ];
       for (const { what, run } of sweeps) {
+        if (sweepsStopped) return;
         await run()
           .then((swept) => swept > 0 && logger.info({ swept }, `${what} deleted`))
           .catch((error: unknown) => logger.warn({ err: error }, `could not sweep ${what}; will retry`));
       }
     };
-    void sweep();
-    const sweeps = setInterval(sweep, SWEEP_EVERY_MS);
+    const sweepNow = () => {
+      sweeping = sweep();
+    };
+    sweepNow();
+    const sweeps = setInterval(sweepNow, SWEEP_EVERY_MS);
     sweeps.unref();
     const limiter = rateLimiter;
     const localChains = local;
@@ -278,6 +284,7 @@ export async function startService(config: Config, options: StartOptions = {}): 
     };
     const stopParts = async () => {
       clearInterval(sweeps);
+      sweepsStopped = true;
       try {
         await webhooks.stop();
         await confirmer.stop();
@@ -286,6 +293,7 @@ export async function startService(config: Config, options: StartOptions = {}): 
         await webhookFetcher.close();
         await outboundFetcher.close();
         await limiter.close();
+        await sweeping;
         await store.close();
       } finally {
         releaseDataDir();

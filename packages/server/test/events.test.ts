@@ -489,6 +489,53 @@ describe("the retention sweep beside webhook work, on PostgreSQL", () => {
   });
 });
 
+describe("the retention sweep when the service stops, on PostgreSQL", () => {
+  it("stopping waits for the sweep under way and starts none: no sweep fails on a closed store", async () => {
+    const database = await createFreshDatabase(
+      process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test",
+    );
+    const first = await createTestServer({ store: { databaseUrl: database.url } });
+    const holder = new pg.Client({ connectionString: database.url });
+    let second: Awaited<ReturnType<typeof createTestServer>> | undefined;
+    try {
+      // The sweep of a second instance, at its start, waits for the Idempotency-Keys another session holds.
+      await holder.connect();
+      await holder.query("BEGIN");
+      await holder.query("LOCK TABLE idempotency_keys IN ACCESS EXCLUSIVE MODE");
+      second = await createTestServer({ store: first.storeLocation });
+      await eventually(
+        async () =>
+          (
+            await holder.query(
+              "SELECT 1 FROM pg_locks WHERE relation = 'idempotency_keys'::regclass AND NOT granted",
+            )
+          ).rowCount === 1,
+        { describe: "the sweep to wait for the table" },
+      );
+      const stopped = second.service.close();
+      const url = second.url;
+      await eventually(
+        async () =>
+          fetch(`${url}/healthz`).then(
+            () => false,
+            () => true,
+          ),
+        {
+          describe: "the second instance to stop listening",
+        },
+      );
+      await holder.query("COMMIT");
+      await stopped;
+      // Before, the store closed under it, and the events' sweep after it failed: "could not sweep …".
+      expect(second.logs.lines.filter((line) => line.includes("could not sweep"))).toEqual([]);
+    } finally {
+      await holder.end().catch(() => undefined);
+      await first.close();
+      await database.drop();
+    }
+  });
+});
+
 describe("an endpoint's failed attempts", () => {
   it("belong to their event: the next event after one the sweep deleted starts with none, and without its wait", async () => {
     const own = await createTestServer();
