@@ -95,7 +95,7 @@ export async function startService(config: Config, options: StartOptions = {}): 
   }
   // The embedded store is one process's: a second service on it would corrupt it.
   const releaseDataDir = embeddedStore ? lockDataDir(dataDir) : () => {};
-  let secrets: ReturnType<typeof resolveSecrets>;
+  let secrets: Secrets;
   let store: Store;
   try {
     secrets = resolveSecrets(config, logger);
@@ -118,7 +118,8 @@ export async function startService(config: Config, options: StartOptions = {}): 
     if (usesDataDir) restrictTree(dataDir);
     const now = options.now ?? (() => new Date());
     const keyring = new Keyring(secrets.masterKey);
-    await keyring.checkAgainst(store.db);
+    await keyring.checkAgainst(store.db, secrets.masterKeySource);
+    await checkJwtSecret(store, keyring, secrets, logger);
     const nowMs = () => now().getTime();
     rateLimiter = config.redisUrl
       ? new FailoverRateLimiter(new RedisRateLimiter(config.redisUrl), logger, nowMs)
@@ -321,6 +322,28 @@ export async function startService(config: Config, options: StartOptions = {}): 
   }
 }
 
+/**
+ * Every instance on one store must sign logins with one JWT secret, or a token one issued is refused by the
+ * next (401 at random behind a load balancer). The store records which secret its instances use; a
+ * different one is refused while other instances run, and taken as the new one when none does (a rotation:
+ * every login issued before ends).
+ */
+async function checkJwtSecret(
+  store: Store,
+  keyring: Keyring,
+  secrets: Secrets,
+  logger: Logger,
+): Promise<void> {
+  const recorded = await keyring.compareRecordedSecret(store.db, "jwt", secrets.jwtSecret);
+  if (recorded !== "different") return;
+  if (await store.othersRunning())
+    throw new ConfigError(
+      `${secrets.jwtSecretSource} is not the JWT secret of the instances running on this database: each would refuse the logins of the others; give every instance the same SVC_JWT_SECRET (and SVC_MASTER_KEY)`,
+    );
+  await keyring.recordSecret(store.db, "jwt", secrets.jwtSecret);
+  logger.warn("the JWT secret is not the one this database's last instances used: logins issued before end");
+}
+
 /** The faucet's accounts from the configuration (public test networks, or a devnet run elsewhere). */
 function configuredFaucetAccounts(config: Config): FaucetAccounts {
   const { evmPrivateKey, solanaSeed } = config.network.faucet;
@@ -330,11 +353,21 @@ function configuredFaucetAccounts(config: Config): FaucetAccounts {
   };
 }
 
+/** The service's secrets, and where each came from (for a message about one that does not fit the store). */
+interface Secrets {
+  masterKey: Buffer;
+  jwtSecret: string;
+  /** `SVC_MASTER_KEY`, or the file it was generated into. */
+  masterKeySource: string;
+  /** `SVC_JWT_SECRET`, or the file it was generated into. */
+  jwtSecretSource: string;
+}
+
 /**
  * The master key and JWT secret: from the configuration, or for the embedded default generated once into
  * the data directory (mode 0600) with a warning that this is for local use only.
  */
-function resolveSecrets(config: Config, logger: Logger): { masterKey: Buffer; jwtSecret: string } {
+function resolveSecrets(config: Config, logger: Logger): Secrets {
   const dir = resolve(config.dataDir);
   const fromFile = (name: string, generate: () => string): string => {
     const path = join(dir, name);
@@ -355,5 +388,10 @@ function resolveSecrets(config: Config, logger: Logger): { masterKey: Buffer; jw
   if (masterKey.length !== 32)
     throw new ConfigError(`${join(dir, "master.key")} does not hold a 32-byte base64 key`);
   const jwtSecret = config.jwtSecret ?? fromFile("jwt.secret", () => randomBase62(48));
-  return { masterKey, jwtSecret };
+  return {
+    masterKey,
+    jwtSecret,
+    masterKeySource: config.masterKey ? "SVC_MASTER_KEY" : `the master key in ${join(dir, "master.key")}`,
+    jwtSecretSource: config.jwtSecret ? "SVC_JWT_SECRET" : `the JWT secret in ${join(dir, "jwt.secret")}`,
+  };
 }

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -170,7 +171,7 @@ describe("private keys at rest", () => {
         const attempt = startService({ ...other, dataDir }, { logDestination: new LogCapture() });
         await expect(attempt).rejects.toThrow(MasterKeyMismatchError);
         await expect(attempt).rejects.toThrow(
-          "SVC_MASTER_KEY does not match the key this database was created with",
+          "SVC_MASTER_KEY does not match the key this database was created with; wallet keys cannot be opened (instances on one database share SVC_MASTER_KEY)",
         );
       } finally {
         rmSync(dataDir, { recursive: true, force: true });
@@ -178,10 +179,30 @@ describe("private keys at rest", () => {
     } else {
       const attempt = startService(other, { store: server.storeLocation, logDestination: new LogCapture() });
       await expect(attempt).rejects.toThrow(
-        "SVC_MASTER_KEY does not match the key this database was created with",
+        "SVC_MASTER_KEY does not match the key this database was created with; wallet keys cannot be opened (instances on one database share SVC_MASTER_KEY)",
       );
     }
   });
+
+  it.runIf(STORE_KIND === "postgres")(
+    "names the master key generated into a second instance's data directory, not SVC_MASTER_KEY, when it does not fit",
+    async () => {
+      const dataDir = mkdtempSync(join(tmpdir(), "svc-mk-"));
+      try {
+        const generated = { ...loadConfig({ PORT: "0", SVC_DATA_DIR: dataDir }), masterKey: undefined };
+        const attempt = startService(generated, {
+          store: server.storeLocation,
+          logDestination: new LogCapture(),
+        });
+        // Before: "SVC_MASTER_KEY does not match…", a variable its user never set.
+        await expect(attempt).rejects.toThrow(
+          `the master key in ${join(dataDir, "master.key")} does not match the key this database was created with; wallet keys cannot be opened (instances on one database share SVC_MASTER_KEY)`,
+        );
+      } finally {
+        rmSync(dataDir, { recursive: true, force: true });
+      }
+    },
+  );
 
   it("refuses a key moved to another wallet: it does not open there, and a send answers wallet_key_unusable", async () => {
     const { apiKey } = await seedAccount(server.api);
@@ -275,5 +296,38 @@ describe("private keys at rest", () => {
     expect(expectErrorShape(again).reason).toBe("wallet_key_unusable");
     // A itself still signs with its own key.
     expect((await privateKeysOf(victim.id))[0]).toEqual(victimSecret);
+  });
+});
+
+describe.runIf(STORE_KIND === "postgres")("the JWT secret of the instances on one PostgreSQL", () => {
+  it("refuses an instance with another one while an instance runs; alone, it takes its place and logins issued before end", async () => {
+    const first = await createTestServer();
+    let second: TestServer | undefined;
+    try {
+      const owner = await seedAccount(first.api);
+      const rotated = { SVC_JWT_SECRET: randomBytes(32).toString("hex") };
+      // Before, it started, and each instance refused the logins of the other: 401 at random behind a
+      // load balancer.
+      const beside = createTestServer({ store: first.storeLocation, env: rotated });
+      await expect(beside).rejects.toThrow(ConfigError);
+      await expect(beside).rejects.toThrow(
+        "SVC_JWT_SECRET is not the JWT secret of the instances running on this database: each would refuse the logins of the others; give every instance the same SVC_JWT_SECRET (and SVC_MASTER_KEY)",
+      );
+      expect((await first.api.get("/v1/wallets", owner.accessToken)).status).toBe(200);
+
+      // With none running, a new secret is a rotation.
+      await first.service.close();
+      second = await createTestServer({ store: first.storeLocation, env: rotated });
+      expect(second.logs.text()).toContain("logins issued before end");
+      expect((await second.api.get("/v1/wallets", owner.accessToken)).status).toBe(401);
+      const login = await second.api.post("/v1/auth/login", { email: owner.email, password: owner.password });
+      expect(login.status, login.text).toBe(200);
+      expect((await second.api.get("/v1/wallets", login.body.accessToken)).status).toBe(200);
+      // API keys are not signed with it: they go on working.
+      expect((await second.api.get("/v1/wallets", owner.apiKey)).status).toBe(200);
+    } finally {
+      await second?.service.close();
+      await first.close();
+    }
   });
 });

@@ -1,4 +1,4 @@
-import { generateKeyPairSync } from "node:crypto";
+import { createHmac, generateKeyPairSync, timingSafeEqual } from "node:crypto";
 import { getBase58Decoder } from "@solana/kit";
 import { eq } from "drizzle-orm";
 import { evmAddressOf } from "../chains/evm-keys.ts";
@@ -21,6 +21,11 @@ export class MasterKeyMismatchError extends Error {
 }
 
 const CANARY_PLAINTEXT = Buffer.from("svc master key canary v1");
+
+/** What the store records of a secret: a keyed hash, from which the secret cannot be read. */
+function secretFingerprint(secret: string): Buffer {
+  return createHmac("sha256", secret).update("svc secret fingerprint v1").digest();
+}
 const CANARY_AD = "service_keys:master";
 
 /**
@@ -39,7 +44,7 @@ export class Keyring {
    * Confirms the master key is the one this store was created with (recording it on first use), so a wrong
    * key stops start-up with a clear error rather than failing later on every signature.
    */
-  async checkAgainst(db: Db): Promise<void> {
+  async checkAgainst(db: Db, source: string): Promise<void> {
     await db
       .insert(serviceKeys)
       .values({ name: "master", canary: seal(this.#masterKey, CANARY_PLAINTEXT, CANARY_AD) })
@@ -49,9 +54,42 @@ export class Keyring {
       if (!row || !open(this.#masterKey, row.canary, CANARY_AD).equals(CANARY_PLAINTEXT)) throw new Error();
     } catch {
       throw new MasterKeyMismatchError(
-        "SVC_MASTER_KEY does not match the key this database was created with; wallet keys cannot be opened",
+        `${source} does not match the key this database was created with; wallet keys cannot be opened (instances on one database share SVC_MASTER_KEY)`,
       );
     }
+  }
+
+  /**
+   * Whether `secret` is the one recorded under `name` for this store (recording it when none is). The record
+   * is an HMAC of the secret sealed under the master key: the store alone tells nothing of the secret.
+   */
+  async compareRecordedSecret(db: Db, name: string, secret: string): Promise<"same" | "different"> {
+    await db.insert(serviceKeys).values(this.#secretRecord(name, secret)).onConflictDoNothing();
+    const [row] = await db.select().from(serviceKeys).where(eq(serviceKeys.name, name));
+    if (!row) throw new Error(`no ${name} record in service_keys`);
+    let recorded: Buffer;
+    try {
+      recorded = open(this.#masterKey, row.canary, `service_keys:${name}`);
+    } catch {
+      return "different";
+    }
+    const fingerprint = secretFingerprint(secret);
+    return recorded.length === fingerprint.length && timingSafeEqual(recorded, fingerprint)
+      ? "same"
+      : "different";
+  }
+
+  /** Records `secret` under `name` in place of the one recorded ({@link compareRecordedSecret}). */
+  async recordSecret(db: Db, name: string, secret: string): Promise<void> {
+    const record = this.#secretRecord(name, secret);
+    await db
+      .insert(serviceKeys)
+      .values(record)
+      .onConflictDoUpdate({ target: serviceKeys.name, set: { canary: record.canary } });
+  }
+
+  #secretRecord(name: string, secret: string): { name: string; canary: Buffer } {
+    return { name, canary: seal(this.#masterKey, secretFingerprint(secret), `service_keys:${name}`) };
   }
 
   /**

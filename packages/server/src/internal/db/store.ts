@@ -36,6 +36,8 @@ export interface Store {
    * meanwhile by another instance, the claim is lost: `onLost` is told, once, and nothing is retried.
    */
   claimForChains(own: boolean, onLost: (error: ClaimLostError) => void): Promise<boolean>;
+  /** Whether other instances run on the store now (they hold its claim, {@link claimForChains}). */
+  othersRunning(): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -147,6 +149,12 @@ export async function openStore(location: StoreLocation): Promise<Store> {
       ping: async () => {
         await pool.query("SELECT 1");
       },
+      othersRunning: async () => {
+        if (claim) throw new Error("othersRunning is asked before this instance claims the store");
+        const alone = await takeLock(true);
+        alone?.release(true);
+        return alone === undefined;
+      },
       claimForChains: async (own, onLost) => {
         if (claim) return true;
         const client = await takeLock(own);
@@ -189,6 +197,8 @@ export async function openStore(location: StoreLocation): Promise<Store> {
       await db.execute(sql`SELECT 1`);
     },
     claimForChains: async () => true,
+    // The data directory's lock keeps any other out.
+    othersRunning: async () => false,
     close: () => connection.close(),
   };
 }
