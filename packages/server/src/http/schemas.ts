@@ -154,12 +154,18 @@ export const transactionView = z
     to: z.string(),
     from: z.string(),
     txHash: z.string().optional(),
-    timestamp,
+    timestamp: timestamp.meta({
+      description:
+        "When the service recorded it: a spend when it was admitted (or held), a receive when the service saw it",
+    }),
     status: z.enum(TRANSACTION_STATUSES).meta({
       description:
         "pending → confirmed | failed; a spend held for approval: pending_approval → pending (approved) | rejected (rejected or expired)",
     }),
-    confirmedAt: timestamp.optional(),
+    confirmedAt: timestamp.optional().meta({
+      description:
+        "A transfer: the time of the block it landed in, by the chain's clock (whole seconds on EVM), so it can read a moment before `timestamp`; an x402 payment: when the service learned its facilitator had settled it. Absent until then",
+    }),
     failureReason: z.string().optional().meta({
       description:
         "Why it failed or was rejected: for a failure, a sentence naming what refused it (the node, the chain, an x402 resource); for a held spend, `approval_rejected`, `approval_expired` or `requester_revoked` (the key that asked for it was revoked)",
