@@ -171,20 +171,41 @@ describe("refused sends move nothing and record nothing", () => {
       "PolicyViolation",
       "recipient_not_allowed",
     );
-    await expectRefused(
-      wallet.id,
-      { to: DEAD, amount: "1.0000001", chain: "base" },
-      400,
-      "ValidationError",
-      "invalid_amount",
-    );
-    await expectRefused(
-      wallet.id,
-      { to: DEAD, amount: "0", chain: "base" },
-      400,
-      "ValidationError",
-      "invalid_amount",
-    );
+    // Each amount refused says what is wrong with it (before, one sentence for all of them).
+    for (const [amount, message] of [
+      ["1.0000001", "Amount has 7 decimals: USDC has 6"],
+      ["0", "Amount must be more than 0"],
+      ["-1", "Amount must be positive"],
+      ["1,5", "Amount takes a dot before its decimals (1.5), not a comma"],
+      [" 1", "Amount must have no spaces around it"],
+      ["1e3", "Amount must be written in digits (1000), not with an exponent"],
+      ["01.5", "Amount must not start with 0 (write 1.5, or 0.5)"],
+      [".5", "Amount needs a digit before its dot (0.5)"],
+      ["abc", "Amount must be a decimal number such as 1.5"],
+      [`1${"0".repeat(80)}`.slice(0, 78), "Amount is more than a transfer of USDC can carry"],
+    ]) {
+      const refused = await expectRefused(
+        wallet.id,
+        { to: DEAD, amount, chain: "base" },
+        400,
+        "ValidationError",
+        "invalid_amount",
+      );
+      expect(refused.message, amount).toBe(message);
+    }
+    // Before: "Invalid body: amount: Invalid input".
+    for (const [amount, message] of [
+      [undefined, 'Invalid body: amount: required: a decimal string such as "2.5"'],
+      [null, 'Invalid body: amount: expected a decimal string such as "2.5"'],
+    ]) {
+      const refused = await server.api.post(
+        `/v1/wallets/${wallet.id}/send`,
+        { to: DEAD, amount, chain: "base" },
+        apiKey,
+      );
+      expect(refused.status, refused.text).toBe(400);
+      expect(expectErrorShape(refused).message).toBe(message);
+    }
     await expectRefused(
       wallet.id,
       { to: "0x123", amount: "1", chain: "base" },

@@ -281,7 +281,12 @@ const policyChange = policyInputSchema.meta({
  * else is refused rather than rounded.
  */
 export const tokenAmount = z
-  .union([z.string().max(80), z.number(), z.instanceof(InexactNumber)])
+  .union([z.string().max(80), z.number(), z.instanceof(InexactNumber)], {
+    error: (issue) =>
+      issue.input === undefined
+        ? 'required: a decimal string such as "2.5"'
+        : 'expected a decimal string such as "2.5"',
+  })
   .transform((value, ctx) => {
     if (typeof value === "string") return value;
     const text = value instanceof InexactNumber ? value.source : String(value);

@@ -59,15 +59,31 @@ export function findToken(client: ChainClient, symbol: string): TokenInfo {
   return token;
 }
 
-/** A decimal amount of `token` in atomic units: positive, within its decimals, and one the chain can carry. */
+/**
+ * A decimal amount of `token` in atomic units: positive, within its decimals, and one the chain can carry;
+ * refused (400 `invalid_amount`) with what is wrong with it.
+ */
 export function parseTransferAmount(client: ChainClient, token: TokenInfo, amount: string): bigint {
   const atomic = parseUnitsStrict(amount, token.decimals);
-  if (atomic === undefined || atomic === 0n || atomic >= MAX_ATOMIC[client.config.kind]) {
-    throw errors.invalidAmount(
-      `Amount must be a positive decimal number with at most ${token.decimals} decimals for ${token.symbol}`,
-    );
-  }
-  return atomic;
+  if (atomic !== undefined && atomic > 0n && atomic < MAX_ATOMIC[client.config.kind]) return atomic;
+  throw errors.invalidAmount(`Amount ${amountProblem(amount, atomic, token)}`);
+}
+
+/** What is wrong with an amount {@link parseTransferAmount} refused, in words a caller can act on. */
+function amountProblem(amount: string, atomic: bigint | undefined, token: TokenInfo): string {
+  if (atomic === 0n) return "must be more than 0";
+  if (atomic !== undefined) return `is more than a transfer of ${token.symbol} can carry`;
+  const trimmed = amount.trim();
+  if (trimmed !== amount) return "must have no spaces around it";
+  if (/^-/.test(trimmed)) return "must be positive";
+  if (/^\d+,\d+$/.test(trimmed)) return "takes a dot before its decimals (1.5), not a comma";
+  if (/^\d*\.?\d*e[+-]?\d+$/i.test(trimmed)) return "must be written in digits (1000), not with an exponent";
+  const decimals = /^\d+\.(\d+)$/.exec(trimmed)?.[1];
+  if (decimals !== undefined && decimals.length > token.decimals)
+    return `has ${decimals.length} decimals: ${token.symbol} has ${token.decimals}`;
+  if (/^0\d/.test(trimmed)) return "must not start with 0 (write 1.5, or 0.5)";
+  if (/^\.\d+$/.test(trimmed)) return "needs a digit before its dot (0.5)";
+  return "must be a decimal number such as 1.5";
 }
 
 /**
