@@ -213,6 +213,17 @@ describe("refused sends move nothing and record nothing", () => {
       "ValidationError",
       "invalid_address",
     );
+    // DEAD with one letter's case changed: before, the same words as for "0x123".
+    const badChecksum = await expectRefused(
+      wallet.id,
+      { to: DEAD.replace("dEaD", "deaD"), amount: "1", chain: "base" },
+      400,
+      "ValidationError",
+      "invalid_address",
+    );
+    expect(badChecksum.message).toBe(
+      "Invalid recipient address for base: its mixed-case checksum (EIP-55) does not match: a character may be mistyped",
+    );
     // A Solana address on an EVM chain, and an EVM address on Solana.
     await expectRefused(
       wallet.id,

@@ -155,10 +155,14 @@ export const errors = {
       { chain, served },
     ),
 
-  invalidAddress: (chain: string) =>
-    new AppError(400, "ValidationError", `Invalid recipient address for ${chain}`, "invalid_address", {
-      chain,
-    }),
+  invalidAddress: (chain: string, problem?: string) =>
+    new AppError(
+      400,
+      "ValidationError",
+      `Invalid recipient address for ${chain}${problem ? `: ${problem}` : ""}`,
+      "invalid_address",
+      { chain },
+    ),
   /** A recipient where whatever is sent is lost; `what` names it (see `lostAt`). */
   lostRecipient: (chain: string, address: string, what: string) =>
     new AppError(

@@ -41,7 +41,14 @@ export const MAX_NATIVE_SEND_GAS = 100_000n;
  * approved (it may have been held before an address was known to be one).
  */
 export function checkRecipient(client: ChainClient, to: string): void {
-  if (!client.isValidAddress(to)) throw errors.invalidAddress(client.config.name);
+  if (!client.isValidAddress(to)) {
+    // 40 hex digits in mixed case whose case is not their EIP-55 checksum: most likely a mistyped character.
+    const checksum = client.config.kind === "evm" && /^0x[0-9a-fA-F]{40}$/.test(to);
+    throw errors.invalidAddress(
+      client.config.name,
+      checksum ? "its mixed-case checksum (EIP-55) does not match: a character may be mistyped" : undefined,
+    );
+  }
   const lost = lostAt(client.config, to);
   if (lost) throw errors.lostRecipient(client.config.name, to, lost);
 }
