@@ -732,10 +732,13 @@ describe("webhooks and the outbound guard", () => {
       ]) {
         const refused = await server.api.post("/v1/webhook-endpoints", { url: form }, owner.apiKey);
         expect(refused.status, form).toBe(400);
-        expect(expectErrorShape(refused), form).toMatchObject({
+        const error = expectErrorShape(refused);
+        expect(error, form).toMatchObject({
           reason: "destination_not_allowed",
           details: { kind: "backend" },
         });
+        // Before, the service's own URL was said to be "a chain's RPC endpoint or the authorization daemon".
+        expect(error.message, form).toContain("it is this service itself or one of its own backends");
       }
     }
   });

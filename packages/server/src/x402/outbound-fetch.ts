@@ -323,7 +323,7 @@ export class OutboundFetcher {
       );
       if (backendAddresses.some((backendAddress) => sameHost(address, backendAddress))) {
         throw errors.destinationNotAllowed(
-          `Refusing to connect to ${named}:${port}: it is one of this service's own backends (a chain's RPC endpoint or the authorization daemon), which outbound requests never reach`,
+          `Refusing to connect to ${named}:${port}: it is this service itself or one of its own backends (a chain's RPC endpoint, the authorization daemon), which outbound requests never reach`,
           { host: named, kind: "backend" },
         );
       }
