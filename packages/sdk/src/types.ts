@@ -41,7 +41,8 @@ export interface LoginResult {
  */
 export interface CurrentCredential {
   userId: string;
-  email: string;
+  /** The account's email, for an admin credential only (an agent or read key is not told its owner's). */
+  email?: string;
   role: ApiKeyRole;
   apiKey: ApiKey | null;
 }

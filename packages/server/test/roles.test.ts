@@ -142,19 +142,20 @@ describe("GET /v1/me", () => {
     const asAgent = await server.api.get("/v1/me", agent.key);
     expect(asAgent.body).toMatchObject({
       userId: asToken.body.userId,
-      email: owner.email,
       role: "agent",
       apiKey: { id: agent.id, name: "shopper", role: "agent", walletIds: [wallet.id], expiresAt: null },
     });
     expect(asAgent.text).not.toContain(agent.key);
+    // An agent reads untrusted text: it is not given its owner's address (before, it was).
+    expect(asAgent.text).not.toContain(owner.email);
 
     const reader = await createKey({ role: "read" });
-    expect((await server.api.get("/v1/me", reader.key)).body).toMatchObject({
-      role: "read",
-      apiKey: { id: reader.id, walletIds: null },
-    });
-    // The admin API key the seed made answers as admin, with its record.
+    const asReader = await server.api.get("/v1/me", reader.key);
+    expect(asReader.body).toMatchObject({ role: "read", apiKey: { id: reader.id, walletIds: null } });
+    expect(asReader.text).not.toContain(owner.email);
+    // The admin API key the seed made answers as admin, with its record and the account's email.
     expect((await server.api.get("/v1/me", owner.apiKey)).body).toMatchObject({
+      email: owner.email,
       role: "admin",
       apiKey: { role: "admin" },
     });

@@ -7,7 +7,10 @@ import { type App, principalOf, type Services } from "../../types.ts";
 const meView = z
   .object({
     userId: z.string().meta({ description: "the account the credential belongs to" }),
-    email: z.string(),
+    email: z.string().optional().meta({
+      description:
+        "the account's email, told to an admin credential only: an agent or read key (a program reading untrusted text) is not given its owner's address",
+    }),
     role: z.enum(["admin", "agent", "read"]).meta({ description: "what this credential may do" }),
     apiKey: apiKeyView
       .nullable()
@@ -17,7 +20,6 @@ const meView = z
     id: "Me",
     example: {
       userId: "usr_9fK2mQ7xL4pW1nR8",
-      email: "ada@example.com",
       role: "agent",
       apiKey: {
         id: "key_b7qVFd9pTcWqyVY5sgCCOk",
@@ -57,7 +59,12 @@ export function registerGetMe(app: App, services: Services): void {
         principal.credential.kind === "api_key"
           ? toApiKeyView(await getApiKey(db, principal.accountId, principal.credential.keyId))
           : null;
-      return { userId: account.id, email: account.email, role: principal.role, apiKey: key };
+      return {
+        userId: account.id,
+        ...(principal.role === "admin" ? { email: account.email } : {}),
+        role: principal.role,
+        apiKey: key,
+      };
     },
   });
 }
