@@ -58,7 +58,7 @@ async function walletStuckBehindGap(api: TestServer["api"], db: TestServer["serv
       usdMicros: 1n,
     },
     {
-      evmPlan: plan,
+      plan,
       sign: (nonce) => base.signTransfer(plan, privateKey, nonce),
     },
   );

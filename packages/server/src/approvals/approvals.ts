@@ -24,7 +24,7 @@ import {
 } from "../spends/admission.ts";
 import { checkCreditsCoverSpend, decisionForgotten } from "../spends/authorization.ts";
 import { broadcastRecorded } from "../spends/broadcast.ts";
-import { checkFundsInFlight, fundsReadOf, pendingPayments } from "../spends/funds.ts";
+import { checkFundsInFlight, fundsReadOf, pendingPayments, pendingSends } from "../spends/funds.ts";
 import type { SpendAsker, SpendDeps } from "../spends/send.ts";
 import { checkRecipient, findToken, planFundedTransfer } from "../spends/transfer.ts";
 import {
@@ -114,10 +114,16 @@ export async function approveSpend(
     usdMicros: held.usdMicros ?? undefined,
     spendDecisionId: held.spendDecisionId ?? undefined,
   };
+  const sender = { walletId: spend.walletId, from: spend.from };
+  const [pending, sends] = await Promise.all([
+    pendingPayments(deps.db, client.config, sender, token),
+    pendingSends(deps.db, client.config, sender),
+  ]);
   const plan = await planFundedTransfer(
     client,
     { from: spend.from, to: spend.to, token, amount: spend.amount },
-    await pendingPayments(deps.db, client.config, { walletId: spend.walletId, from: spend.from }, token),
+    pending,
+    sends,
   );
   // Counted as it is sent: the rent of a token account it opens for its recipient may have come or gone
   // since it was held (the recipient closed its account, or opened it).
@@ -147,7 +153,7 @@ export async function approveSpend(
       checkStaticRules(policy, counted);
       await checkDailyLimit(tx, policy, counted, now, reservedInWindow(current, now));
       const funds = fundsReadOf(plan);
-      if (nonce !== undefined && funds) await checkFundsInFlight(tx, spend, funds, nonce);
+      if (funds) await checkFundsInFlight(tx, spend, funds, nonce);
       const signed = await signedAnew(tx, spend.chain, () => client.signTransfer(plan, privateKey, nonce));
       // Sent now, so dated now: the daily limit counts it from its approval, not from when it was asked.
       await moveReservation(tx, current, now, counted.usdMicros);

@@ -57,6 +57,7 @@ import {
 import type {
   ChainClient,
   ChainConfig,
+  EvmAuthorization,
   IncomingTransfer,
   LostRecipient,
   SignedTransfer,
@@ -74,6 +75,8 @@ const LAMPORTS_PER_SIGNATURE = 5_000n;
 /** Size of an SPL token account, whose rent a transfer pays when it creates the recipient's. */
 const TOKEN_ACCOUNT_SIZE = 165n;
 const COMPUTE_BUDGET_PROGRAM = "ComputeBudget111111111111111111111111111111" as Address;
+/** The most signatures one `getSignatureStatuses` request may ask for. */
+export const MAX_SIGNATURE_STATUSES = 256;
 /** Signatures looked at per address and page of `getSignaturesForAddress` (the most a node lists). */
 const SIGNATURES_PAGE = 1000;
 /**
@@ -135,21 +138,29 @@ export class SolanaChain implements ChainClient {
   }
 
   async getBalance(owner: string, token: TokenInfo): Promise<bigint> {
+    return (await this.#balanceRead(owner, token)).amount;
+  }
+
+  /** `owner`'s balance of `token` and the slot whose state the node read it from (its answer's context). */
+  async #balanceRead(owner: string, token: TokenInfo): Promise<{ amount: bigint; slot: bigint }> {
     if (token.address === null) {
-      return (await this.#rpc.getBalance(toAddress(owner), { commitment: "confirmed" }).send()).value;
+      const { context, value } = await this.#rpc
+        .getBalance(toAddress(owner), { commitment: "confirmed" })
+        .send();
+      return { amount: value, slot: context.slot };
     }
     const ata = await associatedTokenAccount(owner, token.address);
-    const { value } = await this.#rpc
+    const { context, value } = await this.#rpc
       .getAccountInfo(ata, { commitment: "confirmed", encoding: "jsonParsed" })
       .send();
-    if (value === null) return 0n;
+    if (value === null) return { amount: 0n, slot: context.slot };
     const amount = (value.data as { parsed?: { info?: { tokenAmount?: { amount?: unknown } } } }).parsed?.info
       ?.tokenAmount?.amount;
     if (typeof amount !== "string") {
       // The associated address holds something else: the node's answer is not a balance.
       throw new ChainRequestError({ chain: this.config.name, method: "getAccountInfo" });
     }
-    return BigInt(amount);
+    return { amount: BigInt(amount), slot: context.slot };
   }
 
   getHead(): Promise<bigint> {
@@ -169,26 +180,55 @@ export class SolanaChain implements ChainClient {
     };
   }
 
-  async planTransferWithBalances(input: TransferInput): Promise<TransferPlanWithBalances> {
+  async planTransferWithBalances(
+    input: TransferInput,
+    _authorizations?: readonly EvmAuthorization[],
+    signatures: readonly string[] = [],
+  ): Promise<TransferPlanWithBalances> {
     const native = this.config.nativeToken;
     const sendsNative = input.token.address === null;
-    const [plan, balance, nativeBalance, rentExemption, recipientAccount] = await Promise.all([
-      this.planTransfer(input),
-      this.getBalance(input.from, input.token),
-      sendsNative ? undefined : this.getBalance(input.from, native),
-      Promise.all([
-        this.#systemAccountRent(),
-        sendsNative ? this.getBalance(input.to, native) : undefined,
-      ]).then(([minimum, recipientBalance]) => ({ minimum, recipientBalance })),
-      sendsNative ? undefined : this.#lostRecipient(input.to),
-    ]);
+    const [plan, balance, nativeBalance, rentExemption, recipientAccount, tokenAccountRent] =
+      await Promise.all([
+        this.planTransfer(input),
+        this.#balanceRead(input.from, input.token),
+        sendsNative ? undefined : this.#balanceRead(input.from, native),
+        Promise.all([
+          this.#systemAccountRent(),
+          sendsNative ? this.getBalance(input.to, native) : undefined,
+        ]).then(([minimum, recipientBalance]) => ({ minimum, recipientBalance })),
+        sendsNative ? undefined : this.#lostRecipient(input.to),
+        this.#tokenAccountRent(),
+      ]);
+    // Read after the balances: a transfer that had not landed by then is not in them.
+    const readAt = nativeBalance && nativeBalance.slot < balance.slot ? nativeBalance.slot : balance.slot;
+    const signaturesLanded = await this.#landedBy(signatures, readAt);
     return {
       plan,
-      balance,
-      nativeBalance: nativeBalance ?? balance,
+      balance: balance.amount,
+      nativeBalance: (nativeBalance ?? balance).amount,
       rentExemption,
+      signaturesLanded,
+      tokenAccountRent,
       ...(recipientAccount ? { lostRecipient: recipientAccount } : {}),
     };
+  }
+
+  /**
+   * Of each signature, in order, whether its transaction had landed (succeeded or failed: either way it paid
+   * its fee) in `slot` or before. A status of a later slot, or none, is a transfer not in what was read at
+   * `slot`. One request (the node answers at most {@link MAX_SIGNATURE_STATUSES} at once).
+   */
+  async #landedBy(signatures: readonly string[], slot: bigint): Promise<boolean[]> {
+    if (signatures.length === 0) return [];
+    const { value } = await this.#rpc
+      .getSignatureStatuses(signatures.slice(0, MAX_SIGNATURE_STATUSES) as Signature[], {
+        searchTransactionHistory: true,
+      })
+      .send();
+    return signatures.map((_, i) => {
+      const status = value[i];
+      return status !== null && status !== undefined && status.slot <= slot;
+    });
   }
 
   /**
@@ -239,13 +279,24 @@ export class SolanaChain implements ChainClient {
       })
       .send();
     if (value !== null) return 0n;
-    return this.#rpc.getMinimumBalanceForRentExemption(TOKEN_ACCOUNT_SIZE).send();
+    return this.#tokenAccountRent();
   }
 
+  /** The rent exemption of an SPL token account: fixed by the cluster, read once. */
+  #tokenAccountRent(): Promise<bigint> {
+    this.#tokenAccountRentRead ??= this.#rpc
+      .getMinimumBalanceForRentExemption(TOKEN_ACCOUNT_SIZE)
+      .send()
+      .catch((error: unknown) => {
+        this.#tokenAccountRentRead = undefined;
+        throw error;
+      });
+    return this.#tokenAccountRentRead;
+  }
+  #tokenAccountRentRead: Promise<bigint> | undefined;
+
   opensRecipientAccount(raw: string): boolean {
-    const transaction = getTransactionDecoder().decode(getBase64Encoder().encode(raw));
-    const message = getCompiledTransactionMessageDecoder().decode(transaction.messageBytes);
-    return message.staticAccounts.includes(ASSOCIATED_TOKEN_PROGRAM_ADDRESS);
+    return opensTokenAccount(decodeWireTransaction(raw).message);
   }
 
   async signTransfer(plan: TransferPlan, privateKey: Uint8Array): Promise<SignedTransfer> {
@@ -535,6 +586,36 @@ export class SolanaChain implements ChainClient {
     new DataView(data.buffer).setUint32(1, 200_000 + this.#uniquifier, true);
     return { programAddress: COMPUTE_BUDGET_PROGRAM, accounts: [], data };
   }
+}
+
+/**
+ * The most a signed Solana transfer (`raw`, base64, as recorded) takes from its fee payer beyond the SOL it
+ * transfers: the base fee of each of its signatures and, when it opens its recipient's token account, that
+ * account's rent (`tokenAccountRent`), as {@link SolanaChain.getTransferStatus} finds it taken once landed.
+ * Undefined when `raw` is no Solana transaction.
+ * @example solanaFeeCap(row.rawTx, 2_039_280n) // 5000n, or 2044280n for one that opens the account
+ */
+export function solanaFeeCap(raw: string, tokenAccountRent: bigint): bigint | undefined {
+  try {
+    const { signatures, message } = decodeWireTransaction(raw);
+    return BigInt(signatures) * LAMPORTS_PER_SIGNATURE + (opensTokenAccount(message) ? tokenAccountRent : 0n);
+  } catch {
+    return undefined;
+  }
+}
+
+/** A base64 wire transaction's signature count and compiled message. */
+function decodeWireTransaction(raw: string) {
+  const transaction = getTransactionDecoder().decode(getBase64Encoder().encode(raw));
+  return {
+    signatures: Object.keys(transaction.signatures).length,
+    message: getCompiledTransactionMessageDecoder().decode(transaction.messageBytes),
+  };
+}
+
+/** Whether a transaction calls the associated token program: Svc's transfers do only to open an account. */
+function opensTokenAccount(message: { staticAccounts: readonly Address[] }): boolean {
+  return message.staticAccounts.includes(ASSOCIATED_TOKEN_PROGRAM_ADDRESS);
 }
 
 /**

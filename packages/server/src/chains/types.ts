@@ -99,6 +99,13 @@ export interface TransferPlanWithBalances {
    */
   authorizationsUsed?: boolean[];
   /**
+   * Solana: of each signature asked for, in order, whether its transaction had landed in a slot the balances
+   * were read at or before (read after them), so already taken from them. False also for one not read.
+   */
+  signaturesLanded?: boolean[];
+  /** Solana: the rent of a token account, which a transfer opening its recipient's pays beside its fee. */
+  tokenAccountRent?: bigint;
+  /**
    * Solana: the least an account may hold unless it holds nothing (its rent exemption) and, when the native
    * coin is sent, what the recipient holds now. The chain refuses a transfer that leaves the paying account
    * (after the fee, and after the transfer) or the recipient with more than nothing but less than that least.
@@ -182,11 +189,13 @@ export interface ChainClient {
   /**
    * {@link ChainClient.planTransfer} and the sender's balances of the token and of the native coin, read
    * together: what a payer checks its funds and fees against before a lock (EVM: one request to the node,
-   * which also reads the state of the sender's `authorizations` still pending, before the balances).
+   * which also reads the state of the sender's `authorizations` still pending, before the balances; Solana:
+   * then, after them, the statuses of the sender's transfers still pending, by `signatures`).
    */
   planTransferWithBalances(
     input: TransferInput,
     authorizations?: readonly EvmAuthorization[],
+    signatures?: readonly string[],
   ): Promise<TransferPlanWithBalances>;
   /**
    * EVM: what an x402 payment's funds check needs, in one request to the node: whether each of the payer's

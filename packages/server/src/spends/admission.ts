@@ -118,10 +118,10 @@ export async function admitSpend(
   spend: SpendFacts,
   options: {
     /**
-     * An EVM transfer's plan: the lock hands out its nonce, and its funds are checked against the spends in
+     * A transfer's plan: on EVM the lock hands out its nonce; its funds are checked against the spends in
      * flight ({@link checkFundsInFlight}).
      */
-    evmPlan?: FundedPlan;
+    plan?: FundedPlan;
     /** An EVM x402 payment's funds, read before: checked against the spends in flight. */
     paymentFunds?: FundsRead | undefined;
     sign: (nonce: number | undefined) => Promise<SignedSpend>;
@@ -147,7 +147,7 @@ async function admitLocked(
   options: Parameters<typeof admitSpend>[2],
 ): Promise<TransactionRow> {
   return db.transaction(async (tx) => {
-    const evm = options.evmPlan?.evm;
+    const evm = options.plan?.evm;
     const { policy, nonce } = await lockSpendingPolicy(
       tx,
       spend.walletId,
@@ -166,7 +166,7 @@ async function admitLocked(
       if (nonce !== undefined && !(await releaseNonce(tx, spend.chain, spend.from, nonce)))
         throw new Error("a nonce handed out under the spend's lock could not be given back");
     } else {
-      const funds = options.evmPlan ? fundsReadOf(options.evmPlan) : options.paymentFunds;
+      const funds = options.plan ? fundsReadOf(options.plan) : options.paymentFunds;
       if (funds) await checkFundsInFlight(tx, spend, funds, nonce);
       signed = await signedAnew(tx, spend.chain, () => options.sign(nonce));
     }

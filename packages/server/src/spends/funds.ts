@@ -1,12 +1,13 @@
 /**
  * Whether a wallet holds what a spend takes: the amount and, for a transfer, the fee cap. Checked against the
  * balances read before any lock (a transfer's when it is planned, {@link planFundedTransfer}; an x402
- * payment's with {@link readPaymentFunds}), and again, on EVM, under the wallet's spend lock against what the
- * spends of its address the chain had not yet taken from those balances take from them
- * ({@link checkFundsInFlight}): its sends not yet mined, and its x402 payments not yet settled.
+ * payment's with {@link readPaymentFunds}), and again under the wallet's spend lock against what the spends
+ * of its address the chain had not yet taken from those balances take from them ({@link checkFundsInFlight}):
+ * on EVM its sends not yet mined and its x402 payments not yet settled, on Solana its sends not yet landed.
  */
 import { type Hex, parseTransaction } from "viem";
 import { chainCall } from "../chains/errors.ts";
+import { MAX_SIGNATURE_STATUSES, solanaFeeCap } from "../chains/solana.ts";
 import type { ChainClient, ChainConfig, EvmAuthorization, TokenInfo, TransferPlan } from "../chains/types.ts";
 import { transactions } from "../internal/db/schema.ts";
 import { type Db, namedStatement, type Tx } from "../internal/db/store.ts";
@@ -25,6 +26,8 @@ export interface PlannedFunds {
   payments?: PaymentsRead;
   /** EVM: the newest of the wallet's x402 payments when they were read ({@link PendingPayments.newest}). */
   paymentsNewest?: RecordedAt | null | undefined;
+  /** Solana: what was read of the sender's sends pending when planned ({@link SolanaSendsRead}). */
+  sends?: SolanaSendsRead;
 }
 
 /** A transfer's plan with the funds it was planned against. */
@@ -38,14 +41,41 @@ export type FundedPlan = TransferPlan & { funds: PlannedFunds };
 export type PaymentsRead = ReadonlyMap<string, boolean>;
 
 /**
- * The funds an EVM spend was admitted against before the lock, for the check under it: the balances, the
- * nonce at the block they were read at, and what was read of the x402 payments pending then.
+ * The funds a spend was admitted against before the lock, for the check under it: the balances and, on EVM,
+ * the nonce at the block they were read at and what was read of the x402 payments pending then
+ * ({@link EvmFundsRead}), on Solana what was read of the sends pending then ({@link SolanaFundsRead}).
  */
-export interface FundsRead {
+export type FundsRead = EvmFundsRead | SolanaFundsRead;
+
+/** The balances a spend was admitted against. */
+interface BalancesRead {
   /** Of the token spent. */
   balance: bigint;
   /** A transfer's fee cap and the native coin it is paid in; none for an x402 payment (its facilitator pays). */
   gas?: { fee: bigint; nativeBalance: bigint; native: TokenInfo };
+}
+
+/** A Solana transfer's balances, and what was read of the sender's sends pending when they were. */
+export interface SolanaFundsRead extends BalancesRead {
+  sends: SolanaSendsRead;
+}
+
+/**
+ * Of an address's Solana sends recorded pending before its balances were read: whether each had landed by
+ * the slot they were read at (`landed`, by transaction id: in them already; not landed, not in them even if
+ * it lands and is confirmed before the check under the lock), the newest of the wallet's sends then (those
+ * recorded after it were not read), and the rent a send opening its recipient's token account pays.
+ */
+export interface SolanaSendsRead {
+  landed: ReadonlyMap<string, boolean>;
+  newest: RecordedAt | null;
+  tokenAccountRent: bigint;
+  /** The least a wallet may hold unless it holds nothing (an account's rent exemption). */
+  rentMinimum: bigint;
+}
+
+/** An EVM spend's balances, the nonce they were read at, and what was read of the x402 payments pending then. */
+export interface EvmFundsRead extends BalancesRead {
   /** The nonce at the block the balances were read at: the sends from it on are not in them. */
   minedNonce: number;
   payments: PaymentsRead;
@@ -219,11 +249,94 @@ function isHex(value: unknown, bytes: number): value is `0x${string}` {
 }
 
 /**
+ * An address's Solana sends pending before its balances are read: their transaction ids, the signatures whose
+ * statuses are read after the balances, in order, of the first of them (at most the node's bound), and the
+ * newest of the wallet's sends on the chain just before (null: none yet).
+ */
+export interface PendingSends {
+  /** Every one pending: first those whose signatures are read, then the rest, read as not landed. */
+  ids: readonly string[];
+  signatures: readonly string[];
+  newest: RecordedAt | null;
+}
+
+/**
+ * The sends of `from` (the wallet `walletId`'s address) on a Solana chain still pending now, and the newest of
+ * the wallet's sends there: read before the balances, outside any transaction, for the check under the lock
+ * ({@link checkFundsInFlight}). Undefined on other chains.
+ */
+export async function pendingSends(
+  db: Db,
+  chain: ChainConfig,
+  sender: { walletId: string; from: string },
+): Promise<PendingSends | undefined> {
+  if (chain.kind !== "solana") return undefined;
+  const found = await pendingSendsStatement(db, [chain.name, sender.from, sender.walletId]);
+  const newestRow = found[0];
+  const newest =
+    newestRow?.newestAt && newestRow.newestId
+      ? { createdAt: newestRow.newestAt, id: newestRow.newestId }
+      : null;
+  const rows = found.flatMap(({ id, txHash }) => (id === null ? [] : [{ id, txHash }]));
+  const read = rows.filter((row) => row.txHash !== null).slice(0, MAX_SIGNATURE_STATUSES);
+  const readIds = new Set(read.map((row) => row.id));
+  return {
+    ids: [...readIds, ...rows.map((row) => row.id).filter((id) => !readIds.has(id))],
+    signatures: read.map((row) => row.txHash ?? ""),
+    newest,
+  };
+}
+
+/**
+ * An address's sends pending on a chain, oldest first (their ids and signatures), each beside the newest send
+ * of the wallet ($3) on the chain, whatever its state: one statement, one snapshot of both. With none
+ * pending, one row of the newest alone (id null); none at all, nulls.
+ */
+const pendingSendsStatement = namedStatement<{
+  newestAt: Date | null;
+  newestId: string | null;
+  id: string | null;
+  txHash: string | null;
+}>(
+  "pending_solana_sends",
+  `SELECT newest.created_at, newest.id, pending.id, pending.tx_hash FROM (SELECT 1) one
+    LEFT JOIN LATERAL (
+      SELECT created_at, id FROM transactions WHERE wallet_id = $3 AND type = 'send' AND chain = $1
+       ORDER BY created_at DESC, id DESC LIMIT 1) newest ON true
+    LEFT JOIN LATERAL (
+      SELECT id, tx_hash, created_at FROM transactions
+       WHERE chain = $1 AND from_address = $2 AND type = 'send' AND status = 'pending') pending ON true
+    ORDER BY pending.created_at, pending.id`,
+  [
+    [["newestAt"], transactions.createdAt],
+    [["newestId"], transactions.id],
+    [["id"], transactions.id],
+    [["txHash"], transactions.txHash],
+  ],
+);
+
+/**
  * Pairs the ids of {@link pendingPayments} with the states read of their authorizations, in order; those
  * beyond the states read, as not used.
  */
 export function paymentsRead(ids: readonly string[], used: readonly boolean[] | undefined): PaymentsRead {
   return new Map(ids.map((id, i) => [id, used?.[i] ?? false]));
+}
+
+/**
+ * Pairs the ids of {@link pendingSends} with whether their signatures, read after the balances, had landed by
+ * the slot those were read at, in order; those beyond the statuses read, as not landed.
+ */
+export function sendsRead(
+  pending: PendingSends,
+  landed: readonly boolean[] | undefined,
+  rents: { tokenAccountRent: bigint; rentMinimum: bigint },
+): SolanaSendsRead {
+  return {
+    landed: new Map(pending.ids.map((id, i) => [id, landed?.[i] ?? false])),
+    newest: pending.newest,
+    ...rents,
+  };
 }
 
 /**
@@ -251,8 +364,10 @@ export async function readPaymentFunds(
   };
 }
 
-/** The funds an EVM transfer's plan was made against, for {@link checkFundsInFlight}; undefined elsewhere. */
+/** The funds a transfer's plan was made against, for {@link checkFundsInFlight}; undefined when none were read. */
 export function fundsReadOf(plan: FundedPlan): FundsRead | undefined {
+  const gas = { fee: plan.fee, nativeBalance: plan.funds.nativeBalance, native: plan.funds.native };
+  if (plan.funds.sends) return { balance: plan.funds.balance, gas, sends: plan.funds.sends };
   if (!plan.evm) return undefined;
   return {
     balance: plan.funds.balance,
@@ -299,6 +414,7 @@ export async function checkFundsInFlight(
   read: FundsRead,
   nonce?: number,
 ): Promise<void> {
+  if ("sends" in read) return checkSolanaSendsInFlight(tx, spend, read);
   const readUnused = [...read.payments].filter(([, used]) => !used).map(([id]) => id);
   const newest = read.paymentsNewest;
   const rows = await inFlightStatement(tx, [
@@ -380,6 +496,123 @@ const inFlightStatement = namedStatement<{
       AND NOT id = ANY (ARRAY(SELECT jsonb_array_elements_text($11::jsonb)))`,
   [
     [["type"], transactions.type],
+    [["id"], transactions.id],
+    [["token"], transactions.token],
+    [["amount"], transactions.amountAtomic],
+    [["raw"], transactions.rawTx],
+  ],
+);
+
+/**
+ * Under the wallet's spend lock: refuses a Solana transfer whose funds read before the lock do not cover it
+ * once what the address's other sends the chain had not taken from them when read take as well.
+ *
+ * A Solana transfer has no nonce that tells which sends the balances hold: the slot they were read at does.
+ * The sends pending before the read had their statuses read after it ({@link SolanaSendsRead}): one landed
+ * by that slot is in the balances and does not count, though still pending; one not landed then counts while
+ * pending and also once confirmed since. A send recorded after the read counts while pending, and also once
+ * confirmed when recorded after the newest send there was then (it was admitted while this spend waited its
+ * turn at the lock: landed and confirmed meanwhile, it was in neither the balances nor the sends read; one that
+ * landed before the balances were read is then counted twice, refusing briefly what a later read admits).
+ * Each takes its amount and what it takes from the native coin beyond it: the fee of its signatures and the
+ * rent of a token account it opens ({@link solanaFeeCap}, from its signed transaction). A failed one does not
+ * count: it no longer lands, or it landed and the confirmer has taken its fee from nothing the check reads.
+ * What is left must also keep the wallet's rent exemption, or nothing ({@link checkSenderRentInFlight}).
+ *
+ * The local devnet's reads hold the transactions of its newest slot while naming the slot before it (LiteSVM
+ * keeps one state): there a send landed in the newest slot before the read counts as well, refusing for one
+ * slot (100 ms) what is admitted after it. Counted twice, never missed.
+ *
+ * Without this, simultaneous sends each checked against the whole balance were all admitted: of 8 sends of 1
+ * USDC from 3, 3 were confirmed and 5 refused by the node's preflight, answered 502 `broadcast_rejected` and
+ * left `failed` in the wallet's history (a preflight that has not yet seen the others would let them land,
+ * failed on chain, each paying its fee).
+ */
+async function checkSolanaSendsInFlight(tx: Tx, spend: SpendFacts, read: SolanaFundsRead): Promise<void> {
+  const { landed, newest, tokenAccountRent } = read.sends;
+  const readUnlanded = [...landed].filter(([, inBalances]) => !inBalances).map(([id]) => id);
+  const rows = await solanaInFlightStatement(tx, [
+    spend.chain,
+    spend.from,
+    JSON.stringify(readUnlanded),
+    spend.walletId,
+    newest?.createdAt.toISOString() ?? null,
+    newest?.id ?? null,
+    JSON.stringify([...landed.keys()]),
+  ]);
+  const inFlight = { ...NOTHING_IN_FLIGHT };
+  const native = read.gas?.native.symbol;
+  for (const row of rows) {
+    if (landed.get(row.id) === true) continue;
+    if (row.token === spend.token.symbol) {
+      inFlight.token += row.amount;
+      inFlight.sends++;
+    }
+    if (row.token === native) inFlight.native += row.amount;
+    inFlight.native +=
+      (row.raw === null ? undefined : solanaFeeCap(row.raw, tokenAccountRent)) ?? read.gas?.fee ?? 0n;
+    inFlight.feePayers++;
+  }
+  if (inFlight.feePayers === 0) return;
+  checkFunds(spend, read, inFlight);
+  checkSenderRentInFlight(spend, read, inFlight);
+}
+
+/**
+ * Refuses (400 `below_rent_minimum`) a Solana transfer that, once the sends in flight are paid for, would
+ * leave its wallet holding more than nothing but less than an account's rent exemption, after its fee or
+ * after its SOL: the chain refuses it, as checkRentExemption (transfer.ts) says before the lock of the
+ * balances alone.
+ */
+function checkSenderRentInFlight(spend: SpendFacts, read: SolanaFundsRead, inFlight: InFlight): void {
+  if (!read.gas) return;
+  const { fee, nativeBalance, native } = read.gas;
+  const minimum = read.sends.rentMinimum;
+  const sendsNative = spend.token.address === null;
+  const afterFee = (sendsNative ? read.balance : nativeBalance) - inFlight.native - fee;
+  const left = [afterFee, ...(sendsNative ? [afterFee - spend.amount] : [])].find(
+    (held) => held > 0n && held < minimum,
+  );
+  if (left === undefined) return;
+  const fmt = (atomic: bigint) => formatUnits(atomic, native.decimals);
+  throw errors.belowRentMinimum(
+    `${spend.chain} refuses a transfer that leaves an account holding less than ${fmt(minimum)} ${native.symbol} (its rent exemption) but more than nothing: this wallet would keep ${fmt(left)} once this send and ${describeSpends(inFlight.feePayers, 0)} not yet on chain are paid for`,
+    {
+      chain: spend.chain,
+      account: "sender",
+      token: native.symbol,
+      minimum: fmt(minimum),
+      resulting: fmt(left),
+    },
+  );
+}
+
+/**
+ * An address's Solana sends in flight on a chain, in one statement: those pending, those confirmed since the
+ * read among those read not landed ($3, a JSON array of ids), and those confirmed and recorded in the wallet
+ * ($4) after the newest there was at the read ($5, $6; none then: every one), other than those read ($7).
+ */
+const solanaInFlightStatement = namedStatement<{
+  id: string;
+  token: string;
+  amount: bigint;
+  raw: string | null;
+}>(
+  "solana_sends_in_flight",
+  // Three branches, each on an index (the sender's pending rows, the primary key, the wallet's by type and
+  // time), as the EVM statement's.
+  `SELECT id, token, amount_atomic, raw_tx FROM transactions
+    WHERE status = 'pending' AND chain = $1 AND from_address = $2 AND type = 'send'
+   UNION ALL
+   SELECT id, token, amount_atomic, raw_tx FROM transactions
+    WHERE status = 'confirmed' AND id = ANY (ARRAY(SELECT jsonb_array_elements_text($3::jsonb)))
+      AND type = 'send' AND chain = $1 AND from_address = $2
+   UNION ALL
+   SELECT id, token, amount_atomic, raw_tx FROM transactions
+    WHERE wallet_id = $4 AND type = 'send' AND status = 'confirmed' AND chain = $1 AND from_address = $2
+      AND (created_at, id) > (coalesce($5::timestamptz, '-infinity'), coalesce($6::text, ''))
+      AND NOT id = ANY (ARRAY(SELECT jsonb_array_elements_text($7::jsonb)))`,
+  [
     [["id"], transactions.id],
     [["token"], transactions.token],
     [["amount"], transactions.amountAtomic],

@@ -17,7 +17,7 @@ import {
   releaseRefusedSpendAuthorization,
 } from "./authorization.ts";
 import { broadcastRecorded } from "./broadcast.ts";
-import { pendingPayments } from "./funds.ts";
+import { pendingPayments, pendingSends } from "./funds.ts";
 import { checkRecipient, findToken, parseTransferAmount, planFundedTransfer } from "./transfer.ts";
 
 /** What a spend needs from the rest of the service. */
@@ -107,9 +107,14 @@ export async function send(
     checkStaticRules(policy, spend);
     await checkDailyLimit(deps.db, policy, spend, deps.now?.());
     // Everything from the chain before the lock: under it, only the decision, the nonce and local signing.
-    // The x402 payments still pending, whose states are read with the balances (see checkFundsInFlight).
-    const pending = await pendingPayments(deps.db, client.config, { walletId: wallet.id, from }, token);
-    const plan = await planFundedTransfer(client, { from, to: request.to, token, amount }, pending);
+    // The x402 payments (EVM) or sends (Solana) still pending, whose states are read with the balances (see
+    // checkFundsInFlight).
+    const sender = { walletId: wallet.id, from };
+    const [pending, sends] = await Promise.all([
+      pendingPayments(deps.db, client.config, sender, token),
+      pendingSends(deps.db, client.config, sender),
+    ]);
+    const plan = await planFundedTransfer(client, { from, to: request.to, token, amount }, pending, sends);
     // Counted with what else it gives the recipient, now that the plan says.
     const counted = withRecipientAccountRent(spend, client.config.nativeToken, plan.recipientAccountRent);
     // And against its decision's credits, which were checked against its amount alone.
@@ -117,7 +122,7 @@ export async function send(
     const privateKey = await openSigningKey(deps.db, deps.keyring, wallet, kind, sealedKeys);
     try {
       row = await admitSpend(deps.db, counted, {
-        ...(plan.evm ? { evmPlan: plan } : {}),
+        plan,
         ...asker,
         ...(deps.now ? { now: deps.now() } : {}),
         ...(deps.approvalTtlMs !== undefined ? { approvalTtlMs: deps.approvalTtlMs } : {}),

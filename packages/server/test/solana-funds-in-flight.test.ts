@@ -1,0 +1,203 @@
+/**
+ * Simultaneous Solana sends from one wallet, each planned against the whole balance before the wallet's spend
+ * lock: under the lock, the sends admitted before them and not yet in the balances they read are counted
+ * (checkFundsInFlight), so only what the wallet holds is admitted and the rest is refused before anything is
+ * signed. The service reaches the Solana runtime through an RpcGate that holds every broadcast until each
+ * request has been decided, so that every one plans against the funds as first given.
+ */
+import { createSolanaRpc } from "@solana/kit";
+import { fundSolana } from "@svc/devnet";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ChainClient } from "../src/chains/types.ts";
+import { findToken } from "../src/spends/transfer.ts";
+import { devnetClients, solanaKey } from "./support/chains.ts";
+import { eventually } from "./support/eventually.ts";
+import { RpcGate } from "./support/rpc-gate.ts";
+import { waitForSettled } from "./support/spends.ts";
+import {
+  createTestServer,
+  expectErrorShape,
+  seedAccount,
+  sharedDevnet,
+  type TestServer,
+} from "./support/test-server.ts";
+
+const USDC = 1_000_000n;
+const SOL = 1_000_000_000n;
+
+let server: TestServer;
+let gate: RpcGate;
+let apiKey: string;
+let solana: ChainClient;
+let devnet: Awaited<ReturnType<typeof sharedDevnet>>;
+
+beforeAll(async () => {
+  devnet = await sharedDevnet();
+  gate = await RpcGate.start(devnet.solana.rpcUrl);
+  server = await createTestServer({
+    env: {
+      SVC_RPC_BASE: devnet.evm.rpcUrl,
+      SVC_USDC_BASE: devnet.evm.usdc,
+      SVC_RPC_SOLANA: gate.url,
+      SVC_USDC_SOLANA: devnet.solana.usdcMint,
+    },
+  });
+  ({ apiKey } = await seedAccount(server.api));
+  ({ solana } = await devnetClients(devnet));
+});
+afterAll(async () => {
+  await server?.close();
+  await gate?.close();
+});
+
+/**
+ * `count` simultaneous sends of `amount` of `token` from a wallet funded with `funds` to one recipient, whose
+ * broadcasts wait at the gate until every request has been decided. Returns the answers, the wallet's sends
+ * once settled, the wallet and the recipient.
+ */
+async function burstWhileBroadcastsWait(
+  count: number,
+  send: { token: "USDC" | "SOL"; amount: string },
+  funds: { sol: bigint; usdc: bigint },
+) {
+  const wallet = (await server.api.post("/v1/wallets", { name: "burst", chains: ["solana"] }, apiKey)).body;
+  await fundSolana(devnet, wallet.solana.address, funds);
+  // A recipient whose token account is open (no rent to pay) and who holds the rent-exempt SOL minimum.
+  const to = (await solanaKey()).address;
+  await fundSolana(devnet, to, { sol: SOL / 100n, usdc: 1n });
+  gate.decide = ({ methods }) => (methods.includes("sendTransaction") ? "hold" : "forward");
+  let answered = 0;
+  const answers = Promise.all(
+    Array.from({ length: count }, () =>
+      server.api
+        .post(`/v1/wallets/${wallet.id}/send`, { to, chain: "solana", ...send }, apiKey)
+        .finally(() => answered++),
+    ),
+  );
+  try {
+    await eventually(async () => gate.held.length + answered === count, {
+      describe: "every send to be decided",
+    });
+  } finally {
+    gate.openUp();
+  }
+  const responses = await answers;
+  const admitted = responses.filter((r) => r.status === 201);
+  const settled = await Promise.all(admitted.map((r) => waitForSettled(server.api, apiKey, r.body.id)));
+  const history = (await server.api.get(`/v1/wallets/${wallet.id}/transactions?limit=100`, apiKey)).body
+    .data as { type: string; status: string }[];
+  return { responses, admitted, settled, history, wallet, to };
+}
+
+describe("Solana funds under concurrency", () => {
+  it("admits only what the wallet holds of 8 simultaneous sends of 1 USDC from 3: the others 422 before signing, nothing failed in the history", async () => {
+    const { responses, admitted, settled, history, to } = await burstWhileBroadcastsWait(
+      8,
+      { token: "USDC", amount: "1" },
+      { sol: SOL / 10n, usdc: 3n * USDC },
+    );
+    expect(responses.map((r) => r.status).sort(), responses.map((r) => r.text).join("\n")).toEqual([
+      201, 201, 201, 422, 422, 422, 422, 422,
+    ]);
+    for (const r of responses.filter((r) => r.status !== 201)) {
+      expect(expectErrorShape(r)).toMatchObject({
+        reason: "insufficient_token",
+        message: expect.stringMatching(/3 sends not yet on chain/),
+      });
+    }
+    expect(settled.map((t) => t.status)).toEqual(Array(admitted.length).fill("confirmed"));
+    expect(history.filter((t) => t.type === "send").map((t) => t.status)).toEqual(Array(3).fill("confirmed"));
+    expect(await solana.getBalance(to, findToken(solana, "USDC"))).toBe(3n * USDC + 1n);
+  });
+
+  it("admits only what the wallet holds of 6 simultaneous sends of 0.1 SOL from 0.35: the others 422", async () => {
+    const { responses, settled, to } = await burstWhileBroadcastsWait(
+      6,
+      { token: "SOL", amount: "0.1" },
+      { sol: (35n * SOL) / 100n, usdc: 0n },
+    );
+    expect(responses.map((r) => r.status).sort(), responses.map((r) => r.text).join("\n")).toEqual([
+      201, 201, 201, 422, 422, 422,
+    ]);
+    for (const r of responses.filter((r) => r.status !== 201)) {
+      expect(expectErrorShape(r)).toMatchObject({
+        reason: "insufficient_token",
+        message: expect.stringMatching(/0.3 is taken by 3 sends not yet on chain/),
+      });
+    }
+    expect(settled.map((t) => t.status)).toEqual(Array(3).fill("confirmed"));
+    expect(await solana.getBalance(to, solana.config.nativeToken)).toBe(SOL / 100n + (3n * SOL) / 10n);
+  });
+
+  it("counts the fees of sends not yet on chain against the SOL the wallet must keep: SOL for 3 fees above its rent exemption admits 3 of 5", async () => {
+    const rentMinimum = await createSolanaRpc(devnet.solana.rpcUrl)
+      .getMinimumBalanceForRentExemption(0n)
+      .send();
+    // One signature's fee is 5,000 lamports: a fourth send would leave the wallet 887,880 short of nothing
+    // and below its rent exemption, which the chain refuses.
+    const { responses, settled, history } = await burstWhileBroadcastsWait(
+      5,
+      { token: "USDC", amount: "1" },
+      { sol: rentMinimum + 3n * 5_000n + 2_000n, usdc: 10n * USDC },
+    );
+    expect(responses.map((r) => r.status).sort(), responses.map((r) => r.text).join("\n")).toEqual([
+      201, 201, 201, 400, 400,
+    ]);
+    for (const r of responses.filter((r) => r.status !== 201)) {
+      expect(expectErrorShape(r)).toMatchObject({
+        reason: "below_rent_minimum",
+        details: { account: "sender", resulting: "0.00088788" },
+        message: expect.stringMatching(/once this send and 3 sends not yet on chain are paid for/),
+      });
+    }
+    expect(settled.map((t) => t.status)).toEqual(Array(3).fill("confirmed"));
+    expect(history.filter((t) => t.type === "send").map((t) => t.status)).toEqual(Array(3).fill("confirmed"));
+  });
+
+  it("counts a send landed and confirmed after another's balances were read: the second of two sends of 3 from 5 USDC is refused", async () => {
+    const wallet = (await server.api.post("/v1/wallets", { name: "read early", chains: ["solana"] }, apiKey))
+      .body;
+    await fundSolana(devnet, wallet.solana.address, { sol: SOL / 10n, usdc: 5n * USDC });
+    const to = (await solanaKey()).address;
+    await fundSolana(devnet, to, { usdc: 1n });
+    const sendThree = () =>
+      server.api.post(`/v1/wallets/${wallet.id}/send`, { to, amount: "3", chain: "solana" }, apiKey);
+    try {
+      // The first send is recorded pending; its broadcast waits at the gate.
+      gate.decide = ({ methods }) => (methods.includes("sendTransaction") ? "hold" : "forward");
+      const first = sendThree();
+      await eventually(() => gate.held.length === 1, { describe: "the first send's broadcast" });
+      const broadcast = gate.held.splice(0)[0];
+      // The second reads its USDC balance (5, the first not yet on chain); the answer waits here.
+      gate.decide = ({ methods, body }) =>
+        methods.includes("getAccountInfo") && body.includes("jsonParsed") ? "hold" : "forward";
+      const second = sendThree();
+      await eventually(() => gate.held.length === 1, { describe: "the second send's balance read" });
+      const read = gate.held.splice(0)[0];
+      const answer = await (
+        await fetch(devnet.solana.rpcUrl, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: read?.body ?? "",
+        })
+      ).text();
+      gate.decide = () => "forward";
+      // Then the first lands, and the confirmer records it confirmed.
+      broadcast?.release();
+      const sent = await first;
+      expect(sent.status, sent.text).toBe(201);
+      expect((await waitForSettled(server.api, apiKey, sent.body.id)).status).toBe("confirmed");
+      // Now the second goes on with what it read.
+      read?.answer(answer);
+      const refused = await second;
+      expect(refused.status, refused.text).toBe(422);
+      expect(expectErrorShape(refused)).toMatchObject({
+        reason: "insufficient_token",
+        message: expect.stringMatching(/3 is taken by 1 send not yet on chain/),
+      });
+      expect(await solana.getBalance(to, findToken(solana, "USDC"))).toBe(3n * USDC + 1n);
+    } finally {
+      gate.openUp();
+    }
+  });
+});
