@@ -154,6 +154,54 @@ describe("Solana funds under concurrency", () => {
     expect(history.filter((t) => t.type === "send").map((t) => t.status)).toEqual(Array(3).fill("confirmed"));
   });
 
+  it("approves only what the wallet holds of held Solana spends approved at once: the other 422, still held", async () => {
+    const wallet = (
+      await server.api.post(
+        "/v1/wallets",
+        { name: "held", chains: ["solana"], policy: { approvalAbove: "1" } },
+        apiKey,
+      )
+    ).body;
+    await fundSolana(devnet, wallet.solana.address, { sol: SOL / 10n, usdc: 5n * USDC });
+    const to = (await solanaKey()).address;
+    await fundSolana(devnet, to, { usdc: 1n });
+    const held: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const asked = await server.api.post(
+        `/v1/wallets/${wallet.id}/send`,
+        { to, amount: "3", chain: "solana" },
+        apiKey,
+      );
+      expect(asked.body.status, asked.text).toBe("pending_approval");
+      held.push(asked.body.id);
+    }
+    gate.decide = ({ methods }) => (methods.includes("sendTransaction") ? "hold" : "forward");
+    let answered = 0;
+    const answers = Promise.all(
+      held.map((id) =>
+        server.api.post(`/v1/approvals/${id}/approve`, undefined, apiKey).finally(() => answered++),
+      ),
+    );
+    try {
+      await eventually(async () => gate.held.length + answered === 2, { describe: "both approvals decided" });
+    } finally {
+      gate.openUp();
+    }
+    const responses = await answers;
+    expect(responses.map((r) => r.status).sort(), responses.map((r) => r.text).join("\n")).toEqual([
+      200, 422,
+    ]);
+    const [approved, refused] = responses[0]?.status === 200 ? responses : [...responses].reverse();
+    if (!approved || !refused) throw new Error("two answers expected");
+    expect(expectErrorShape(refused).reason).toBe("insufficient_token");
+    expect((await waitForSettled(server.api, apiKey, approved.body.id)).status).toBe("confirmed");
+    const stillHeld = held.find((id) => id !== approved.body.id);
+    expect((await server.api.get(`/v1/transactions/${stillHeld}`, apiKey)).body.status).toBe(
+      "pending_approval",
+    );
+    expect(await solana.getBalance(to, findToken(solana, "USDC"))).toBe(3n * USDC + 1n);
+  });
+
   it("counts a send landed and confirmed after another's balances were read: the second of two sends of 3 from 5 USDC is refused", async () => {
     const wallet = (await server.api.post("/v1/wallets", { name: "read early", chains: ["solana"] }, apiKey))
       .body;
