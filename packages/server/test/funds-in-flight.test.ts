@@ -191,6 +191,95 @@ describe.skipIf(STORE_KIND !== "postgres")("the funds check's statement over a l
   }
 });
 
+describe.skipIf(STORE_KIND !== "postgres")("the Solana funds check's statement over a long history", () => {
+  const SOLANA_FROM = "So1anaFundsInF1ight11111111111111111111111";
+  const SOLANA_WALLET = "wal_fundsinflightsolana001";
+  const SOL: TokenInfo = { symbol: "SOL", decimals: 9, address: null };
+  let store: Store;
+  let drop: () => Promise<void>;
+  beforeAll(async () => {
+    const database = await createFreshDatabase();
+    drop = database.drop;
+    store = await openStore({ databaseUrl: database.url });
+    await store.db.execute(sql`
+      INSERT INTO accounts (id, email, password_hash) VALUES ('usr_fundsinflight00000001', 'flight@example.com', 'x')`);
+    await store.db.execute(sql`
+      INSERT INTO wallets (id, account_id, name, chains, metadata, solana_address, status, wrapped_data_key)
+      VALUES (${SOLANA_WALLET}, 'usr_fundsinflight00000001', 'long history', '["solana"]', '{}', ${SOLANA_FROM},
+        'active', '\\x00')`);
+    // Sends a second apart, all confirmed, the last an hour ago.
+    await store.db.execute(sql`
+      INSERT INTO transactions (id, wallet_id, type, chain, token, amount_atomic, decimals, from_address,
+        to_address, status, created_at, tx_hash)
+      SELECT 'tx_solsend' || g, ${SOLANA_WALLET}, 'send', 'solana', 'SOL', 1, 9, ${SOLANA_FROM}, ${SOLANA_FROM},
+        'confirmed', date_trunc('milliseconds', now()) - interval '1 hour' - (${HISTORY} - g) * interval '1 second',
+        'sig' || g
+      FROM generate_series(0, ${HISTORY - 1}) g`);
+    // Other wallets' sends pending across the service, as many.
+    await store.db.execute(sql`
+      INSERT INTO wallets (id, account_id, name, chains, metadata, solana_address, status, wrapped_data_key)
+      VALUES ('wal_solbusy', 'usr_fundsinflight00000001', 'busy', '["solana"]', '{}', 'busy', 'active', '\\x00')`);
+    await store.db.execute(sql`
+      INSERT INTO transactions (id, wallet_id, type, chain, token, amount_atomic, decimals, from_address,
+        to_address, status, created_at, tx_hash)
+      SELECT 'tx_solbusy' || g, 'wal_solbusy', 'send', 'solana', 'SOL', 1, 9, 'busy' || (g % 100), ${SOLANA_FROM},
+        'pending', date_trunc('milliseconds', now()) - g * interval '1 millisecond', 'busysig' || g
+      FROM generate_series(1, ${HISTORY}) g`);
+    await store.db.execute(sql`ANALYZE transactions`);
+  });
+  afterAll(async () => {
+    await store?.close();
+    await drop?.();
+  });
+
+  for (const planCacheMode of ["force_custom_plan", "force_generic_plan"]) {
+    it(`visits the sends in flight, not the history (${planCacheMode})`, async () => {
+      const newestId = `tx_solsend${HISTORY - 1}`;
+      const [newest] = await selectRows<{ ms: string }>(
+        store.db,
+        sql`SELECT (extract(epoch FROM created_at) * 1000)::bigint::text AS ms FROM transactions WHERE id = ${newestId}`,
+      );
+      if (!newest) throw new Error("no send seeded");
+      const createdAt = new Date(Number(newest.ms));
+      // What a send of 1 lamport read: none of its sends pending, the newest its last confirmed one.
+      const read: FundsRead = {
+        balance: 10n ** 9n,
+        gas: { fee: 5_000n, nativeBalance: 10n ** 9n, native: SOL },
+        sends: {
+          landed: new Map(),
+          newest: { createdAt, id: newestId },
+          tokenAccountRent: 2_039_280n,
+          rentMinimum: 890_880n,
+        },
+      };
+      const spend = {
+        walletId: SOLANA_WALLET,
+        type: "send" as const,
+        chain: "solana",
+        token: SOL,
+        amount: 1n,
+        from: SOLANA_FROM,
+        to: SOLANA_FROM,
+        usdMicros: 0n,
+      };
+      const visited = await store.db.transaction(async (tx) => {
+        await tx.execute(sql.raw(`SET LOCAL plan_cache_mode = ${planCacheMode}`));
+        // Prepares the statement on this connection, and finds nothing in flight.
+        await checkFundsInFlight(tx, spend, read);
+        const [plan] = await selectRows<{ "QUERY PLAN": unknown }>(
+          tx,
+          sql.raw(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE solana_sends_in_flight('solana', '${SOLANA_FROM}',
+            '[]', '${SOLANA_WALLET}', '${createdAt.toISOString()}', '${newestId}', '[]')`),
+        );
+        return rowsVisited(plan?.["QUERY PLAN"]);
+      });
+      // Each branch seeks to its rows: the sender's pending ones (none among the service's), the ids read
+      // (none), the wallet's sends after the newest (none); reading the wallet's sends visited all of them.
+      expect(visited).toBeLessThan(HISTORY / 10);
+    });
+  }
+});
+
 /** The rows a plan's nodes read, kept or removed by their filters, summed over its tree. */
 function rowsVisited(plan: unknown): number {
   const nodes: Record<string, unknown>[] = [];
