@@ -245,12 +245,8 @@ describe.skipIf(STORE_KIND !== "postgres")("the Solana funds check's statement o
       const read: FundsRead = {
         balance: 10n ** 9n,
         gas: { fee: 5_000n, nativeBalance: 10n ** 9n, native: SOL },
-        sends: {
-          landed: new Map(),
-          newest: { createdAt, id: newestId },
-          tokenAccountRent: 2_039_280n,
-          rentMinimum: 890_880n,
-        },
+        spends: { landed: new Map(), newest: { createdAt, id: newestId } },
+        rents: { tokenAccountRent: 2_039_280n, rentMinimum: 890_880n },
       };
       const spend = {
         walletId: SOLANA_WALLET,
@@ -268,7 +264,7 @@ describe.skipIf(STORE_KIND !== "postgres")("the Solana funds check's statement o
         await checkFundsInFlight(tx, spend, read);
         const [plan] = await selectRows<{ "QUERY PLAN": unknown }>(
           tx,
-          sql.raw(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE solana_sends_in_flight('solana', '${SOLANA_FROM}',
+          sql.raw(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE solana_spends_in_flight('solana', '${SOLANA_FROM}',
             '[]', '${SOLANA_WALLET}', '${createdAt.toISOString()}', '${newestId}', '[]')`),
         );
         return rowsVisited(plan?.["QUERY PLAN"]);

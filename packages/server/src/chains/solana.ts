@@ -213,6 +213,15 @@ export class SolanaChain implements ChainClient {
     };
   }
 
+  async getBalanceWithLanded(
+    owner: string,
+    token: TokenInfo,
+    signatures: readonly string[],
+  ): Promise<{ balance: bigint; signaturesLanded: boolean[] }> {
+    const balance = await this.#balanceRead(owner, token);
+    return { balance: balance.amount, signaturesLanded: await this.#landedBy(signatures, balance.slot) };
+  }
+
   /**
    * Of each signature, in order, whether its transaction had landed (succeeded or failed: either way it paid
    * its fee) in `slot` or before. A status of a later slot, or none, is a transfer not in what was read at

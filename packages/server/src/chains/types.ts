@@ -208,6 +208,16 @@ export interface ChainClient {
     authorizations: readonly EvmAuthorization[],
   ): Promise<{ balance: bigint; minedNonce: number; authorizationsUsed: boolean[] }>;
   /**
+   * Solana: what an x402 payment's funds check needs: the balance of `token` held by `address` and, read after
+   * it, whether each of `signatures` had landed by the slot it was read at (see
+   * {@link TransferPlanWithBalances.signaturesLanded}).
+   */
+  getBalanceWithLanded?(
+    address: string,
+    token: TokenInfo,
+    signatures: readonly string[],
+  ): Promise<{ balance: bigint; signaturesLanded: boolean[] }>;
+  /**
    * Signs a planned transfer with the key of `plan.from`. Local: no network call, so it may run under a
    * database lock. Does not broadcast. `privateKey`: EVM 32-byte secp256k1 secret; Solana 32-byte ed25519
    * seed. EVM: `nonce` is the caller's, default the pending nonce read by the plan.

@@ -3,7 +3,7 @@
  * balances read before any lock (a transfer's when it is planned, {@link planFundedTransfer}; an x402
  * payment's with {@link readPaymentFunds}), and again under the wallet's spend lock against what the spends
  * of its address the chain had not yet taken from those balances take from them ({@link checkFundsInFlight}):
- * on EVM its sends not yet mined and its x402 payments not yet settled, on Solana its sends not yet landed.
+ * its sends not yet mined (EVM) or landed (Solana), and its x402 payments not yet settled.
  */
 import { type Hex, parseTransaction } from "viem";
 import { chainCall } from "../chains/errors.ts";
@@ -26,8 +26,10 @@ export interface PlannedFunds {
   payments?: PaymentsRead;
   /** EVM: the newest of the wallet's x402 payments when they were read ({@link PendingPayments.newest}). */
   paymentsNewest?: RecordedAt | null | undefined;
-  /** Solana: what was read of the sender's sends pending when planned ({@link SolanaSendsRead}). */
-  sends?: SolanaSendsRead;
+  /** Solana: what was read of the sender's spends pending when planned ({@link SolanaSpendsRead}). */
+  spends?: SolanaSpendsRead;
+  /** Solana: the rents a transfer's fee and what it leaves depend on ({@link SolanaRents}). */
+  rents?: SolanaRents;
 }
 
 /** A transfer's plan with the funds it was planned against. */
@@ -43,7 +45,7 @@ export type PaymentsRead = ReadonlyMap<string, boolean>;
 /**
  * The funds a spend was admitted against before the lock, for the check under it: the balances and, on EVM,
  * the nonce at the block they were read at and what was read of the x402 payments pending then
- * ({@link EvmFundsRead}), on Solana what was read of the sends pending then ({@link SolanaFundsRead}).
+ * ({@link EvmFundsRead}), on Solana what was read of the spends pending then ({@link SolanaFundsRead}).
  */
 export type FundsRead = EvmFundsRead | SolanaFundsRead;
 
@@ -55,20 +57,28 @@ interface BalancesRead {
   gas?: { fee: bigint; nativeBalance: bigint; native: TokenInfo };
 }
 
-/** A Solana transfer's balances, and what was read of the sender's sends pending when they were. */
+/** A Solana spend's balances, and what was read of the sender's spends pending when they were. */
 export interface SolanaFundsRead extends BalancesRead {
-  sends: SolanaSendsRead;
+  spends: SolanaSpendsRead;
+  /** A transfer's (with `gas`): the rents its fee and what it leaves depend on. */
+  rents?: SolanaRents;
 }
 
 /**
- * Of an address's Solana sends recorded pending before its balances were read: whether each had landed by
- * the slot they were read at (`landed`, by transaction id: in them already; not landed, not in them even if
- * it lands and is confirmed before the check under the lock), the newest of the wallet's sends then (those
- * recorded after it were not read), and the rent a send opening its recipient's token account pays.
+ * Of an address's Solana spends (sends and x402 payments) recorded pending before its balances were read:
+ * whether each had landed by the slot they were read at (`landed`, by transaction id: in them already; not
+ * landed, not in them even if it lands and is confirmed before the check under the lock; an x402 payment,
+ * whose transaction its facilitator signs first and names, is never read landed), and the newest of the
+ * wallet's spends then (those recorded after it were not read).
  */
-export interface SolanaSendsRead {
+export interface SolanaSpendsRead {
   landed: ReadonlyMap<string, boolean>;
   newest: RecordedAt | null;
+}
+
+/** What a Solana transfer pays beside its fee, and what it must leave. */
+export interface SolanaRents {
+  /** The rent of a token account, which a send opening its recipient's pays. */
   tokenAccountRent: bigint;
   /** The least a wallet may hold unless it holds nothing (an account's rent exemption). */
   rentMinimum: bigint;
@@ -249,36 +259,38 @@ function isHex(value: unknown, bytes: number): value is `0x${string}` {
 }
 
 /**
- * An address's Solana sends pending before its balances are read: their transaction ids, the signatures whose
- * statuses are read after the balances, in order, of the first of them (at most the node's bound), and the
- * newest of the wallet's sends on the chain just before (null: none yet).
+ * An address's Solana spends pending before its balances are read: their transaction ids, the signatures of
+ * the first of its sends (at most the node's bound) whose statuses are read after the balances, in order, and
+ * the newest of the wallet's spends on the chain just before (null: none yet).
  */
-export interface PendingSends {
-  /** Every one pending: first those whose signatures are read, then the rest, read as not landed. */
+export interface PendingSolanaSpends {
+  /** Every one pending: first the sends whose signatures are read, then the rest, read as not landed. */
   ids: readonly string[];
   signatures: readonly string[];
   newest: RecordedAt | null;
 }
 
 /**
- * The sends of `from` (the wallet `walletId`'s address) on a Solana chain still pending now, and the newest of
- * the wallet's sends there: read before the balances, outside any transaction, for the check under the lock
- * ({@link checkFundsInFlight}). Undefined on other chains.
+ * The sends and x402 payments of `from` (the wallet `walletId`'s address) on a Solana chain still pending now,
+ * and the newest of the wallet's spends there: read before the balances, outside any transaction, for the
+ * check under the lock ({@link checkFundsInFlight}). Undefined on other chains.
  */
-export async function pendingSends(
+export async function pendingSolanaSpends(
   db: Db,
   chain: ChainConfig,
   sender: { walletId: string; from: string },
-): Promise<PendingSends | undefined> {
+): Promise<PendingSolanaSpends | undefined> {
   if (chain.kind !== "solana") return undefined;
-  const found = await pendingSendsStatement(db, [chain.name, sender.from, sender.walletId]);
+  const found = await pendingSolanaSpendsStatement(db, [chain.name, sender.from, sender.walletId]);
   const newestRow = found[0];
   const newest =
     newestRow?.newestAt && newestRow.newestId
       ? { createdAt: newestRow.newestAt, id: newestRow.newestId }
       : null;
-  const rows = found.flatMap(({ id, txHash }) => (id === null ? [] : [{ id, txHash }]));
-  const read = rows.filter((row) => row.txHash !== null).slice(0, MAX_SIGNATURE_STATUSES);
+  const rows = found.flatMap(({ id, type, txHash }) => (id === null ? [] : [{ id, type, txHash }]));
+  const read = rows
+    .filter((row) => row.type === "send" && row.txHash !== null)
+    .slice(0, MAX_SIGNATURE_STATUSES);
   const readIds = new Set(read.map((row) => row.id));
   return {
     ids: [...readIds, ...rows.map((row) => row.id).filter((id) => !readIds.has(id))],
@@ -288,29 +300,33 @@ export async function pendingSends(
 }
 
 /**
- * An address's sends pending on a chain, oldest first (their ids and signatures), each beside the newest send
- * of the wallet ($3) on the chain, whatever its state: one statement, one snapshot of both. With none
- * pending, one row of the newest alone (id null); none at all, nulls.
+ * An address's sends and x402 payments pending on a chain, oldest first (their ids, types and signatures),
+ * each beside the newest transaction of the wallet ($3) on the chain, whatever its type and state: one
+ * statement, one snapshot of both. With none pending, one row of the newest alone (id null); none at all,
+ * nulls.
  */
-const pendingSendsStatement = namedStatement<{
+const pendingSolanaSpendsStatement = namedStatement<{
   newestAt: Date | null;
   newestId: string | null;
   id: string | null;
+  type: string | null;
   txHash: string | null;
 }>(
-  "pending_solana_sends",
-  `SELECT newest.created_at, newest.id, pending.id, pending.tx_hash FROM (SELECT 1) one
+  "pending_solana_spends",
+  `SELECT newest.created_at, newest.id, pending.id, pending.type, pending.tx_hash FROM (SELECT 1) one
     LEFT JOIN LATERAL (
-      SELECT created_at, id FROM transactions WHERE wallet_id = $3 AND type = 'send' AND chain = $1
+      SELECT created_at, id FROM transactions WHERE wallet_id = $3 AND chain = $1
        ORDER BY created_at DESC, id DESC LIMIT 1) newest ON true
     LEFT JOIN LATERAL (
-      SELECT id, tx_hash, created_at FROM transactions
-       WHERE chain = $1 AND from_address = $2 AND type = 'send' AND status = 'pending') pending ON true
+      SELECT id, type, tx_hash, created_at FROM transactions
+       WHERE chain = $1 AND from_address = $2 AND type IN ('send', 'x402') AND status = 'pending'
+    ) pending ON true
     ORDER BY pending.created_at, pending.id`,
   [
     [["newestAt"], transactions.createdAt],
     [["newestId"], transactions.id],
     [["id"], transactions.id],
+    [["type"], transactions.type],
     [["txHash"], transactions.txHash],
   ],
 );
@@ -324,25 +340,24 @@ export function paymentsRead(ids: readonly string[], used: readonly boolean[] | 
 }
 
 /**
- * Pairs the ids of {@link pendingSends} with whether their signatures, read after the balances, had landed by
- * the slot those were read at, in order; those beyond the statuses read, as not landed.
+ * Pairs the ids of {@link pendingSolanaSpends} with whether their signatures, read after the balances, had
+ * landed by the slot those were read at, in order; those beyond the statuses read, as not landed.
  */
-export function sendsRead(
-  pending: PendingSends,
+export function solanaSpendsRead(
+  pending: PendingSolanaSpends,
   landed: readonly boolean[] | undefined,
-  rents: { tokenAccountRent: bigint; rentMinimum: bigint },
-): SolanaSendsRead {
+): SolanaSpendsRead {
   return {
     landed: new Map(pending.ids.map((id, i) => [id, landed?.[i] ?? false])),
     newest: pending.newest,
-    ...rents,
   };
 }
 
 /**
- * An x402 payment's funds on an EVM chain, read before the lock: the pending payments' states, the nonce at
- * the latest block and the balance there, in one request to the node (after one query of the store). Undefined
- * on a chain without that read (Solana), whose payment is checked against its balance alone.
+ * An x402 payment's funds, read before the lock. On EVM: the pending payments' states, the nonce at the
+ * latest block and the balance there, in one request to the node (after one query of the store). On Solana:
+ * the balance and, after it, the statuses of the address's sends pending (after one query of the store).
+ * Undefined on a chain without either read, whose payment is checked against its balance alone.
  */
 export async function readPaymentFunds(
   db: Db,
@@ -350,6 +365,15 @@ export async function readPaymentFunds(
   sender: { walletId: string; from: string },
   token: TokenInfo,
 ): Promise<FundsRead | undefined> {
+  const getBalanceWithLanded = client.getBalanceWithLanded?.bind(client);
+  if (getBalanceWithLanded) {
+    const pending = await pendingSolanaSpends(db, client.config, sender);
+    if (!pending) return undefined;
+    const read = await chainCall(client.config.name, () =>
+      getBalanceWithLanded(sender.from, token, pending.signatures),
+    );
+    return { balance: read.balance, spends: solanaSpendsRead(pending, read.signaturesLanded) };
+  }
   const getFundsRead = client.getFundsRead?.bind(client);
   if (!getFundsRead) return undefined;
   const pending = await pendingPayments(db, client.config, sender, token);
@@ -367,7 +391,13 @@ export async function readPaymentFunds(
 /** The funds a transfer's plan was made against, for {@link checkFundsInFlight}; undefined when none were read. */
 export function fundsReadOf(plan: FundedPlan): FundsRead | undefined {
   const gas = { fee: plan.fee, nativeBalance: plan.funds.nativeBalance, native: plan.funds.native };
-  if (plan.funds.sends) return { balance: plan.funds.balance, gas, sends: plan.funds.sends };
+  if (plan.funds.spends)
+    return {
+      balance: plan.funds.balance,
+      gas,
+      spends: plan.funds.spends,
+      ...(plan.funds.rents ? { rents: plan.funds.rents } : {}),
+    };
   if (!plan.evm) return undefined;
   return {
     balance: plan.funds.balance,
@@ -414,7 +444,7 @@ export async function checkFundsInFlight(
   read: FundsRead,
   nonce?: number,
 ): Promise<void> {
-  if ("sends" in read) return checkSolanaSendsInFlight(tx, spend, read);
+  if ("spends" in read) return checkSolanaSpendsInFlight(tx, spend, read);
   const readUnused = [...read.payments].filter(([, used]) => !used).map(([id]) => id);
   const newest = read.paymentsNewest;
   const rows = await inFlightStatement(tx, [
@@ -504,32 +534,38 @@ const inFlightStatement = namedStatement<{
 );
 
 /**
- * Under the wallet's spend lock: refuses a Solana transfer whose funds read before the lock do not cover it
- * once what the address's other sends the chain had not taken from them when read take as well.
+ * Under the wallet's spend lock: refuses a Solana spend whose funds read before the lock do not cover it once
+ * what the address's other spends the chain had not taken from them when read take as well.
  *
  * A Solana transfer has no nonce that tells which sends the balances hold: the slot they were read at does.
- * The sends pending before the read had their statuses read after it ({@link SolanaSendsRead}): one landed
+ * The sends pending before the read had their statuses read after it ({@link SolanaSpendsRead}): one landed
  * by that slot is in the balances and does not count, though still pending; one not landed then counts while
- * pending and also once confirmed since. A send recorded after the read counts while pending, and also once
- * confirmed when recorded after the newest send there was then (it was admitted while this spend waited its
- * turn at the lock: landed and confirmed meanwhile, it was in neither the balances nor the sends read; one that
- * landed before the balances were read is then counted twice, refusing briefly what a later read admits).
- * Each takes its amount and what it takes from the native coin beyond it: the fee of its signatures and the
- * rent of a token account it opens ({@link solanaFeeCap}, from its signed transaction). A failed one does not
- * count: it no longer lands, or it landed and the confirmer has taken its fee from nothing the check reads.
- * What is left must also keep the wallet's rent exemption, or nothing ({@link checkSenderRentInFlight}).
+ * pending and also once confirmed since. x402 payments (transactions their facilitator signs first and
+ * names, whose state a read of the balances cannot tell) count the same way as sends not landed: pending, or
+ * pending then and confirmed since; one settled before the read is counted twice while its row is pending,
+ * briefly (the paid request that settled it confirms it). A spend recorded after the read counts while
+ * pending, and also once confirmed when recorded after the newest transaction of the wallet there was then
+ * (it was admitted while this spend waited its turn at the lock: landed and confirmed meanwhile, it was in
+ * neither the balances nor the spends read; one that landed before the balances were read is then counted
+ * twice, refusing briefly what a later read admits). A send takes its amount and what it takes from the native
+ * coin beyond it: the fee of its signatures and the rent of a token account it opens ({@link solanaFeeCap},
+ * from its signed transaction); an x402 payment its amount in the token spent (its facilitator pays the fee).
+ * A failed one does not count: it no longer lands, or it landed and its fee was taken before the read or is
+ * at most what the check missed of one spend. A transfer must also leave the wallet its rent exemption, or
+ * nothing ({@link checkSenderRentInFlight}).
  *
  * The local devnet's reads hold the transactions of its newest slot while naming the slot before it (LiteSVM
  * keeps one state): there a send landed in the newest slot before the read counts as well, refusing for one
  * slot (100 ms) what is admitted after it. Counted twice, never missed.
  *
- * Without this, simultaneous sends each checked against the whole balance were all admitted: of 8 sends of 1
- * USDC from 3, 3 were confirmed and 5 refused by the node's preflight, answered 502 `broadcast_rejected` and
+ * Without this, simultaneous spends each checked against the whole balance were all admitted: of 8 sends of
+ * 1 USDC from 3, 3 were confirmed and 5 refused by the node's preflight, answered 502 `broadcast_rejected` and
  * left `failed` in the wallet's history (a preflight that has not yet seen the others would let them land,
- * failed on chain, each paying its fee).
+ * failed on chain, each paying its fee); a send beside an x402 payment not yet settled, or a payment beside
+ * either, was admitted, and the payment could no longer be settled.
  */
-async function checkSolanaSendsInFlight(tx: Tx, spend: SpendFacts, read: SolanaFundsRead): Promise<void> {
-  const { landed, newest, tokenAccountRent } = read.sends;
+async function checkSolanaSpendsInFlight(tx: Tx, spend: SpendFacts, read: SolanaFundsRead): Promise<void> {
+  const { landed, newest } = read.spends;
   const readUnlanded = [...landed].filter(([, inBalances]) => !inBalances).map(([id]) => id);
   const rows = await solanaInFlightStatement(tx, [
     spend.chain,
@@ -544,16 +580,22 @@ async function checkSolanaSendsInFlight(tx: Tx, spend: SpendFacts, read: SolanaF
   const native = read.gas?.native.symbol;
   for (const row of rows) {
     if (landed.get(row.id) === true) continue;
+    if (row.type === "x402") {
+      if (row.token !== spend.token.symbol) continue;
+      inFlight.token += row.amount;
+      inFlight.payments++;
+      continue;
+    }
     if (row.token === spend.token.symbol) {
       inFlight.token += row.amount;
       inFlight.sends++;
     }
     if (row.token === native) inFlight.native += row.amount;
-    inFlight.native +=
-      (row.raw === null ? undefined : solanaFeeCap(row.raw, tokenAccountRent)) ?? read.gas?.fee ?? 0n;
+    const feeCap = row.raw === null ? undefined : solanaFeeCap(row.raw, read.rents?.tokenAccountRent ?? 0n);
+    inFlight.native += feeCap ?? read.gas?.fee ?? 0n;
     inFlight.feePayers++;
   }
-  if (inFlight.feePayers === 0) return;
+  if (inFlight.sends + inFlight.payments + inFlight.feePayers === 0) return;
   checkFunds(spend, read, inFlight);
   checkSenderRentInFlight(spend, read, inFlight);
 }
@@ -565,9 +607,9 @@ async function checkSolanaSendsInFlight(tx: Tx, spend: SpendFacts, read: SolanaF
  * balances alone.
  */
 function checkSenderRentInFlight(spend: SpendFacts, read: SolanaFundsRead, inFlight: InFlight): void {
-  if (!read.gas) return;
+  if (!read.gas || !read.rents || inFlight.feePayers === 0) return;
   const { fee, nativeBalance, native } = read.gas;
-  const minimum = read.sends.rentMinimum;
+  const minimum = read.rents.rentMinimum;
   const sendsNative = spend.token.address === null;
   const afterFee = (sendsNative ? read.balance : nativeBalance) - inFlight.native - fee;
   const left = [afterFee, ...(sendsNative ? [afterFee - spend.amount] : [])].find(
@@ -588,31 +630,35 @@ function checkSenderRentInFlight(spend: SpendFacts, read: SolanaFundsRead, inFli
 }
 
 /**
- * An address's Solana sends in flight on a chain, in one statement: those pending, those confirmed since the
- * read among those read not landed ($3, a JSON array of ids), and those confirmed and recorded in the wallet
- * ($4) after the newest there was at the read ($5, $6; none then: every one), other than those read ($7).
+ * An address's Solana sends and x402 payments in flight on a chain, in one statement: those pending, those
+ * confirmed since the read among those read not landed ($3, a JSON array of ids), and those confirmed and
+ * recorded in the wallet ($4) after the newest there was at the read ($5, $6; none then: every one), other
+ * than those read ($7).
  */
 const solanaInFlightStatement = namedStatement<{
+  type: string;
   id: string;
   token: string;
   amount: bigint;
   raw: string | null;
 }>(
-  "solana_sends_in_flight",
-  // Three branches, each on an index (the sender's pending rows, the primary key, the wallet's by type and
+  "solana_spends_in_flight",
+  // Three branches, each on an index (the sender's pending rows, the primary key, the wallet's by chain and
   // time), as the EVM statement's.
-  `SELECT id, token, amount_atomic, raw_tx FROM transactions
-    WHERE status = 'pending' AND chain = $1 AND from_address = $2 AND type = 'send'
+  `SELECT type, id, token, amount_atomic, raw_tx FROM transactions
+    WHERE status = 'pending' AND chain = $1 AND from_address = $2 AND type IN ('send', 'x402')
    UNION ALL
-   SELECT id, token, amount_atomic, raw_tx FROM transactions
+   SELECT type, id, token, amount_atomic, raw_tx FROM transactions
     WHERE status = 'confirmed' AND id = ANY (ARRAY(SELECT jsonb_array_elements_text($3::jsonb)))
-      AND type = 'send' AND chain = $1 AND from_address = $2
+      AND type IN ('send', 'x402') AND chain = $1 AND from_address = $2
    UNION ALL
-   SELECT id, token, amount_atomic, raw_tx FROM transactions
-    WHERE wallet_id = $4 AND type = 'send' AND status = 'confirmed' AND chain = $1 AND from_address = $2
+   SELECT type, id, token, amount_atomic, raw_tx FROM transactions
+    WHERE wallet_id = $4 AND chain = $1
       AND (created_at, id) > (coalesce($5::timestamptz, '-infinity'), coalesce($6::text, ''))
+      AND type IN ('send', 'x402') AND status = 'confirmed' AND from_address = $2
       AND NOT id = ANY (ARRAY(SELECT jsonb_array_elements_text($7::jsonb)))`,
   [
+    [["type"], transactions.type],
     [["id"], transactions.id],
     [["token"], transactions.token],
     [["amount"], transactions.amountAtomic],

@@ -20,11 +20,11 @@ import {
   type FundedPlan,
   NO_PENDING_PAYMENTS,
   type PendingPayments,
-  type PendingSends,
+  type PendingSolanaSpends,
   paymentsRead,
   type pendingPayments,
-  type pendingSends,
-  sendsRead,
+  type pendingSolanaSpends,
+  solanaSpendsRead,
 } from "./funds.ts";
 
 /** Amounts a chain can carry at all: uint256 on EVM, u64 on Solana. */
@@ -102,18 +102,18 @@ function amountProblem(amount: string, atomic: bigint | undefined, token: TokenI
  * sysvar), and that receiving the native coin takes no more gas than a send may give (EVM,
  * {@link MAX_NATIVE_SEND_GAS}): the network part of a transfer, made before any lock is taken. Every read
  * runs at once (on EVM, in one request, with the states of the sender's x402 payments `pending` in the
- * token, see {@link pendingPayments}; on Solana, the statuses of the sender's `sends` pending follow the
- * balances, see {@link pendingSends}). The plan carries the balances it was checked against and what was
- * read of those payments or sends, for the check under the lock ({@link checkFundsInFlight}).
+ * token, see {@link pendingPayments}; on Solana, the statuses of the sender's sends pending follow the
+ * balances, see {@link pendingSolanaSpends}). The plan carries the balances it was checked against and what
+ * was read of those spends, for the check under the lock ({@link checkFundsInFlight}).
  */
 export async function planFundedTransfer(
   client: ChainClient,
   input: TransferInput,
   pending: PendingPayments = NO_PENDING_PAYMENTS,
-  sends?: PendingSends,
+  solanaSpends?: PendingSolanaSpends,
 ): Promise<FundedPlan> {
   const planned = await chainCall(client.config.name, () =>
-    client.planTransferWithBalances(input, pending.authorizations, sends?.signatures),
+    client.planTransferWithBalances(input, pending.authorizations, solanaSpends?.signatures),
   );
   const { plan } = planned;
   if (planned.lostRecipient)
@@ -142,13 +142,9 @@ export async function planFundedTransfer(
     native: client.config.nativeToken,
     payments: paymentsRead(pending.ids, planned.authorizationsUsed),
     paymentsNewest: pending.newest,
-    ...(sends && planned.tokenAccountRent !== undefined && planned.rentExemption
-      ? {
-          sends: sendsRead(sends, planned.signaturesLanded, {
-            tokenAccountRent: planned.tokenAccountRent,
-            rentMinimum: planned.rentExemption.minimum,
-          }),
-        }
+    ...(solanaSpends ? { spends: solanaSpendsRead(solanaSpends, planned.signaturesLanded) } : {}),
+    ...(planned.tokenAccountRent !== undefined && planned.rentExemption
+      ? { rents: { tokenAccountRent: planned.tokenAccountRent, rentMinimum: planned.rentExemption.minimum } }
       : {}),
   };
   checkFunds(

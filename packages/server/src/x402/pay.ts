@@ -230,7 +230,7 @@ export async function fetchAndPay(
 }
 
 /**
- * The balance the payment needs; x402 payments cost the payer no gas (the facilitator pays it). On EVM, read
+ * The balance the payment needs; x402 payments cost the payer no gas (the facilitator pays it). Read
  * with what the check under the lock needs ({@link readPaymentFunds}), which it returns.
  */
 async function checkBalance(
