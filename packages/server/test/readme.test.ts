@@ -3,7 +3,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { describe, expect, it } from "vitest";
+import { describe, type ExpectStatic, it } from "vitest";
 import { eventually } from "./support/eventually.ts";
 import {
   cleanEnvironment,
@@ -51,6 +51,7 @@ const tail = (file: string, lines = 30) => {
  * every tour command into a second terminal and checks each answer against the one shown.
  */
 async function runTour(
+  expect: ExpectStatic,
   readme: string,
   firstTerminal: {
     command: string[];
@@ -140,13 +141,18 @@ async function runTour(
 }
 
 // The tours run on the embedded store, as the quickstart does; the suite's PostgreSQL pass adds nothing.
+// They run at the same time: each has its own ports, data directory and daemon home, and much of each one's
+// time is waiting (on a service or daemon starting, the authorization daemon's tour on a reservation's
+// 10 s in real time), which the other fills.
 describe.skipIf(STORE_KIND === "postgres")("the READMEs' tours, as written", () => {
-  it("README.md: against npm start, every answer in the shape it shows", async () => {
-    await runTour("README.md", { command: ["npm", "start"], healthPath: "/healthz", port: "PORT" });
+  it.concurrent("README.md: against npm start, every answer in the shape it shows", async ({ expect }) => {
+    await runTour(expect, "README.md", { command: ["npm", "start"], healthPath: "/healthz", port: "PORT" });
   }, 1_800_000);
 
-  it("packages/authzd/README.md: against npm run authzd, every answer in the shape it shows", async () => {
-    await runTour("packages/authzd/README.md", {
+  it.concurrent("packages/authzd/README.md: against npm run authzd, every answer in the shape it shows", async ({
+    expect,
+  }) => {
+    await runTour(expect, "packages/authzd/README.md", {
       command: ["npm", "run", "authzd"],
       healthPath: "/health",
       port: "AUTHZD_PORT",
