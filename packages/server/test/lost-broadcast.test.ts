@@ -117,6 +117,9 @@ describe("a pending spend whose re-broadcasts get no clear answer", () => {
         apiKey,
       );
       expect(response.status, response.text).toBe(201);
+      // The 3 s the confirmer waits between re-broadcasts (the test above waits them in real time) pass at
+      // once on the service's clock: each pass from now re-broadcasts, until one is clear and lands.
+      server.clock.advance(3_000);
       const settled = await waitForSettled(server.api, apiKey, response.body.id);
       expect(settled.status).toBe("confirmed");
       const warnings = server.logs.lines
@@ -137,6 +140,7 @@ describe("a pending spend whose re-broadcasts get no clear answer", () => {
       expect(warnings.map((entry) => entry.unclearResends)).toEqual([1, 2, 4]);
       expect(broadcasts).toBe(7);
     } finally {
+      server.clock.reset();
       gate.openUp();
     }
   });

@@ -14,7 +14,11 @@ import { failSpend, signedColumns } from "./admission.ts";
 import { broadcastRecorded, claimRebroadcast, fillNonceGap } from "./broadcast.ts";
 import { findToken } from "./transfer.ts";
 
-/** A pending spend not seen on chain after this long is broadcast again (harmless: same hash). */
+/**
+ * A pending spend not seen on chain after this long is broadcast again (harmless: same hash). Measured by the
+ * service's clock from the broadcast the row records (written at the system's time, which that clock is
+ * outside tests): a test moves the clock past the wait instead of sleeping through it.
+ */
 const REBROADCAST_AFTER_MS = 3_000;
 /**
  * A chain's pass ends after this many rows in a row whose reads found the chain unavailable, even when its
@@ -39,7 +43,10 @@ export interface ConfirmerDeps {
   log: Logger;
   /** Given back the decisions of held spends that expire unsent. */
   authzd?: AuthzdClient | undefined;
-  /** The clock approvals expire by; default the system clock. */
+  /**
+   * The clock approvals expire by, and the confirmer's own waits (a re-broadcast's, a lagging node's) are
+   * measured by; default the system clock.
+   */
   now?: () => Date;
 }
 
@@ -304,7 +311,7 @@ export class Confirmer {
         return;
       case "pending": {
         const last = row.broadcastAt?.getTime() ?? 0;
-        if (Date.now() - last < REBROADCAST_AFTER_MS) return;
+        if (this.#now() - last < REBROADCAST_AFTER_MS) return;
         // Sent again unchanged; a definite rejection (it can never land) fails it and frees its nonce.
         if (!(await claimRebroadcast(db, row))) return;
         // An unclear answer each time (a gateway's error of its own, none at all) keeps it pending for as long
@@ -344,12 +351,17 @@ export class Confirmer {
 
   /** Notes that an EVM spend was found missing now; whether it has been since {@link NODE_LAG_MS} at least. */
   #missingLongEnough(chain: string, transactionId: string): boolean {
-    const now = (this.deps.now?.() ?? new Date()).getTime();
+    const now = this.#now();
     const since = this.#missingSince.get(transactionId)?.since ?? now;
     this.#missingSince.set(transactionId, { chain, since });
     if (now - since < NODE_LAG_MS) return false;
     this.#missingSince.delete(transactionId);
     return true;
+  }
+
+  /** The service's clock, in milliseconds. */
+  #now(): number {
+    return (this.deps.now?.() ?? new Date()).getTime();
   }
 
   /** Re-signs a Solana spend whose blockhash expired unlanded; only the instance that wins the swap sends it. */
