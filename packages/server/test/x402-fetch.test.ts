@@ -61,6 +61,16 @@ const evmPayTo = privateKeyToAddress(`0x${randomBytes(32).toString("hex")}`);
 let solanaPayTo: string;
 /** Set by the test whose facilitator holds its settle answer back. */
 let holdSettleAnswer: Promise<void> | undefined;
+let plainServer: Promise<TestServer> | undefined;
+
+/**
+ * A service on the testnet profile and nothing more: no facilitator, and loopback not exempted from the
+ * outbound rules (`SVC_OUTBOUND_ALLOW` unset). Started by the first test that needs it, shared by the others.
+ */
+function plainService(): Promise<TestServer> {
+  plainServer ??= createTestServer({ devnet, env: testnetProfileOnLocalChains(devnet) });
+  return plainServer;
+}
 
 beforeAll(async () => {
   devnet = await startDevnet({ evmChainId: 84532 });
@@ -131,6 +141,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await server?.close();
+  await (await plainServer)?.close();
   await daemon?.stop();
   await new Promise((resolve) => redirector?.close(resolve));
   await v1?.stop();
@@ -1167,32 +1178,25 @@ describe("who may fetch, and what", () => {
   });
 
   it("refuses loopback, by address or by name, where SVC_OUTBOUND_ALLOW does not exempt it", async () => {
-    const strict = await createTestServer({ devnet, env: testnetProfileOnLocalChains(devnet) });
-    try {
-      const account = await seedAccount(strict.api);
-      const created = await strict.api.post(
-        "/v1/wallets",
-        { name: "strict", chains: ["base-sepolia"] },
+    const strict = await plainService();
+    const account = await seedAccount(strict.api);
+    const created = await strict.api.post(
+      "/v1/wallets",
+      { name: "strict", chains: ["base-sepolia"] },
+      account.apiKey,
+    );
+    // By address, and by a name that resolves to loopback.
+    for (const url of [`${v2.url}/weather/evm`, `${v2.url.replace("127.0.0.1", "localhost")}/weather/evm`]) {
+      const response = await strict.api.post(
+        "/v1/x402/fetch",
+        { walletId: created.body.id, url },
         account.apiKey,
       );
-      // By address, and by a name that resolves to loopback.
-      for (const url of [
-        `${v2.url}/weather/evm`,
-        `${v2.url.replace("127.0.0.1", "localhost")}/weather/evm`,
-      ]) {
-        const response = await strict.api.post(
-          "/v1/x402/fetch",
-          { walletId: created.body.id, url },
-          account.apiKey,
-        );
-        expect(response.status, response.text).toBe(400);
-        expect(expectErrorShape(response).reason).toBe("destination_not_allowed");
-      }
-      const history = await strict.api.get(`/v1/wallets/${created.body.id}/transactions`, account.apiKey);
-      expect(history.body.data).toEqual([]);
-    } finally {
-      await strict.close();
+      expect(response.status, response.text).toBe(400);
+      expect(expectErrorShape(response).reason).toBe("destination_not_allowed");
     }
+    const history = await strict.api.get(`/v1/wallets/${created.body.id}/transactions`, account.apiKey);
+    expect(history.body.data).toEqual([]);
   });
 });
 
@@ -1238,7 +1242,7 @@ describe("GET /v1/x402/services: discovery from the facilitator", () => {
       devnet,
       env: { ...testnetProfileOnLocalChains(devnet), SVC_X402_FACILITATOR_URL: plain.url },
     });
-    const unconfigured = await createTestServer({ devnet, env: testnetProfileOnLocalChains(devnet) });
+    const unconfigured = await plainService();
     try {
       for (const target of [configured, unconfigured]) {
         const account = await seedAccount(target.api);
@@ -1251,7 +1255,6 @@ describe("GET /v1/x402/services: discovery from the facilitator", () => {
       }
     } finally {
       await configured.close();
-      await unconfigured.close();
       await plain.stop();
     }
   });
