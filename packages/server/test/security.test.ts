@@ -808,30 +808,27 @@ describe("SVC_TRUST_PROXY", () => {
     return statuses;
   };
 
-  it("with 127.0.0.1 listed, counts the per-address limit by the forwarded address", async () => {
-    const limited = await createTestServer({
-      env: { SVC_TRUST_PROXY: "127.0.0.1", SVC_RATE_LIMIT_PER_ADDRESS_PER_MINUTE: "3" },
+  describe("with 127.0.0.1 listed", () => {
+    // One service for both: each counts addresses of its own (IPv4 in one, IPv6 in the other).
+    let behindProxy: TestServer;
+    beforeAll(async () => {
+      behindProxy = await createTestServer({
+        env: { SVC_TRUST_PROXY: "127.0.0.1", SVC_RATE_LIMIT_PER_ADDRESS_PER_MINUTE: "3" },
+      });
     });
-    try {
-      expect(await forwardedStatuses(limited, "203.0.113.7", 4)).toEqual([200, 200, 200, 429]);
-      expect(await forwardedStatuses(limited, "203.0.113.8", 1)).toEqual([200]);
-    } finally {
-      await limited.close();
-    }
-  });
+    afterAll(() => behindProxy.close());
 
-  it("counts IPv6 clients by their /64: addresses of one /64 share a budget, another /64 has its own", async () => {
-    const limited = await createTestServer({
-      env: { SVC_TRUST_PROXY: "127.0.0.1", SVC_RATE_LIMIT_PER_ADDRESS_PER_MINUTE: "3" },
+    it("counts the per-address limit by the forwarded address", async () => {
+      expect(await forwardedStatuses(behindProxy, "203.0.113.7", 4)).toEqual([200, 200, 200, 429]);
+      expect(await forwardedStatuses(behindProxy, "203.0.113.8", 1)).toEqual([200]);
     });
-    try {
-      expect(await forwardedStatuses(limited, "2001:db8:1:2::1", 2)).toEqual([200, 200]);
-      expect(await forwardedStatuses(limited, "2001:db8:1:2::2", 1)).toEqual([200]);
-      expect(await forwardedStatuses(limited, "2001:db8:1:2:ffff::9", 1)).toEqual([429]);
-      expect(await forwardedStatuses(limited, "2001:db8:1:3::1", 1)).toEqual([200]);
-    } finally {
-      await limited.close();
-    }
+
+    it("counts IPv6 clients by their /64: addresses of one /64 share a budget, another /64 has its own", async () => {
+      expect(await forwardedStatuses(behindProxy, "2001:db8:1:2::1", 2)).toEqual([200, 200]);
+      expect(await forwardedStatuses(behindProxy, "2001:db8:1:2::2", 1)).toEqual([200]);
+      expect(await forwardedStatuses(behindProxy, "2001:db8:1:2:ffff::9", 1)).toEqual([429]);
+      expect(await forwardedStatuses(behindProxy, "2001:db8:1:3::1", 1)).toEqual([200]);
+    });
   });
 
   it("unset, ignores X-Forwarded-For: every forwarded address shares the socket's budget", async () => {
