@@ -113,7 +113,9 @@ async function runTour(
           },
           {
             timeoutMs: 120_000,
-            intervalMs: 1000,
+            // What it waits for moves on its own pass: the webhook dispatcher's every 200 ms, the confirmer's
+            // every second, the watcher's every 2 s (npm start's defaults).
+            intervalMs: 200,
             describe: () => `${where}\nto answer as shown; last answer:\n${actual}`,
           },
         );
