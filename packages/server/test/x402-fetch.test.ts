@@ -59,8 +59,8 @@ let owner: Awaited<ReturnType<typeof seedAccount>>;
 let chains: { evm: ChainConfig; solana: ChainConfig };
 const evmPayTo = privateKeyToAddress(`0x${randomBytes(32).toString("hex")}`);
 let solanaPayTo: string;
-/** Set by the test whose facilitator holds its settle answer back. */
-let holdSettleAnswer: Promise<void> | undefined;
+/** By payer: the answer the facilitator holds back once it has settled that payer's payment. */
+const heldSettleAnswers = new Map<string, Promise<void>>();
 let plainServer: Promise<TestServer> | undefined;
 
 /**
@@ -74,7 +74,9 @@ function plainService(): Promise<TestServer> {
 
 beforeAll(async () => {
   devnet = await startDevnet({ evmChainId: 84532 });
-  facilitator = await startLocalFacilitator(devnet, { onSettled: () => holdSettleAnswer });
+  facilitator = await startLocalFacilitator(devnet, {
+    onSettled: ({ payer }) => (payer === undefined ? undefined : heldSettleAnswers.get(payer)),
+  });
   solanaPayTo = (await createKeyPairSignerFromPrivateKeyBytes(randomBytes(32))).address;
   await createUsdcAccount(devnet, solanaPayTo);
   const evmOffer = {
@@ -785,18 +787,23 @@ describe("never paying twice", () => {
     expect(kept).toEqual([]);
   });
 
-  it.each(["evm", "solana"] as const)(
+  // Both at once: each waits out the service's whole SVC_X402_FETCH_TIMEOUT_MS, and each wallet's
+  // settlement is told from the other's by its payer.
+  it.concurrent.each(["evm", "solana"] as const)(
     "a facilitator that settles but never answers (%s): 502 payment_outcome_unknown, no second payment, the transaction completes from the chain",
     async (kind) => {
       const wallet = await fundedWallet();
       const chain = chains[kind];
       const payer = kind === "evm" ? wallet.evm.address : wallet.solana.address;
       const before = await usdcBalance(chain, payer);
-      const settled = facilitator.settlements.length;
+      const settledFor = () => facilitator.settlements.filter((settlement) => settlement.payer === payer);
       let release = () => {};
-      holdSettleAnswer = new Promise<void>((resolve) => {
-        release = resolve;
-      });
+      heldSettleAnswers.set(
+        payer,
+        new Promise<void>((resolve) => {
+          release = resolve;
+        }),
+      );
       const headers = { "idempotency-key": `x402-${randomBytes(6).toString("hex")}` };
       const body = { walletId: wallet.id, url: `${v2.url}/weather/${kind}` };
       try {
@@ -806,7 +813,7 @@ describe("never paying twice", () => {
         expect(error.reason).toBe("payment_outcome_unknown");
         const transactionId = error.details?.transactionId as string;
         const settledTx = await waitForSettled(server.api, owner.apiKey, transactionId);
-        const settlement = facilitator.settlements.slice(settled);
+        const settlement = settledFor();
         expect(settlement).toEqual([expect.objectContaining({ success: true })]);
         expect(settledTx).toMatchObject({
           type: "x402",
@@ -819,11 +826,11 @@ describe("never paying twice", () => {
         const retry = await paidFetch(body, owner.apiKey, headers);
         expect(retry.status).toBe(502);
         expect(expectErrorShape(retry).details).toEqual({ transactionId });
-        expect(facilitator.settlements.length - settled).toBe(1);
+        expect(settledFor()).toHaveLength(1);
         expect(await usdcBalance(chain, payer)).toBe(before - PRICE);
         expect(await history(wallet.id)).toHaveLength(1);
       } finally {
-        holdSettleAnswer = undefined;
+        heldSettleAnswers.delete(payer);
         release();
       }
     },
