@@ -5,8 +5,10 @@
  * signed. The service reaches the Solana runtime through an RpcGate that holds every broadcast until each
  * request has been decided, so that every one plans against the funds as first given.
  */
-import { createSolanaRpc } from "@solana/kit";
+import { randomBytes } from "node:crypto";
+import { createSolanaRpc, getBase58Decoder } from "@solana/kit";
 import { fundSolana } from "@svc/devnet";
+import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChainClient } from "../src/chains/types.ts";
 import { findToken } from "../src/spends/transfer.ts";
@@ -247,5 +249,80 @@ describe("Solana funds under concurrency", () => {
     } finally {
       gate.openUp();
     }
+  });
+
+  it("counts a send confirmed before another's balances were read when the node that read them had not seen it yet (a node lagging behind a load balancer): the second of two sends of 3 from 5 USDC is refused", async () => {
+    const wallet = (await server.api.post("/v1/wallets", { name: "lagging", chains: ["solana"] }, apiKey))
+      .body;
+    await fundSolana(devnet, wallet.solana.address, { sol: SOL / 10n, usdc: 5n * USDC });
+    const to = (await solanaKey()).address;
+    await fundSolana(devnet, to, { usdc: 1n });
+    const sendThree = () =>
+      server.api.post(`/v1/wallets/${wallet.id}/send`, { to, amount: "3", chain: "solana" }, apiKey);
+    const isBalanceRead = ({ methods, body }: { methods: string[]; body: string }) =>
+      methods.includes("getAccountInfo") && body.includes("jsonParsed");
+    try {
+      // The first send's USDC balance read is answered by the node (5); that answer is kept: it is what a
+      // node that has not yet seen the first send answers later.
+      gate.decide = (call) => (isBalanceRead(call) ? "hold" : "forward");
+      const first = sendThree();
+      await eventually(() => gate.held.length === 1, { describe: "the first send's balance read" });
+      const firstRead = gate.held.splice(0)[0];
+      const before = await (
+        await fetch(devnet.solana.rpcUrl, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: firstRead?.body ?? "",
+        })
+      ).text();
+      firstRead?.answer(before);
+      const sent = await first;
+      expect(sent.status, sent.text).toBe(201);
+      expect((await waitForSettled(server.api, apiKey, sent.body.id)).status).toBe("confirmed");
+      // The second send's balance read is answered as that lagging node does: 5, at a slot before the first
+      // landed (its answer's context says which).
+      const second = sendThree();
+      await eventually(() => gate.held.length === 1, { describe: "the second send's balance read" });
+      const secondRead = gate.held.splice(0)[0];
+      const id = JSON.stringify((JSON.parse(secondRead?.body ?? "{}") as { id?: unknown }).id);
+      gate.decide = () => "forward";
+      secondRead?.answer(before.replace(/"id":("[^"]*"|\d+)/, `"id":${id}`));
+      const refused = await second;
+      expect(refused.status, refused.text).toBe(422);
+      expect(expectErrorShape(refused)).toMatchObject({
+        reason: "insufficient_token",
+        message: expect.stringMatching(/3 is taken by 1 send not yet on chain/),
+      });
+      const history = (await server.api.get(`/v1/wallets/${wallet.id}/transactions`, apiKey)).body.data as {
+        type: string;
+        status: string;
+      }[];
+      expect(history.filter((t) => t.type === "send").map((t) => t.status)).toEqual(["confirmed"]);
+    } finally {
+      gate.openUp();
+    }
+  });
+
+  it("counts no send of a previous chain: confirmed sends an hour old that the chain never saw (a local chain started anew) do not refuse a send of what the wallet holds", async () => {
+    const wallet = (await server.api.post("/v1/wallets", { name: "old chain", chains: ["solana"] }, apiKey))
+      .body;
+    await fundSolana(devnet, wallet.solana.address, { sol: SOL / 10n, usdc: 2n * USDC });
+    const to = (await solanaKey()).address;
+    await fundSolana(devnet, to, { usdc: 1n });
+    // What the history keeps of the chain before: a send of 3 USDC, confirmed an hour ago.
+    const anHourAgo = new Date(Date.now() - 3_600_000).toISOString();
+    const signature = getBase58Decoder().decode(randomBytes(64));
+    await server.service.store.db.execute(sql`
+      INSERT INTO transactions (id, wallet_id, type, chain, token, amount_atomic, decimals, from_address,
+        to_address, status, created_at, confirmed_at, tx_hash)
+      VALUES ('tx_previouschain' || ${wallet.id}, ${wallet.id}, 'send', 'solana', 'USDC', ${3n * USDC}, 6,
+        ${wallet.solana.address}, ${to}, 'confirmed', ${anHourAgo}, ${anHourAgo}, ${signature})`);
+    const sent = await server.api.post(
+      `/v1/wallets/${wallet.id}/send`,
+      { to, amount: "1", chain: "solana" },
+      apiKey,
+    );
+    expect(sent.status, sent.text).toBe(201);
+    expect((await waitForSettled(server.api, apiKey, sent.body.id)).status).toBe("confirmed");
   });
 });

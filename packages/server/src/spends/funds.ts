@@ -65,9 +65,10 @@ export interface SolanaFundsRead extends BalancesRead {
 }
 
 /**
- * Of an address's Solana spends (sends and x402 payments) recorded pending before its balances were read:
- * whether each had landed by the slot they were read at (`landed`, by transaction id: in them already; not
- * landed, not in them even if it lands and is confirmed before the check under the lock; an x402 payment,
+ * Of an address's Solana spends (sends and x402 payments) recorded pending before its balances were read, and
+ * of its sends confirmed then among the wallet's latest ({@link RECENT_TRANSACTIONS_READ}): whether each had
+ * landed by the slot they were read at (`landed`, by transaction id: in them already; not landed, not in them
+ * even if it lands, or had landed where the node reading them had not yet seen it; an x402 payment,
  * whose transaction its facilitator signs first and names, is never read landed), and the newest of the
  * wallet's spends then (those recorded after it were not read).
  */
@@ -259,12 +260,33 @@ function isHex(value: unknown, bytes: number): value is `0x${string}` {
 }
 
 /**
- * An address's Solana spends pending before its balances are read: their transaction ids, the signatures of
- * the first of its sends (at most the node's bound) whose statuses are read after the balances, in order, and
- * the newest of the wallet's spends on the chain just before (null: none yet).
+ * The wallet's latest transactions on a Solana chain among which its sends confirmed lately
+ * ({@link RECENTLY_CONFIRMED_MS}) have their statuses read with its balances, as those pending do: a node
+ * behind the one the confirmer asked (behind a load balancer) may read the balances before such a send
+ * landed, and counting only the sends pending admitted a second send of 3 from 5 after the first was
+ * confirmed, refused by the chain. Those older than these are taken to be in the balances.
+ */
+export const RECENT_TRANSACTIONS_READ = 16;
+
+/**
+ * How long after its confirmation a send may be missing from the balances a node reads: SOLANA_NODE_LAG
+ * slots, about a minute, and as long again for the block time it is dated by (the chain's clock). One
+ * confirmed before is in them, whatever its status reads: none at all from a local chain started anew, whose
+ * sends of the chain before would otherwise be counted against the new chain's balances for good.
+ */
+export const RECENTLY_CONFIRMED_MS = 120_000;
+
+/**
+ * An address's Solana spends pending before its balances are read and its sends confirmed lately among the
+ * wallet's latest transactions ({@link RECENT_TRANSACTIONS_READ}): their transaction ids, the signatures of the first
+ * of its sends (at most the node's bound; pending first) whose statuses are read after the balances, in
+ * order, and the newest of the wallet's spends on the chain just before (null: none yet).
  */
 export interface PendingSolanaSpends {
-  /** Every one pending: first the sends whose signatures are read, then the rest, read as not landed. */
+  /**
+   * First the sends whose signatures are read, then the rest of those pending, read as not landed (a
+   * confirmed send beyond the bound is left out: taken to be in the balances).
+   */
   ids: readonly string[];
   signatures: readonly string[];
   newest: RecordedAt | null;
@@ -272,8 +294,9 @@ export interface PendingSolanaSpends {
 
 /**
  * The sends and x402 payments of `from` (the wallet `walletId`'s address) on a Solana chain still pending now,
- * and the newest of the wallet's spends there: read before the balances, outside any transaction, for the
- * check under the lock ({@link checkFundsInFlight}). Undefined on other chains.
+ * its sends confirmed lately among the wallet's latest transactions there, and the newest of those: read before the
+ * balances, outside any transaction, for the check under the lock ({@link checkFundsInFlight}). Undefined on
+ * other chains.
  */
 export async function pendingSolanaSpends(
   db: Db,
@@ -281,29 +304,40 @@ export async function pendingSolanaSpends(
   sender: { walletId: string; from: string },
 ): Promise<PendingSolanaSpends | undefined> {
   if (chain.kind !== "solana") return undefined;
-  const found = await pendingSolanaSpendsStatement(db, [chain.name, sender.from, sender.walletId]);
+  // Against the chain's clock, by which a confirmed send is dated: the real one, never a test's.
+  const confirmedSince = new Date(Date.now() - RECENTLY_CONFIRMED_MS);
+  const found = await pendingSolanaSpendsStatement(db, [
+    chain.name,
+    sender.from,
+    sender.walletId,
+    confirmedSince.toISOString(),
+  ]);
   const newestRow = found[0];
   const newest =
     newestRow?.newestAt && newestRow.newestId
       ? { createdAt: newestRow.newestAt, id: newestRow.newestId }
       : null;
-  const rows = found.flatMap(({ id, type, txHash }) => (id === null ? [] : [{ id, type, txHash }]));
+  const rows = found.flatMap(({ id, type, txHash, status }) =>
+    id === null ? [] : [{ id, type, txHash, status }],
+  );
   const read = rows
     .filter((row) => row.type === "send" && row.txHash !== null)
     .slice(0, MAX_SIGNATURE_STATUSES);
   const readIds = new Set(read.map((row) => row.id));
+  const unread = rows.filter((row) => row.status === "pending" && !readIds.has(row.id));
   return {
-    ids: [...readIds, ...rows.map((row) => row.id).filter((id) => !readIds.has(id))],
+    ids: [...readIds, ...unread.map((row) => row.id)],
     signatures: read.map((row) => row.txHash ?? ""),
     newest,
   };
 }
 
 /**
- * An address's sends and x402 payments pending on a chain, oldest first (their ids, types and signatures),
- * each beside the newest transaction of the wallet ($3) on the chain, whatever its type and state: one
- * statement, one snapshot of both. With none pending, one row of the newest alone (id null); none at all,
- * nulls.
+ * An address's sends and x402 payments pending on a chain, oldest first, then its sends confirmed after $4
+ * among the wallet's ($3) latest transactions on the chain ({@link RECENT_TRANSACTIONS_READ}), oldest first (their ids,
+ * types, signatures and states), each beside the newest transaction of the wallet on the chain, whatever its
+ * type and state: one statement, one snapshot of all. With none, one row of the newest alone (id null); no
+ * transaction at all, nulls.
  */
 const pendingSolanaSpendsStatement = namedStatement<{
   newestAt: Date | null;
@@ -311,23 +345,32 @@ const pendingSolanaSpendsStatement = namedStatement<{
   id: string | null;
   type: string | null;
   txHash: string | null;
+  status: string | null;
 }>(
   "pending_solana_spends",
-  `SELECT newest.created_at, newest.id, pending.id, pending.type, pending.tx_hash FROM (SELECT 1) one
+  // Each part on an index: the sender's pending rows, and the wallet's by chain and time (its latest rows).
+  `SELECT newest.created_at, newest.id, spend.id, spend.type, spend.tx_hash, spend.status FROM (SELECT 1) one
     LEFT JOIN LATERAL (
       SELECT created_at, id FROM transactions WHERE wallet_id = $3 AND chain = $1
        ORDER BY created_at DESC, id DESC LIMIT 1) newest ON true
     LEFT JOIN LATERAL (
-      SELECT id, type, tx_hash, created_at FROM transactions
+      SELECT id, type, tx_hash, status, created_at FROM transactions
        WHERE chain = $1 AND from_address = $2 AND type IN ('send', 'x402') AND status = 'pending'
-    ) pending ON true
-    ORDER BY pending.created_at, pending.id`,
+      UNION ALL
+      SELECT id, type, tx_hash, status, created_at FROM (
+        SELECT id, type, tx_hash, status, created_at, from_address, confirmed_at FROM transactions
+         WHERE wallet_id = $3 AND chain = $1
+         ORDER BY created_at DESC, id DESC LIMIT ${RECENT_TRANSACTIONS_READ}) latest
+       WHERE type = 'send' AND status = 'confirmed' AND from_address = $2 AND confirmed_at > $4::timestamptz
+    ) spend ON true
+    ORDER BY spend.status = 'pending' DESC, spend.created_at, spend.id`,
   [
     [["newestAt"], transactions.createdAt],
     [["newestId"], transactions.id],
     [["id"], transactions.id],
     [["type"], transactions.type],
     [["txHash"], transactions.txHash],
+    [["status"], transactions.status],
   ],
 );
 
@@ -538,9 +581,10 @@ const inFlightStatement = namedStatement<{
  * what the address's other spends the chain had not taken from them when read take as well.
  *
  * A Solana transfer has no nonce that tells which sends the balances hold: the slot they were read at does.
- * The sends pending before the read had their statuses read after it ({@link SolanaSpendsRead}): one landed
- * by that slot is in the balances and does not count, though still pending; one not landed then counts while
- * pending and also once confirmed since. x402 payments (transactions their facilitator signs first and
+ * The sends pending before the read, and those confirmed among the wallet's latest transactions, had their
+ * statuses read after it ({@link SolanaSpendsRead}): one landed by that slot is in the balances and does not
+ * count, though still pending; one not landed then counts while pending and also once confirmed (since, or
+ * before the read by a node ahead of the one that read the balances). x402 payments (transactions their facilitator signs first and
  * names, whose state a read of the balances cannot tell) count the same way as sends not landed: pending, or
  * pending then and confirmed since; one settled before the read is counted twice while its row is pending,
  * briefly (the paid request that settled it confirms it). A spend recorded after the read counts while
@@ -631,7 +675,7 @@ function checkSenderRentInFlight(spend: SpendFacts, read: SolanaFundsRead, inFli
 
 /**
  * An address's Solana sends and x402 payments in flight on a chain, in one statement: those pending, those
- * confirmed since the read among those read not landed ($3, a JSON array of ids), and those confirmed and
+ * confirmed among those read not landed ($3, a JSON array of ids), and those confirmed and
  * recorded in the wallet ($4) after the newest there was at the read ($5, $6; none then: every one), other
  * than those read ($7).
  */
