@@ -122,7 +122,7 @@ export async function admitSpend(
      * flight ({@link checkFundsInFlight}).
      */
     plan?: FundedPlan;
-    /** An EVM x402 payment's funds, read before: checked against the spends in flight. */
+    /** An x402 payment's funds (EVM or Solana), read before: checked against the spends in flight. */
     paymentFunds?: FundsRead | undefined;
     sign: (nonce: number | undefined) => Promise<SignedSpend>;
     idempotency?: IdempotencyClaim | undefined;
