@@ -16,9 +16,14 @@
  */
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { TokenInfo } from "../src/chains/types.ts";
+import type { ChainConfig, TokenInfo } from "../src/chains/types.ts";
 import { openStore, type Store, selectRows } from "../src/internal/db/store.ts";
-import { checkFundsInFlight, type FundsRead } from "../src/spends/funds.ts";
+import {
+  checkFundsInFlight,
+  type FundsRead,
+  pendingSolanaSpends,
+  RECENTLY_CONFIRMED_MS,
+} from "../src/spends/funds.ts";
 import { initializedPglite } from "./support/pglite-setup.ts";
 import { createFreshDatabase, STORE_KIND } from "./support/test-server.ts";
 
@@ -271,6 +276,33 @@ describe.skipIf(STORE_KIND !== "postgres")("the Solana funds check's statement o
       });
       // Each branch seeks to its rows: the sender's pending ones (none among the service's), the ids read
       // (none), the wallet's sends after the newest (none); reading the wallet's sends visited all of them.
+      expect(visited).toBeLessThan(HISTORY / 10);
+    });
+
+    it(`reads the sender's pending spends and the wallet's latest transactions before the plan, not the history (${planCacheMode})`, async () => {
+      const solana: ChainConfig = {
+        name: "solana",
+        kind: "solana",
+        network: "solana:local",
+        rpcUrl: "http://127.0.0.1:1",
+        nativeToken: SOL,
+        tokens: [SOL],
+        testnet: true,
+      };
+      const visited = await store.db.transaction(async (tx) => {
+        await tx.execute(sql.raw(`SET LOCAL plan_cache_mode = ${planCacheMode}`));
+        // Prepares the statement on this connection: nothing pending, no send confirmed lately.
+        const read = await pendingSolanaSpends(tx, solana, { walletId: SOLANA_WALLET, from: SOLANA_FROM });
+        expect(read?.ids).toEqual([]);
+        const [plan] = await selectRows<{ "QUERY PLAN": unknown }>(
+          tx,
+          sql.raw(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE pending_solana_spends('solana', '${SOLANA_FROM}',
+            '${SOLANA_WALLET}', '${new Date(Date.now() - RECENTLY_CONFIRMED_MS).toISOString()}')`),
+        );
+        return rowsVisited(plan?.["QUERY PLAN"]);
+      });
+      // The sender's pending rows by their index (none among the service's), the wallet's latest
+      // RECENT_TRANSACTIONS_READ by its index by chain and time, and its newest.
       expect(visited).toBeLessThan(HISTORY / 10);
     });
   }
