@@ -246,11 +246,16 @@ describe.skipIf(STORE_KIND !== "postgres")("the Solana funds check's statement o
       );
       if (!newest) throw new Error("no send seeded");
       const createdAt = new Date(Number(newest.ms));
-      // What a send of 1 lamport read: none of its sends pending, the newest its last confirmed one.
+      // What a send of 1 lamport read: none of its sends pending, two confirmed lately whose statuses read
+      // not landed (a node behind), the newest its last confirmed one.
+      const readUnlanded = ["tx_solsend1", "tx_solsend2"];
       const read: FundsRead = {
         balance: 10n ** 9n,
         gas: { fee: 5_000n, nativeBalance: 10n ** 9n, native: SOL },
-        spends: { landed: new Map(), newest: { createdAt, id: newestId } },
+        spends: {
+          landed: new Map(readUnlanded.map((id) => [id, false])),
+          newest: { createdAt, id: newestId },
+        },
         rents: { tokenAccountRent: 2_039_280n, rentMinimum: 890_880n },
       };
       const spend = {
@@ -265,17 +270,19 @@ describe.skipIf(STORE_KIND !== "postgres")("the Solana funds check's statement o
       };
       const visited = await store.db.transaction(async (tx) => {
         await tx.execute(sql.raw(`SET LOCAL plan_cache_mode = ${planCacheMode}`));
-        // Prepares the statement on this connection, and finds nothing in flight.
+        // Prepares the statement on this connection, and finds the two read not landed in flight.
         await checkFundsInFlight(tx, spend, read);
+        const ids = JSON.stringify(readUnlanded);
         const [plan] = await selectRows<{ "QUERY PLAN": unknown }>(
           tx,
           sql.raw(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE solana_spends_in_flight('solana', '${SOLANA_FROM}',
-            '[]', '${SOLANA_WALLET}', '${createdAt.toISOString()}', '${newestId}', '[]')`),
+            '${ids}', '${SOLANA_WALLET}', '${createdAt.toISOString()}', '${newestId}', '${ids}')`),
         );
         return rowsVisited(plan?.["QUERY PLAN"]);
       });
       // Each branch seeks to its rows: the sender's pending ones (none among the service's), the ids read
-      // (none), the wallet's sends after the newest (none); reading the wallet's sends visited all of them.
+      // (two, by the primary key), the wallet's sends after the newest (none); reading the wallet's sends
+      // visited all of them.
       expect(visited).toBeLessThan(HISTORY / 10);
     });
 
