@@ -39,7 +39,7 @@ async function walletStuckBehindGap(api: TestServer["api"], db: TestServer["serv
   const usdc = findToken(base, "USDC");
   const recipient = evmKey().address;
   const privateKey = await openStoredKey(server.service, created.id, "evm");
-  const plan = await planFundedTransfer(base, {
+  const plan = await planFundedTransfer(db, base, created.id, {
     from: created.evm.address,
     to: recipient,
     token: usdc,

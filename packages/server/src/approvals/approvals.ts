@@ -24,7 +24,7 @@ import {
 } from "../spends/admission.ts";
 import { checkCreditsCoverSpend, decisionForgotten } from "../spends/authorization.ts";
 import { broadcastRecorded } from "../spends/broadcast.ts";
-import { checkFundsInFlight, fundsReadOf, pendingPayments, pendingSolanaSpends } from "../spends/funds.ts";
+import { checkFundsInFlight, fundsReadOf } from "../spends/funds.ts";
 import type { SpendAsker, SpendDeps } from "../spends/send.ts";
 import { checkRecipient, findToken, planFundedTransfer } from "../spends/transfer.ts";
 import {
@@ -114,17 +114,12 @@ export async function approveSpend(
     usdMicros: held.usdMicros ?? undefined,
     spendDecisionId: held.spendDecisionId ?? undefined,
   };
-  const sender = { walletId: spend.walletId, from: spend.from };
-  const [pending, solanaSpends] = await Promise.all([
-    pendingPayments(deps.db, client.config, sender, token),
-    pendingSolanaSpends(deps.db, client.config, sender),
-  ]);
-  const plan = await planFundedTransfer(
-    client,
-    { from: spend.from, to: spend.to, token, amount: spend.amount },
-    pending,
-    solanaSpends,
-  );
+  const plan = await planFundedTransfer(deps.db, client, spend.walletId, {
+    from: spend.from,
+    to: spend.to,
+    token,
+    amount: spend.amount,
+  });
   // Counted as it is sent: the rent of a token account it opens for its recipient may have come or gone
   // since it was held (the recipient closed its account, or opened it).
   const counted = withRecipientAccountRent(

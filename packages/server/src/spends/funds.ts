@@ -186,7 +186,7 @@ export interface PendingPayments {
   newest?: RecordedAt | null | undefined;
 }
 
-export const NO_PENDING_PAYMENTS: PendingPayments = { ids: [], authorizations: [] };
+const NO_PENDING_PAYMENTS: PendingPayments = { ids: [], authorizations: [] };
 
 /**
  * The x402 payments of `from` (the wallet `walletId`'s address) on an EVM chain still pending now, in

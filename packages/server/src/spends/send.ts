@@ -17,7 +17,6 @@ import {
   releaseRefusedSpendAuthorization,
 } from "./authorization.ts";
 import { broadcastRecorded } from "./broadcast.ts";
-import { pendingPayments, pendingSolanaSpends } from "./funds.ts";
 import { checkRecipient, findToken, parseTransferAmount, planFundedTransfer } from "./transfer.ts";
 
 /** What a spend needs from the rest of the service. */
@@ -107,19 +106,12 @@ export async function send(
     checkStaticRules(policy, spend);
     await checkDailyLimit(deps.db, policy, spend, deps.now?.());
     // Everything from the chain before the lock: under it, only the decision, the nonce and local signing.
-    // The x402 payments (EVM), or sends and x402 payments (Solana), still pending, whose states are read with
-    // the balances (see checkFundsInFlight).
-    const sender = { walletId: wallet.id, from };
-    const [pending, solanaSpends] = await Promise.all([
-      pendingPayments(deps.db, client.config, sender, token),
-      pendingSolanaSpends(deps.db, client.config, sender),
-    ]);
-    const plan = await planFundedTransfer(
-      client,
-      { from, to: request.to, token, amount },
-      pending,
-      solanaSpends,
-    );
+    const plan = await planFundedTransfer(deps.db, client, wallet.id, {
+      from,
+      to: request.to,
+      token,
+      amount,
+    });
     // Counted with what else it gives the recipient, now that the plan says.
     const counted = withRecipientAccountRent(spend, client.config.nativeToken, plan.recipientAccountRent);
     // And against its decision's credits, which were checked against its amount alone.

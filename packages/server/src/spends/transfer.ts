@@ -12,18 +12,16 @@ import type {
   TransferPlan,
   TransferPlanWithBalances,
 } from "../chains/types.ts";
+import type { Db } from "../internal/db/store.ts";
 import { errors } from "../internal/errors.ts";
 import { formatUnits, parseUnitsStrict } from "../internal/money.ts";
 import {
   checkFunds,
   type checkFundsInFlight,
   type FundedPlan,
-  NO_PENDING_PAYMENTS,
-  type PendingPayments,
-  type PendingSolanaSpends,
   paymentsRead,
-  type pendingPayments,
-  type pendingSolanaSpends,
+  pendingPayments,
+  pendingSolanaSpends,
   solanaSpendsRead,
 } from "./funds.ts";
 
@@ -104,14 +102,20 @@ function amountProblem(amount: string, atomic: bigint | undefined, token: TokenI
  * runs at once (on EVM, in one request, with the states of the sender's x402 payments `pending` in the
  * token, see {@link pendingPayments}; on Solana, the statuses of the sender's sends pending follow the
  * balances, see {@link pendingSolanaSpends}). The plan carries the balances it was checked against and what
- * was read of those spends, for the check under the lock ({@link checkFundsInFlight}).
+ * was read of those spends, for the check under the lock ({@link checkFundsInFlight}). The spends pending are
+ * read from the store first, those of the wallet `walletId` (whose address is `input.from`).
  */
 export async function planFundedTransfer(
+  db: Db,
   client: ChainClient,
+  walletId: string,
   input: TransferInput,
-  pending: PendingPayments = NO_PENDING_PAYMENTS,
-  solanaSpends?: PendingSolanaSpends,
 ): Promise<FundedPlan> {
+  const sender = { walletId, from: input.from };
+  const [pending, solanaSpends] = await Promise.all([
+    pendingPayments(db, client.config, sender, input.token),
+    pendingSolanaSpends(db, client.config, sender),
+  ]);
   const planned = await chainCall(client.config.name, () =>
     client.planTransferWithBalances(input, pending.authorizations, solanaSpends?.signatures),
   );
