@@ -535,13 +535,23 @@ export async function checkFundsInFlight(
  * confirmed and recorded in the wallet ($7) after the newest there was at the read ($9, $10; none then: every
  * one), other than those read ($11).
  */
-const inFlightStatement = namedStatement<{
+/** A spend in flight as both funds checks' statements read it. */
+interface InFlightRow {
   type: string;
   id: string;
   token: string;
   amount: bigint;
   raw: string | null;
-}>(
+}
+const inFlightFields = [
+  [["type"], transactions.type],
+  [["id"], transactions.id],
+  [["token"], transactions.token],
+  [["amount"], transactions.amountAtomic],
+  [["raw"], transactions.rawTx],
+] as const;
+
+const inFlightStatement = namedStatement<InFlightRow>(
   "spends_in_flight",
   // Four branches, each on an index (the sender's nonces, the sender's pending rows, the primary key, the
   // wallet's by type and time): one OR of them read every row. The last one's bound is one row comparison
@@ -567,13 +577,7 @@ const inFlightStatement = namedStatement<{
       AND from_address = $2 AND token = $5
       AND (created_at, id) > (coalesce($9::timestamptz, '-infinity'), coalesce($10::text, ''))
       AND NOT id = ANY (ARRAY(SELECT jsonb_array_elements_text($11::jsonb)))`,
-  [
-    [["type"], transactions.type],
-    [["id"], transactions.id],
-    [["token"], transactions.token],
-    [["amount"], transactions.amountAtomic],
-    [["raw"], transactions.rawTx],
-  ],
+  inFlightFields,
 );
 
 /**
@@ -679,13 +683,7 @@ function checkSenderRentInFlight(spend: SpendFacts, read: SolanaFundsRead, inFli
  * recorded in the wallet ($4) after the newest there was at the read ($5, $6; none then: every one), other
  * than those read ($7).
  */
-const solanaInFlightStatement = namedStatement<{
-  type: string;
-  id: string;
-  token: string;
-  amount: bigint;
-  raw: string | null;
-}>(
+const solanaInFlightStatement = namedStatement<InFlightRow>(
   "solana_spends_in_flight",
   // Three branches, each on an index (the sender's pending rows, the primary key, the wallet's by chain and
   // time), as the EVM statement's.
@@ -701,13 +699,7 @@ const solanaInFlightStatement = namedStatement<{
       AND (created_at, id) > (coalesce($5::timestamptz, '-infinity'), coalesce($6::text, ''))
       AND type IN ('send', 'x402') AND status = 'confirmed' AND from_address = $2
       AND NOT id = ANY (ARRAY(SELECT jsonb_array_elements_text($7::jsonb)))`,
-  [
-    [["type"], transactions.type],
-    [["id"], transactions.id],
-    [["token"], transactions.token],
-    [["amount"], transactions.amountAtomic],
-    [["raw"], transactions.rawTx],
-  ],
+  inFlightFields,
 );
 
 /** The most a signed EVM transaction can pay in fees: its gas limit × its max fee per gas. */
