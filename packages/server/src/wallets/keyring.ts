@@ -21,12 +21,12 @@ export class MasterKeyMismatchError extends Error {
 }
 
 const CANARY_PLAINTEXT = Buffer.from("svc master key canary v1");
+const CANARY_AD = "service_keys:master";
 
 /** What the store records of a secret: a keyed hash, from which the secret cannot be read. */
 function secretFingerprint(secret: string): Buffer {
   return createHmac("sha256", secret).update("svc secret fingerprint v1").digest();
 }
-const CANARY_AD = "service_keys:master";
 
 /**
  * Envelope encryption of wallet keys: each wallet has a random data key, sealed under the master key with
