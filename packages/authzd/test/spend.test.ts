@@ -364,8 +364,17 @@ describe("spend authorization daemon (enabled)", () => {
 
   it("stores tokens only hashed: no token appears in the daemon's files or output", () => {
     const files = fs.readdirSync(daemon.home).filter((f) => f !== "operator.token");
-    const stored =
-      files.map((f) => fs.readFileSync(path.join(daemon.home, f), "utf8")).join("\n") + daemon.output();
+    // A file the daemon is replacing (written as `<name>.tmp`, then renamed) may be gone by the time it is
+    // read: its content is under its final name.
+    const read = (f: string) => {
+      try {
+        return fs.readFileSync(path.join(daemon.home, f), "utf8");
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === "ENOENT" && f.endsWith(".tmp")) return "";
+        throw error;
+      }
+    };
+    const stored = files.map(read).join("\n") + daemon.output();
     for (const token of [payer, other, auditor, daemon.operatorToken]) {
       expect(stored.includes(token)).toBe(false);
     }
