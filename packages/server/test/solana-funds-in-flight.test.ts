@@ -53,6 +53,28 @@ afterAll(async () => {
 });
 
 /**
+ * A Solana wallet named `name` (with `policy`, if given) funded with `funds`, and a recipient whose USDC token
+ * account is open (no rent to pay), funded with `recipientFunds` (default: 1 atomic unit of USDC).
+ */
+async function walletAndRecipient(
+  name: string,
+  funds: { sol: bigint; usdc: bigint },
+  options: { policy?: Record<string, string>; recipientFunds?: { sol?: bigint; usdc: bigint } } = {},
+) {
+  const wallet = (
+    await server.api.post(
+      "/v1/wallets",
+      { name, chains: ["solana"], ...(options.policy ? { policy: options.policy } : {}) },
+      apiKey,
+    )
+  ).body;
+  await fundSolana(devnet, wallet.solana.address, funds);
+  const to = (await solanaKey()).address;
+  await fundSolana(devnet, to, options.recipientFunds ?? { usdc: 1n });
+  return { wallet, to };
+}
+
+/**
  * `count` simultaneous sends of `amount` of `token` from a wallet funded with `funds` to one recipient, whose
  * broadcasts wait at the gate until every request has been decided. Returns the answers, the wallet's sends
  * once settled, the wallet and the recipient.
@@ -62,11 +84,10 @@ async function burstWhileBroadcastsWait(
   send: { token: "USDC" | "SOL"; amount: string },
   funds: { sol: bigint; usdc: bigint },
 ) {
-  const wallet = (await server.api.post("/v1/wallets", { name: "burst", chains: ["solana"] }, apiKey)).body;
-  await fundSolana(devnet, wallet.solana.address, funds);
-  // A recipient whose token account is open (no rent to pay) and who holds the rent-exempt SOL minimum.
-  const to = (await solanaKey()).address;
-  await fundSolana(devnet, to, { sol: SOL / 100n, usdc: 1n });
+  // The recipient also holds the rent-exempt SOL minimum.
+  const { wallet, to } = await walletAndRecipient("burst", funds, {
+    recipientFunds: { sol: SOL / 100n, usdc: 1n },
+  });
   gate.decide = ({ methods }) => (methods.includes("sendTransaction") ? "hold" : "forward");
   let answered = 0;
   const answers = Promise.all(
@@ -157,16 +178,11 @@ describe("Solana funds under concurrency", () => {
   });
 
   it("approves only what the wallet holds of held Solana spends approved at once: the other 422, still held", async () => {
-    const wallet = (
-      await server.api.post(
-        "/v1/wallets",
-        { name: "held", chains: ["solana"], policy: { approvalAbove: "1" } },
-        apiKey,
-      )
-    ).body;
-    await fundSolana(devnet, wallet.solana.address, { sol: SOL / 10n, usdc: 5n * USDC });
-    const to = (await solanaKey()).address;
-    await fundSolana(devnet, to, { usdc: 1n });
+    const { wallet, to } = await walletAndRecipient(
+      "held",
+      { sol: SOL / 10n, usdc: 5n * USDC },
+      { policy: { approvalAbove: "1" } },
+    );
     const held: string[] = [];
     for (let i = 0; i < 2; i++) {
       const asked = await server.api.post(
@@ -205,11 +221,7 @@ describe("Solana funds under concurrency", () => {
   });
 
   it("counts a send landed and confirmed after another's balances were read: the second of two sends of 3 from 5 USDC is refused", async () => {
-    const wallet = (await server.api.post("/v1/wallets", { name: "read early", chains: ["solana"] }, apiKey))
-      .body;
-    await fundSolana(devnet, wallet.solana.address, { sol: SOL / 10n, usdc: 5n * USDC });
-    const to = (await solanaKey()).address;
-    await fundSolana(devnet, to, { usdc: 1n });
+    const { wallet, to } = await walletAndRecipient("read early", { sol: SOL / 10n, usdc: 5n * USDC });
     const sendThree = () =>
       server.api.post(`/v1/wallets/${wallet.id}/send`, { to, amount: "3", chain: "solana" }, apiKey);
     try {
@@ -224,13 +236,7 @@ describe("Solana funds under concurrency", () => {
       const second = sendThree();
       await eventually(() => gate.held.length === 1, { describe: "the second send's balance read" });
       const read = gate.held.splice(0)[0];
-      const answer = await (
-        await fetch(devnet.solana.rpcUrl, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: read?.body ?? "",
-        })
-      ).text();
+      const answer = (await read?.askNode()) ?? "";
       gate.decide = () => "forward";
       // Then the first lands, and the confirmer records it confirmed.
       broadcast?.release();
@@ -252,11 +258,7 @@ describe("Solana funds under concurrency", () => {
   });
 
   it("counts a send confirmed before another's balances were read when the node that read them had not seen it yet (a node lagging behind a load balancer): the second of two sends of 3 from 5 USDC is refused", async () => {
-    const wallet = (await server.api.post("/v1/wallets", { name: "lagging", chains: ["solana"] }, apiKey))
-      .body;
-    await fundSolana(devnet, wallet.solana.address, { sol: SOL / 10n, usdc: 5n * USDC });
-    const to = (await solanaKey()).address;
-    await fundSolana(devnet, to, { usdc: 1n });
+    const { wallet, to } = await walletAndRecipient("lagging", { sol: SOL / 10n, usdc: 5n * USDC });
     const sendThree = () =>
       server.api.post(`/v1/wallets/${wallet.id}/send`, { to, amount: "3", chain: "solana" }, apiKey);
     const isBalanceRead = ({ methods, body }: { methods: string[]; body: string }) =>
@@ -268,13 +270,7 @@ describe("Solana funds under concurrency", () => {
       const first = sendThree();
       await eventually(() => gate.held.length === 1, { describe: "the first send's balance read" });
       const firstRead = gate.held.splice(0)[0];
-      const before = await (
-        await fetch(devnet.solana.rpcUrl, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: firstRead?.body ?? "",
-        })
-      ).text();
+      const before = (await firstRead?.askNode()) ?? "";
       firstRead?.answer(before);
       const sent = await first;
       expect(sent.status, sent.text).toBe(201);
@@ -304,11 +300,7 @@ describe("Solana funds under concurrency", () => {
   });
 
   it("counts no send of a previous chain: confirmed sends an hour old that the chain never saw (a local chain started anew) do not refuse a send of what the wallet holds", async () => {
-    const wallet = (await server.api.post("/v1/wallets", { name: "old chain", chains: ["solana"] }, apiKey))
-      .body;
-    await fundSolana(devnet, wallet.solana.address, { sol: SOL / 10n, usdc: 2n * USDC });
-    const to = (await solanaKey()).address;
-    await fundSolana(devnet, to, { usdc: 1n });
+    const { wallet, to } = await walletAndRecipient("old chain", { sol: SOL / 10n, usdc: 2n * USDC });
     // What the history keeps of the chain before: a send of 3 USDC, confirmed an hour ago.
     const anHourAgo = new Date(Date.now() - 3_600_000).toISOString();
     const signature = getBase58Decoder().decode(randomBytes(64));

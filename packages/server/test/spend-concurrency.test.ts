@@ -346,13 +346,7 @@ describe("funds under concurrency", () => {
       const second = sendThree();
       await eventually(() => gate.held.length === 1, { describe: "the second send's reads" });
       const reads = gate.held.splice(0)[0];
-      const answer = await (
-        await fetch(devnet.evm.rpcUrl, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: reads?.body ?? "",
-        })
-      ).text();
+      const answer = (await reads?.askNode()) ?? "";
       gate.decide = () => "forward";
       // Then the first is mined, and the confirmer records it confirmed.
       broadcast?.release();

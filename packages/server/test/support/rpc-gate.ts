@@ -20,6 +20,11 @@ export interface HeldCall extends RpcCall {
   drop(): void;
   /** Answers it here, as the node would have: a JSON-RPC `body`, with HTTP 200. */
   answer(body: string): void;
+  /**
+   * What the node answers it now, asked on the side (the held request is neither sent on nor answered): a
+   * test keeps it to answer with later, as a node behind the others would.
+   */
+  askNode(): Promise<string>;
   /** True once the client gave up waiting (closed the connection before an answer), e.g. its time limit. */
   readonly abandoned: boolean;
 }
@@ -47,6 +52,14 @@ export class RpcGate {
         const call: RpcCall = { methods: methodsOf(body), body };
         const forward = () => this.#forward(request, body, response);
         const drop = () => request.socket.destroy();
+        const askNode = async () =>
+          (
+            await fetch(new URL(request.url ?? "/", this.#target), {
+              method: "POST",
+              headers: { "content-type": "application/json" },
+              body,
+            })
+          ).text();
         const verdict = this.decide(call);
         if (verdict === "forward") forward();
         else if (verdict === "drop") drop();
@@ -54,11 +67,18 @@ export class RpcGate {
           const { status, body: answer } = verdict.gatewayAnswers;
           response.writeHead(status, { "content-type": "application/json" }).end(answer);
           const reachNode = () => this.#forward(request, body, undefined);
-          this.held.push({ ...call, release: reachNode, drop: () => {}, answer: () => {}, abandoned: false });
+          this.held.push({
+            ...call,
+            release: reachNode,
+            drop: () => {},
+            answer: () => {},
+            askNode,
+            abandoned: false,
+          });
         } else {
           const answer = (json: string) =>
             response.writeHead(200, { "content-type": "application/json" }).end(json);
-          const held = { ...call, release: forward, drop, answer, abandoned: false };
+          const held = { ...call, release: forward, drop, answer, askNode, abandoned: false };
           response.on("close", () => {
             if (!response.writableFinished) held.abandoned = true;
           });
