@@ -17,7 +17,7 @@
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChainConfig, TokenInfo } from "../src/chains/types.ts";
-import { openStore, type Store, selectRows } from "../src/internal/db/store.ts";
+import { openStore, type Store, selectRows, type Tx } from "../src/internal/db/store.ts";
 import {
   checkFundsInFlight,
   type FundsRead,
@@ -177,17 +177,14 @@ describe.skipIf(STORE_KIND !== "postgres")("the funds check's statement over a l
         paymentsNewest: { createdAt, id: newest.id },
       };
       const spend = usdcSend(1n);
-      const visited = await store.db.transaction(async (tx) => {
-        await tx.execute(sql.raw(`SET LOCAL plan_cache_mode = ${planCacheMode}`));
+      const visited = await rowsVisitedBy(
+        store,
+        planCacheMode,
         // Prepares the statement on this connection, and finds nothing in flight.
-        await checkFundsInFlight(tx, spend, read, HISTORY);
-        const [plan] = await selectRows<{ "QUERY PLAN": unknown }>(
-          tx,
-          sql.raw(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE spends_in_flight('base', '${FROM}', ${HISTORY},
-            ${HISTORY}, 'USDC', '[]', '${WALLET}', true, '${createdAt.toISOString()}', '${newest.id}', '[]')`),
-        );
-        return rowsVisited(plan?.["QUERY PLAN"]);
-      });
+        (tx) => checkFundsInFlight(tx, spend, read, HISTORY),
+        `spends_in_flight('base', '${FROM}', ${HISTORY}, ${HISTORY}, 'USDC', '[]', '${WALLET}', true,
+          '${createdAt.toISOString()}', '${newest.id}', '[]')`,
+      );
       // Read through an index from the newest payment at the read, the branch of payments recorded since
       // visits none; reading the wallet's payments and filtering them visited all HISTORY. The branch of the
       // address's pending payments visits none either; the pending rows' index read every pending spend.
@@ -268,18 +265,15 @@ describe.skipIf(STORE_KIND !== "postgres")("the Solana funds check's statement o
         to: SOLANA_FROM,
         usdMicros: 0n,
       };
-      const visited = await store.db.transaction(async (tx) => {
-        await tx.execute(sql.raw(`SET LOCAL plan_cache_mode = ${planCacheMode}`));
+      const ids = JSON.stringify(readUnlanded);
+      const visited = await rowsVisitedBy(
+        store,
+        planCacheMode,
         // Prepares the statement on this connection, and finds the two read not landed in flight.
-        await checkFundsInFlight(tx, spend, read);
-        const ids = JSON.stringify(readUnlanded);
-        const [plan] = await selectRows<{ "QUERY PLAN": unknown }>(
-          tx,
-          sql.raw(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE solana_spends_in_flight('solana', '${SOLANA_FROM}',
-            '${ids}', '${SOLANA_WALLET}', '${createdAt.toISOString()}', '${newestId}', '${ids}')`),
-        );
-        return rowsVisited(plan?.["QUERY PLAN"]);
-      });
+        (tx) => checkFundsInFlight(tx, spend, read),
+        `solana_spends_in_flight('solana', '${SOLANA_FROM}', '${ids}', '${SOLANA_WALLET}',
+          '${createdAt.toISOString()}', '${newestId}', '${ids}')`,
+      );
       // Each branch seeks to its rows: the sender's pending ones (none among the service's), the ids read
       // (two, by the primary key), the wallet's sends after the newest (none); reading the wallet's sends
       // visited all of them.
@@ -296,24 +290,45 @@ describe.skipIf(STORE_KIND !== "postgres")("the Solana funds check's statement o
         tokens: [SOL],
         testnet: true,
       };
-      const visited = await store.db.transaction(async (tx) => {
-        await tx.execute(sql.raw(`SET LOCAL plan_cache_mode = ${planCacheMode}`));
+      const visited = await rowsVisitedBy(
+        store,
+        planCacheMode,
         // Prepares the statement on this connection: nothing pending, no send confirmed lately.
-        const read = await pendingSolanaSpends(tx, solana, { walletId: SOLANA_WALLET, from: SOLANA_FROM });
-        expect(read?.ids).toEqual([]);
-        const [plan] = await selectRows<{ "QUERY PLAN": unknown }>(
-          tx,
-          sql.raw(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE pending_solana_spends('solana', '${SOLANA_FROM}',
-            '${SOLANA_WALLET}', '${new Date(Date.now() - RECENTLY_CONFIRMED_MS).toISOString()}')`),
-        );
-        return rowsVisited(plan?.["QUERY PLAN"]);
-      });
+        async (tx) => {
+          const read = await pendingSolanaSpends(tx, solana, { walletId: SOLANA_WALLET, from: SOLANA_FROM });
+          expect(read?.ids).toEqual([]);
+        },
+        `pending_solana_spends('solana', '${SOLANA_FROM}', '${SOLANA_WALLET}',
+          '${new Date(Date.now() - RECENTLY_CONFIRMED_MS).toISOString()}')`,
+      );
       // The sender's pending rows by their index (none among the service's), the wallet's latest
       // RECENT_TRANSACTIONS_READ by its index by chain and time, and its newest.
       expect(visited).toBeLessThan(HISTORY / 10);
     });
   }
 });
+
+/**
+ * The rows a prepared statement's plan reads (see {@link rowsVisited}), under `planCacheMode`: `prepare` runs
+ * the code that prepares it on the transaction's connection, then `execute` (the statement's name and its
+ * parameters, as SQL) is explained as run.
+ */
+async function rowsVisitedBy(
+  store: Store,
+  planCacheMode: string,
+  prepare: (tx: Tx) => Promise<unknown>,
+  execute: string,
+): Promise<number> {
+  return store.db.transaction(async (tx) => {
+    await tx.execute(sql.raw(`SET LOCAL plan_cache_mode = ${planCacheMode}`));
+    await prepare(tx);
+    const [plan] = await selectRows<{ "QUERY PLAN": unknown }>(
+      tx,
+      sql.raw(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE ${execute}`),
+    );
+    return rowsVisited(plan?.["QUERY PLAN"]);
+  });
+}
 
 /** The rows a plan's nodes read, kept or removed by their filters, summed over its tree. */
 function rowsVisited(plan: unknown): number {
