@@ -8,8 +8,6 @@
  * unsettled, until the test has the devnet's facilitator settle it. The confirmer is left idle (one pass at
  * start), so a payment settled meanwhile stays pending until the test runs a pass.
  */
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { fundEvm, IDLE_BLOCK_SECONDS } from "@svc/devnet";
 import { type LocalFacilitator, startLocalFacilitator } from "@svc/x402-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -26,19 +24,16 @@ import {
   sharedDevnet,
   type TestServer,
 } from "./support/test-server.ts";
-import { settleAtFacilitator } from "./support/x402.ts";
+import { settleAtFacilitator, startPaymentKeeper } from "./support/x402.ts";
 
 const USDC = 1_000_000n;
 let devnet: Awaited<ReturnType<typeof sharedDevnet>>;
 let facilitator: LocalFacilitator;
-let keeper: Server;
-let keeperUrl: string;
+let keeper: Awaited<ReturnType<typeof startPaymentKeeper>>;
 let server: TestServer;
 let owner: Awaited<ReturnType<typeof seedAccount>>;
 let base: ChainClient;
 const payTo = evmKey().address;
-/** What the keeper was paid with, by the amount asked (atomic units): the payload and its requirement. */
-const kept: { amount: bigint; payload: unknown; requirement: Record<string, unknown> }[] = [];
 
 /** x402's `exact` requirement of `amount` atomic units of the devnet's USDC, to {@link payTo}. */
 function requirement(amount: bigint): Record<string, unknown> {
@@ -58,28 +53,7 @@ beforeAll(async () => {
   facilitator = await startLocalFacilitator(devnet);
   ({ base } = await devnetClients(devnet));
   // GET /<amount>: asks that many atomic units of USDC, and keeps (refusing it) any payment it is sent.
-  keeper = createServer((req, res) => {
-    const amount = BigInt(new URL(req.url ?? "/", "http://keeper").pathname.slice(1));
-    const asked = requirement(amount);
-    const signature = req.headers["payment-signature"];
-    if (typeof signature === "string") {
-      const payload = JSON.parse(Buffer.from(signature, "base64").toString("utf8"));
-      kept.push({ amount, payload, requirement: asked });
-    }
-    const challenge = Buffer.from(
-      JSON.stringify({
-        x402Version: 2,
-        error: "payment_required",
-        resource: { url: `http://127.0.0.1${req.url}` },
-        accepts: [asked],
-      }),
-    ).toString("base64");
-    res
-      .writeHead(402, { "payment-required": challenge, "content-type": "application/json" })
-      .end(JSON.stringify({ error: signature ? "kept_for_later" : "payment_required" }));
-  });
-  await new Promise<void>((resolve) => keeper.listen(0, "127.0.0.1", resolve));
-  keeperUrl = `http://127.0.0.1:${(keeper.address() as AddressInfo).port}`;
+  keeper = await startPaymentKeeper(requirement);
   server = await createTestServer({
     env: { SVC_OUTBOUND_ALLOW: "127.0.0.0/8", SVC_CONFIRMER_INTERVAL_MS: "3600000" },
   });
@@ -88,7 +62,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await server?.close();
-  await new Promise((resolve) => keeper?.close(resolve));
+  await keeper?.close();
   await facilitator?.stop();
 });
 
@@ -111,7 +85,7 @@ async function fundedWallet(funds: { eth?: bigint; usdc: bigint }, on = main()) 
 
 /** Pays the keeper `amount` (whole USDC) from the wallet. */
 function pay(walletId: string, amount: bigint, on = main()) {
-  return on.server.api.post("/v1/x402/fetch", { walletId, url: `${keeperUrl}/${amount * USDC}` }, on.apiKey);
+  return on.server.api.post("/v1/x402/fetch", { walletId, url: `${keeper.url}/${amount * USDC}` }, on.apiKey);
 }
 
 /** A payment the keeper kept: answered with its 402, recorded pending. Returns its transaction id. */
@@ -137,7 +111,7 @@ async function x402Rows(walletId: string) {
 
 /** Has the facilitator settle the last payment the keeper kept on chain, as the resource could at any time. */
 async function settleLastKept(): Promise<void> {
-  const last = kept.at(-1);
+  const last = keeper.kept.at(-1);
   if (!last) throw new Error("no payment kept");
   const settled = await settleAtFacilitator(facilitator.url, last.payload, last.requirement);
   expect(settled.success).toBe(true);
@@ -179,7 +153,7 @@ describe("the funds check counts x402 payments in flight", () => {
   it("a payment counts another not yet settled: a second 4 USDC from 5 is refused, nothing signed", async () => {
     const wallet = await fundedWallet({ usdc: 5n * USDC });
     const first = await keptPayment(wallet.id, 4n);
-    const keptBefore = kept.length;
+    const keptBefore = keeper.kept.length;
     const refused = await pay(wallet.id, 4n);
     // Before, both were signed and recorded, each checked against the whole balance.
     expect(refused.status, refused.text).toBe(422);
@@ -188,7 +162,7 @@ describe("the funds check counts x402 payments in flight", () => {
       message:
         "Insufficient USDC: balance 5, of which 4 is taken by 1 x402 payment not yet on chain; this payment needs 4",
     });
-    expect(kept).toHaveLength(keptBefore);
+    expect(keeper.kept).toHaveLength(keptBefore);
     expect((await x402Rows(wallet.id)).map((row) => row.id)).toEqual([first]);
   });
 

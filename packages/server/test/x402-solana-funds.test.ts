@@ -7,8 +7,6 @@
  * unsettled (whoever holds it can still settle it until its blockhash expires). The service reaches the Solana
  * runtime through an RpcGate, which holds a send's broadcast when a test asks. The confirmer is left idle.
  */
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { createKeyPairSignerFromPrivateKeyBytes } from "@solana/kit";
 import { fundSolana, startDevnet } from "@svc/devnet";
 import {
@@ -22,13 +20,13 @@ import { solanaKey, testnetProfileOnLocalChains } from "./support/chains.ts";
 import { eventually } from "./support/eventually.ts";
 import { RpcGate } from "./support/rpc-gate.ts";
 import { createTestServer, expectErrorShape, seedAccount, type TestServer } from "./support/test-server.ts";
+import { startPaymentKeeper } from "./support/x402.ts";
 
 const USDC = 1_000_000n;
 let devnet: Awaited<ReturnType<typeof startDevnet>>;
 let facilitator: LocalFacilitator;
 let gate: RpcGate;
-let keeper: Server;
-let keeperUrl: string;
+let keeper: Awaited<ReturnType<typeof startPaymentKeeper>>;
 let server: TestServer;
 let apiKey: string;
 let payTo: string;
@@ -52,23 +50,7 @@ beforeAll(async () => {
   payTo = (await createKeyPairSignerFromPrivateKeyBytes(crypto.getRandomValues(new Uint8Array(32)))).address;
   await createUsdcAccount(devnet, payTo);
   // GET /<amount>: asks that many atomic units of USDC, and refuses (keeps) any payment it is sent.
-  keeper = createServer((req, res) => {
-    const amount = BigInt(new URL(req.url ?? "/", "http://keeper").pathname.slice(1));
-    const challenge = Buffer.from(
-      JSON.stringify({
-        x402Version: 2,
-        error: "payment_required",
-        resource: { url: `http://127.0.0.1${req.url}` },
-        accepts: [requirement(amount)],
-      }),
-    ).toString("base64");
-    const paid = typeof req.headers["payment-signature"] === "string";
-    res
-      .writeHead(402, { "payment-required": challenge, "content-type": "application/json" })
-      .end(JSON.stringify({ error: paid ? "kept_for_later" : "payment_required" }));
-  });
-  await new Promise<void>((resolve) => keeper.listen(0, "127.0.0.1", resolve));
-  keeperUrl = `http://127.0.0.1:${(keeper.address() as AddressInfo).port}`;
+  keeper = await startPaymentKeeper(requirement);
   gate = await RpcGate.start(devnet.solana.rpcUrl);
   server = await createTestServer({
     devnet,
@@ -86,7 +68,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.close();
   await gate?.close();
-  await new Promise((resolve) => keeper?.close(resolve));
+  await keeper?.close();
   await facilitator?.stop();
   await devnet?.stop();
 });
@@ -100,7 +82,7 @@ async function fundedWallet(usdc: bigint): Promise<{ id: string }> {
 
 /** Pays the keeper `amount` (whole USDC) from the wallet. */
 function pay(walletId: string, amount: bigint) {
-  return server.api.post("/v1/x402/fetch", { walletId, url: `${keeperUrl}/${amount * USDC}` }, apiKey);
+  return server.api.post("/v1/x402/fetch", { walletId, url: `${keeper.url}/${amount * USDC}` }, apiKey);
 }
 
 /** A payment the keeper kept: answered with its 402, recorded pending. */
