@@ -9,6 +9,7 @@ import {
   evmThroughGate,
   seedAccount,
   sharedDevnet,
+  solanaThroughGate,
   type TestServer,
 } from "./support/test-server.ts";
 
@@ -27,10 +28,7 @@ beforeAll(async () => {
   gate = await RpcGate.start(devnet.solana.rpcUrl);
   server = await createTestServer({
     env: {
-      SVC_RPC_BASE: devnet.evm.rpcUrl,
-      SVC_USDC_BASE: devnet.evm.usdc,
-      SVC_RPC_SOLANA: gate.url,
-      SVC_USDC_SOLANA: devnet.solana.usdcMint,
+      ...(await solanaThroughGate(gate)),
       SVC_CONFIRMER_INTERVAL_MS: "200",
     },
   });

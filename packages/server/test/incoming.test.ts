@@ -20,6 +20,7 @@ import {
   STORE_KIND,
   seedAccount,
   sharedDevnet,
+  solanaThroughGate,
   type TestServer,
 } from "./support/test-server.ts";
 
@@ -332,15 +333,7 @@ describe("a node that answers a head below the scanned blocks (one lagging behin
       chain: "solana",
       headMethod: "getSlot",
       lowHead: (head: bigint) => Number(head),
-      env: async (gate: RpcGate) => {
-        const devnet = await sharedDevnet();
-        return {
-          SVC_RPC_BASE: devnet.evm.rpcUrl,
-          SVC_USDC_BASE: devnet.evm.usdc,
-          SVC_RPC_SOLANA: gate.url,
-          SVC_USDC_SOLANA: devnet.solana.usdcMint,
-        };
-      },
+      env: async (gate: RpcGate) => solanaThroughGate(gate),
       target: (devnet: Awaited<ReturnType<typeof sharedDevnet>>) => devnet.solana.rpcUrl,
       fund: (devnet: Awaited<ReturnType<typeof sharedDevnet>>, wallet: WalletView) =>
         fundSolana(devnet, wallet.solana.address, { usdc: 1_000_000n }),

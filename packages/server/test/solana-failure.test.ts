@@ -14,6 +14,7 @@ import {
   expectErrorShape,
   seedAccount,
   sharedDevnet,
+  solanaThroughGate,
   type TestServer,
 } from "./support/test-server.ts";
 
@@ -28,10 +29,7 @@ beforeAll(async () => {
   gate = await RpcGate.start(devnet.solana.rpcUrl);
   server = await createTestServer({
     env: {
-      SVC_RPC_BASE: devnet.evm.rpcUrl,
-      SVC_USDC_BASE: devnet.evm.usdc,
-      SVC_RPC_SOLANA: gate.url,
-      SVC_USDC_SOLANA: devnet.solana.usdcMint,
+      ...(await solanaThroughGate(gate)),
       // The confirmer makes its start-up pass only; this test runs its passes by hand.
       SVC_CONFIRMER_INTERVAL_MS: "3600000",
     },

@@ -21,6 +21,7 @@ import {
   expectErrorShape,
   seedAccount,
   sharedDevnet,
+  solanaThroughGate,
   type TestServer,
 } from "./support/test-server.ts";
 
@@ -36,14 +37,7 @@ let devnet: Awaited<ReturnType<typeof sharedDevnet>>;
 beforeAll(async () => {
   devnet = await sharedDevnet();
   gate = await RpcGate.start(devnet.solana.rpcUrl);
-  server = await createTestServer({
-    env: {
-      SVC_RPC_BASE: devnet.evm.rpcUrl,
-      SVC_USDC_BASE: devnet.evm.usdc,
-      SVC_RPC_SOLANA: gate.url,
-      SVC_USDC_SOLANA: devnet.solana.usdcMint,
-    },
-  });
+  server = await createTestServer({ env: await solanaThroughGate(gate) });
   ({ apiKey } = await seedAccount(server.api));
   ({ solana } = await devnetClients(devnet));
 });

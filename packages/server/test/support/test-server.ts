@@ -47,6 +47,21 @@ export async function evmThroughGate(gate: { url: string }): Promise<Record<stri
   };
 }
 
+/**
+ * The environment of a test server on the shared local chains that reaches its Solana chain through `gate`
+ * and its EVM chain directly (the twin of {@link evmThroughGate}).
+ * @example server = await createTestServer({ env: await solanaThroughGate(gate) });
+ */
+export async function solanaThroughGate(gate: { url: string }): Promise<Record<string, string>> {
+  const devnet = await sharedDevnet();
+  return {
+    SVC_RPC_BASE: devnet.evm.rpcUrl,
+    SVC_USDC_BASE: devnet.evm.usdc,
+    SVC_RPC_SOLANA: gate.url,
+    SVC_USDC_SOLANA: devnet.solana.usdcMint,
+  };
+}
+
 export interface TestServerOptions {
   /** Environment on top of the test defaults (generous rate limits, fixed secrets). */
   env?: Record<string, string>;
