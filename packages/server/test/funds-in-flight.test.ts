@@ -100,7 +100,7 @@ describe("sends counted under the lock after a local chain's restart", () => {
       gas: { fee: 1n, nativeBalance: 10n ** 18n, native: ETH },
       minedNonce: 0,
       payments: new Map(),
-      paymentsNewest: null,
+      lastAdmitted: null,
     };
     const spend = usdcSend(5_000_000n);
     // Before, the old chain's 100 counted for nonce 0: "balance 10, of which 101 is taken by 2 sends".
@@ -122,18 +122,20 @@ describe.skipIf(STORE_KIND !== "postgres")("the funds check's statement over a l
     drop = database.drop;
     store = await openStore({ databaseUrl: database.url });
     await seedWallet(store, "long history");
-    // Sends with nonces 0 to HISTORY - 1, and as many x402 payments, a second apart, the last an hour ago.
+    // Sends with nonces 0 to HISTORY - 1, and as many x402 payments, a second apart, the last an hour ago,
+    // admitted in turn.
     await store.db.execute(sql`
       INSERT INTO transactions (id, wallet_id, type, chain, token, amount_atomic, decimals, from_address,
-        to_address, status, created_at, nonce, raw_tx)
+        to_address, status, created_at, nonce, raw_tx, admission_seq)
       SELECT 'tx_send' || g, ${WALLET}, 'send', 'base', 'USDC', 1, 6, ${FROM}, ${FROM}, 'confirmed',
-        date_trunc('milliseconds', now()) - interval '1 hour' - (${HISTORY} - g) * interval '1 second', g, '0x00'
+        date_trunc('milliseconds', now()) - interval '1 hour' - (${HISTORY} - g) * interval '1 second', g, '0x00',
+        2 * g + 1
       FROM generate_series(0, ${HISTORY - 1}) g`);
     await store.db.execute(sql`
       INSERT INTO transactions (id, wallet_id, type, chain, token, amount_atomic, decimals, from_address,
-        to_address, status, created_at)
+        to_address, status, created_at, admission_seq)
       SELECT 'tx_x402' || g, ${WALLET}, 'x402', 'base', 'USDC', 1, 6, ${FROM}, ${FROM}, 'confirmed',
-        date_trunc('milliseconds', now()) - interval '1 hour' - (${HISTORY} - g) * interval '1 second'
+        date_trunc('milliseconds', now()) - interval '1 hour' - (${HISTORY} - g) * interval '1 second', 2 * g + 2
       FROM generate_series(0, ${HISTORY - 1}) g`);
     // Other wallets' spends pending across the service, as many: none of them is this address's.
     await store.db.execute(sql`
@@ -145,10 +147,10 @@ describe.skipIf(STORE_KIND !== "postgres")("the funds check's statement over a l
       FROM generate_series(1, 100) g`);
     await store.db.execute(sql`
       INSERT INTO transactions (id, wallet_id, type, chain, token, amount_atomic, decimals, from_address,
-        to_address, status, created_at)
+        to_address, status, created_at, admission_seq)
       SELECT 'tx_busy' || g, 'wal_busy' || (g % 100 + 1), 'x402', 'base', 'USDC', 1, 6,
         '0x' || lpad(to_hex(g % 100 + 1), 40, '0'), ${FROM}, 'pending',
-        date_trunc('milliseconds', now()) - g * interval '1 millisecond'
+        date_trunc('milliseconds', now()) - g * interval '1 millisecond', ${2 * HISTORY} + g
       FROM generate_series(1, ${HISTORY}) g`);
     await store.db.execute(
       sql`INSERT INTO evm_nonces (chain, address, next_nonce) VALUES ('base', ${FROM}, ${HISTORY})`,
@@ -162,19 +164,14 @@ describe.skipIf(STORE_KIND !== "postgres")("the funds check's statement over a l
 
   for (const planCacheMode of ["force_custom_plan", "force_generic_plan"]) {
     it(`visits the spends in flight, not the history (${planCacheMode})`, async () => {
-      const [newest] = await selectRows<{ ms: string; id: string }>(
-        store.db,
-        sql`SELECT (extract(epoch FROM created_at) * 1000)::bigint::text AS ms, id FROM transactions WHERE type = 'x402' ORDER BY created_at DESC, id DESC LIMIT 1`,
-      );
-      if (!newest) throw new Error("no payment seeded");
-      const createdAt = new Date(Number(newest.ms));
-      // What a send of 1 USDC read: the nonce past the history, the payments' newest, none pending.
+      // What a send of 1 USDC read: the nonce past the history, the wallet's last spend admitted, none pending.
+      const lastAdmitted = BigInt(2 * HISTORY);
       const read: FundsRead = {
         balance: 10n ** 9n,
         gas: { fee: 1n, nativeBalance: 10n ** 18n, native: ETH },
         minedNonce: HISTORY,
         payments: new Map(),
-        paymentsNewest: { createdAt, id: newest.id },
+        lastAdmitted,
       };
       const spend = usdcSend(1n);
       const visited = await rowsVisitedBy(
@@ -183,9 +180,9 @@ describe.skipIf(STORE_KIND !== "postgres")("the funds check's statement over a l
         // Prepares the statement on this connection, and finds nothing in flight.
         (tx) => checkFundsInFlight(tx, spend, read, HISTORY),
         `spends_in_flight('base', '${FROM}', ${HISTORY}, ${HISTORY}, 'USDC', '[]', '${WALLET}', true,
-          '${createdAt.toISOString()}', '${newest.id}', '[]')`,
+          ${lastAdmitted}, '[]')`,
       );
-      // Read through an index from the newest payment at the read, the branch of payments recorded since
+      // Read through an index from the last spend admitted at the read, the branch of payments admitted since
       // visits none; reading the wallet's payments and filtering them visited all HISTORY. The branch of the
       // address's pending payments visits none either; the pending rows' index read every pending spend.
       expect(visited).toBeLessThan(HISTORY / 10);
@@ -209,13 +206,13 @@ describe.skipIf(STORE_KIND !== "postgres")("the Solana funds check's statement o
       INSERT INTO wallets (id, account_id, name, chains, metadata, solana_address, status, wrapped_data_key)
       VALUES (${SOLANA_WALLET}, 'usr_fundsinflight00000001', 'long history', '["solana"]', '{}', ${SOLANA_FROM},
         'active', '\\x00')`);
-    // Sends a second apart, all confirmed, the last an hour ago.
+    // Sends a second apart, admitted in turn, all confirmed, the last an hour ago.
     await store.db.execute(sql`
       INSERT INTO transactions (id, wallet_id, type, chain, token, amount_atomic, decimals, from_address,
-        to_address, status, created_at, tx_hash)
+        to_address, status, created_at, tx_hash, admission_seq)
       SELECT 'tx_solsend' || g, ${SOLANA_WALLET}, 'send', 'solana', 'SOL', 1, 9, ${SOLANA_FROM}, ${SOLANA_FROM},
         'confirmed', date_trunc('milliseconds', now()) - interval '1 hour' - (${HISTORY} - g) * interval '1 second',
-        'sig' || g
+        'sig' || g, g + 1
       FROM generate_series(0, ${HISTORY - 1}) g`);
     // Other wallets' sends pending across the service, as many.
     await store.db.execute(sql`
@@ -223,9 +220,9 @@ describe.skipIf(STORE_KIND !== "postgres")("the Solana funds check's statement o
       VALUES ('wal_solbusy', 'usr_fundsinflight00000001', 'busy', '["solana"]', '{}', 'busy', 'active', '\\x00')`);
     await store.db.execute(sql`
       INSERT INTO transactions (id, wallet_id, type, chain, token, amount_atomic, decimals, from_address,
-        to_address, status, created_at, tx_hash)
+        to_address, status, created_at, tx_hash, admission_seq)
       SELECT 'tx_solbusy' || g, 'wal_solbusy', 'send', 'solana', 'SOL', 1, 9, 'busy' || (g % 100), ${SOLANA_FROM},
-        'pending', date_trunc('milliseconds', now()) - g * interval '1 millisecond', 'busysig' || g
+        'pending', date_trunc('milliseconds', now()) - g * interval '1 millisecond', 'busysig' || g, ${HISTORY} + g
       FROM generate_series(1, ${HISTORY}) g`);
     await store.db.execute(sql`ANALYZE transactions`);
   });
@@ -236,22 +233,16 @@ describe.skipIf(STORE_KIND !== "postgres")("the Solana funds check's statement o
 
   for (const planCacheMode of ["force_custom_plan", "force_generic_plan"]) {
     it(`visits the sends in flight, not the history (${planCacheMode})`, async () => {
-      const newestId = `tx_solsend${HISTORY - 1}`;
-      const [newest] = await selectRows<{ ms: string }>(
-        store.db,
-        sql`SELECT (extract(epoch FROM created_at) * 1000)::bigint::text AS ms FROM transactions WHERE id = ${newestId}`,
-      );
-      if (!newest) throw new Error("no send seeded");
-      const createdAt = new Date(Number(newest.ms));
       // What a send of 1 lamport read: none of its sends pending, two confirmed lately whose statuses read
-      // not landed (a node behind), the newest its last confirmed one.
+      // not landed (a node behind), the last admitted its last confirmed one.
+      const lastAdmitted = BigInt(HISTORY);
       const readUnlanded = ["tx_solsend1", "tx_solsend2"];
       const read: FundsRead = {
         balance: 10n ** 9n,
         gas: { fee: 5_000n, nativeBalance: 10n ** 9n, native: SOL },
         spends: {
           landed: new Map(readUnlanded.map((id) => [id, false])),
-          newest: { createdAt, id: newestId },
+          lastAdmitted,
         },
         rents: { tokenAccountRent: 2_039_280n, rentMinimum: 890_880n },
       };
@@ -271,16 +262,16 @@ describe.skipIf(STORE_KIND !== "postgres")("the Solana funds check's statement o
         planCacheMode,
         // Prepares the statement on this connection, and finds the two read not landed in flight.
         (tx) => checkFundsInFlight(tx, spend, read),
-        `solana_spends_in_flight('solana', '${SOLANA_FROM}', '${ids}', '${SOLANA_WALLET}',
-          '${createdAt.toISOString()}', '${newestId}', '${ids}')`,
+        `solana_spends_in_flight('solana', '${SOLANA_FROM}', '${ids}', '${SOLANA_WALLET}', ${lastAdmitted},
+          '${ids}')`,
       );
       // Each branch seeks to its rows: the sender's pending ones (none among the service's), the ids read
-      // (two, by the primary key), the wallet's sends after the newest (none); reading the wallet's sends
+      // (two, by the primary key), the wallet's sends admitted after the last at the read (none); reading the wallet's sends
       // visited all of them.
       expect(visited).toBeLessThan(HISTORY / 10);
     });
 
-    it(`reads the sender's pending spends and the wallet's latest transactions before the plan, not the history (${planCacheMode})`, async () => {
+    it(`reads the sender's pending spends and the wallet's latest spends before the plan, not the history (${planCacheMode})`, async () => {
       const solana: ChainConfig = {
         name: "solana",
         kind: "solana",
@@ -302,7 +293,7 @@ describe.skipIf(STORE_KIND !== "postgres")("the Solana funds check's statement o
           '${new Date(Date.now() - RECENTLY_CONFIRMED_MS).toISOString()}')`,
       );
       // The sender's pending rows by their index (none among the service's), the wallet's latest
-      // RECENT_TRANSACTIONS_READ by its index by chain and time, and its newest.
+      // RECENT_SPENDS_READ and its last admitted by the index of its spends by chain in the order admitted.
       expect(visited).toBeLessThan(HISTORY / 10);
     });
   }

@@ -329,3 +329,62 @@ describe("0017: faucet grants that recorded one transaction between them", () =>
     }
   });
 });
+
+describe("0021: spends recorded before their admission order", () => {
+  it(`are numbered in the order of their dates, and the spends admitted after them higher (${STORE_KIND})`, async () => {
+    const at = migrationFiles.findIndex((file) => file.startsWith("0021_"));
+    expect(at).toBeGreaterThan(0);
+    const old = await storeAtMigration(at);
+    const walletId = "wal_admissionorder00000001";
+    await old.exec(
+      "INSERT INTO accounts (id, email, password_hash) VALUES ('usr_order', 'o@example.com', 'x')",
+    );
+    await old.exec(
+      `INSERT INTO wallets (id, account_id, name, chains, evm_address, wrapped_data_key)
+       VALUES ($1, 'usr_order', 'order', '["base"]', '0x4444444444444444444444444444444444444444', '\\x00')`,
+      [walletId],
+    );
+    // Recorded out of the order of their dates; a receive, a spend held for approval and one refused then.
+    const rows: [string, string, string, number][] = [
+      ["tx_x402pending", "x402", "pending", 2],
+      ["tx_sendconfirmed", "send", "confirmed", 5],
+      ["tx_received", "receive", "confirmed", 4],
+      ["tx_sendfailed", "send", "failed", 3],
+      ["tx_held", "send", "pending_approval", 1],
+      ["tx_refused", "send", "rejected", 6],
+    ];
+    for (const [id, type, status, minutesAgo] of rows)
+      await old.exec(
+        `INSERT INTO transactions (id, wallet_id, type, chain, token, amount_atomic, decimals, from_address,
+           to_address, status, created_at)
+         VALUES ($1, $2, $3, 'base', 'USDC', 1, 6, '0x4444444444444444444444444444444444444444',
+           '0x5555555555555555555555555555555555555555', $4, now() - $5 * interval '1 minute')`,
+        [id, walletId, type, status, minutesAgo],
+      );
+    await old.close();
+
+    const server = await createTestServer({ store: old.location });
+    try {
+      const db = server.service.store.db;
+      const numbered = await selectRows<{ id: string; seq: string | null }>(
+        db,
+        sql`SELECT id, admission_seq::text AS seq FROM transactions ORDER BY admission_seq NULLS LAST, id`,
+      );
+      expect(numbered).toEqual([
+        { id: "tx_sendconfirmed", seq: "1" },
+        { id: "tx_sendfailed", seq: "2" },
+        { id: "tx_x402pending", seq: "3" },
+        { id: "tx_held", seq: null },
+        { id: "tx_received", seq: null },
+        { id: "tx_refused", seq: null },
+      ]);
+      const [next] = await selectRows<{ seq: string }>(
+        db,
+        sql`SELECT nextval('transactions_admission_seq')::text AS seq`,
+      );
+      expect(next?.seq).toBe("4");
+    } finally {
+      await server.close();
+    }
+  });
+});

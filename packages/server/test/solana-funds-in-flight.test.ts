@@ -251,6 +251,77 @@ describe("Solana funds under concurrency", () => {
     }
   });
 
+  it("counts a send admitted after another's balances were read by an instance whose clock is behind: the second of two sends of 3 from 5 USDC is refused", async () => {
+    const { wallet, to } = await walletAndRecipient("clock behind", { sol: SOL / 10n, usdc: 6n * USDC });
+    const send = (amount: string) =>
+      server.api.post(`/v1/wallets/${wallet.id}/send`, { to, amount, chain: "solana" }, apiKey);
+    try {
+      // A send of 1, confirmed: the wallet's newest spend when the next one reads its balances (5 USDC).
+      const first = await send("1");
+      expect(first.status, first.text).toBe(201);
+      expect((await waitForSettled(server.api, apiKey, first.body.id)).status).toBe("confirmed");
+      gate.decide = ({ methods, body }) =>
+        methods.includes("getAccountInfo") && body.includes("jsonParsed") ? "hold" : "forward";
+      const second = send("3");
+      await eventually(() => gate.held.length === 1, { describe: "the second send's balance read" });
+      const read = gate.held.splice(0)[0];
+      const answer = (await read?.askNode()) ?? "";
+      gate.decide = () => "forward";
+      // Meanwhile a send of 3 is admitted by an instance whose clock is two minutes behind (this one's, set
+      // back): dated before the first, and confirmed.
+      server.clock.advance(-120_000);
+      const third = await send("3");
+      server.clock.reset();
+      expect(third.status, third.text).toBe(201);
+      expect((await waitForSettled(server.api, apiKey, third.body.id)).status).toBe("confirmed");
+      // The second goes on with the 5 it read: the third is not in them.
+      read?.answer(answer);
+      const refused = await second;
+      expect(refused.status, refused.text).toBe(422);
+      expect(expectErrorShape(refused)).toMatchObject({
+        reason: "insufficient_token",
+        message: expect.stringMatching(/3 is taken by 1 send not yet on chain/),
+      });
+    } finally {
+      server.clock.reset();
+      gate.openUp();
+    }
+  });
+
+  it("counts a held send approved after another's balances were read: a send of 2.5 from 5 USDC beside 3 approved meanwhile is refused", async () => {
+    const { wallet, to } = await walletAndRecipient(
+      "approved meanwhile",
+      { sol: SOL / 10n, usdc: 5n * USDC },
+      { policy: { approvalAbove: "2.5" } },
+    );
+    const send = (amount: string) =>
+      server.api.post(`/v1/wallets/${wallet.id}/send`, { to, amount, chain: "solana" }, apiKey);
+    try {
+      const held = await send("3");
+      expect(held.body.status, held.text).toBe("pending_approval");
+      gate.decide = ({ methods, body }) =>
+        methods.includes("getAccountInfo") && body.includes("jsonParsed") ? "hold" : "forward";
+      const second = send("2.5");
+      await eventually(() => gate.held.length === 1, { describe: "the second send's balance read" });
+      const read = gate.held.splice(0)[0];
+      const answer = (await read?.askNode()) ?? "";
+      gate.decide = () => "forward";
+      // Meanwhile the held send is approved, and confirmed.
+      const approved = await server.api.post(`/v1/approvals/${held.body.id}/approve`, undefined, apiKey);
+      expect(approved.status, approved.text).toBe(200);
+      expect((await waitForSettled(server.api, apiKey, held.body.id)).status).toBe("confirmed");
+      read?.answer(answer);
+      const refused = await second;
+      expect(refused.status, refused.text).toBe(422);
+      expect(expectErrorShape(refused)).toMatchObject({
+        reason: "insufficient_token",
+        message: expect.stringMatching(/3 is taken by 1 send not yet on chain/),
+      });
+    } finally {
+      gate.openUp();
+    }
+  });
+
   it("counts a send confirmed before another's balances were read when the node that read them had not seen it yet (a node lagging behind a load balancer): the second of two sends of 3 from 5 USDC is refused", async () => {
     const { wallet, to } = await walletAndRecipient("lagging", { sol: SOL / 10n, usdc: 5n * USDC });
     const sendThree = () =>

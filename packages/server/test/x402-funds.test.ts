@@ -294,6 +294,30 @@ describe("a payment not yet settled when the balances were read", () => {
     });
   });
 
+  it("counts one recorded after the read by an instance whose clock is behind, settled and confirmed before the lock: a send of 3 from 5 is refused", async () => {
+    const wallet = await fundedWallet({ eth: 10n ** 18n, usdc: 9n * USDC }, gated);
+    // A payment of 4, settled and confirmed: the wallet's newest payment when the send reads its balances (5).
+    await settleAndConfirm(await keptPayment(wallet.id, 4n, gated));
+    // Held back while a payment of 4 is made by an instance whose clock is two minutes behind (this one's,
+    // set back): dated before the first. It settles and is confirmed.
+    const refused = await sendWithPlanHeld(wallet.id, "3", async () => {
+      gated.server.clock.advance(-120_000);
+      try {
+        const paymentId = await keptPayment(wallet.id, 4n, gated);
+        gated.server.clock.reset();
+        await settleAndConfirm(paymentId);
+      } finally {
+        gated.server.clock.reset();
+      }
+    });
+    expect(refused.status, refused.text).toBe(422);
+    expect(expectErrorShape(refused)).toMatchObject({
+      reason: "insufficient_token",
+      message:
+        "Insufficient USDC: balance 5, of which 4 is taken by 1 x402 payment not yet on chain; this send needs 3",
+    });
+  });
+
   it(`counts one pending beyond the ${MAX_PAYMENT_STATE_READS} whose states are read, settled and confirmed before the lock`, async () => {
     const wallet = await fundedWallet({ eth: 10n ** 18n, usdc: 20n * USDC }, gated);
     // As many payments of 1 as the read tells the states of, then one of 4 (the rest): all pending, unsettled.

@@ -133,7 +133,7 @@ export async function approveSpend(
   let approved: TransactionRow;
   try {
     approved = await deps.db.transaction(async (tx) => {
-      const { policy, nonce } = await lockSpendingPolicy(
+      const { policy, admissionSeq, nonce } = await lockSpendingPolicy(
         tx,
         held.walletId,
         plan.evm && { chain: spend.chain, address: spend.from, chainPendingNonce: plan.evm.pendingNonce },
@@ -159,6 +159,7 @@ export async function approveSpend(
         {
           status: "pending",
           createdAt: now,
+          admissionSeq,
           usdMicros: counted.usdMicros ?? null,
           ...signedColumns(spend, signed),
         },

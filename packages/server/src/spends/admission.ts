@@ -148,7 +148,7 @@ async function admitLocked(
 ): Promise<TransactionRow> {
   return db.transaction(async (tx) => {
     const evm = options.plan?.evm;
-    const { policy, nonce } = await lockSpendingPolicy(
+    const { policy, admissionSeq, nonce } = await lockSpendingPolicy(
       tx,
       spend.walletId,
       evm && { chain: spend.chain, address: spend.from, chainPendingNonce: evm.pendingNonce },
@@ -182,6 +182,8 @@ async function admitLocked(
         fromAddress: spend.from,
         toAddress: spend.to,
         status: held ? "pending_approval" : "pending",
+        // A held spend is admitted when approved, and numbered then.
+        admissionSeq: held ? null : admissionSeq,
         spendDecisionId: spend.spendDecisionId ?? null,
         requestedByKeyId: options.credential?.kind === "api_key" ? options.credential.keyId : null,
         usdMicros: spend.usdMicros ?? null,
@@ -228,12 +230,17 @@ async function admitLocked(
  * With `nonceFor` (an EVM transfer), the same statement also hands out the sender's next nonce (see
  * nonces.ts), from the locked row, so only once the lock is held; a refusal after it rolls the nonce back
  * with the rest of the transaction.
+ *
+ * It also hands out, once the lock is held, the spend's `admissionSeq`: the spends of a wallet admitted
+ * later have higher ones, whichever instance admitted them and whatever its clock reads (the funds check
+ * counts by it those admitted after its balances were read). One refused wastes its number, as a sequence
+ * does.
  */
 export async function lockSpendingPolicy(
   tx: Tx,
   walletId: string,
   nonceFor?: { chain: string; address: string; chainPendingNonce: number },
-): Promise<{ policy: PolicyRow; nonce?: number }> {
+): Promise<{ policy: PolicyRow; admissionSeq: bigint; nonce?: number }> {
   const [locked] = nonceFor
     ? await lockWithNonceStatement(tx, [
         walletId,
@@ -244,23 +251,39 @@ export async function lockSpendingPolicy(
     : await lockStatement(tx, [walletId]);
   if (!locked) throw new Error(`wallet ${walletId} has no policy row`);
   if (locked.walletStatus !== "active") throw errors.walletArchived(walletId);
-  if (!nonceFor) return { policy: locked.policy };
+  const { policy, admissionSeq } = locked;
+  if (!nonceFor) return { policy, admissionSeq };
   if (locked.nextNonce === null) throw new Error("the spend's lock handed out no nonce");
-  return { policy: locked.policy, nonce: locked.nextNonce - 1 };
+  return { policy, admissionSeq, nonce: locked.nextNonce - 1 };
 }
 
-type LockedPolicy = { policy: PolicyRow; walletStatus: string; nextNonce: number | null };
+type LockedPolicy = {
+  policy: PolicyRow;
+  walletStatus: string;
+  admissionSeq: bigint;
+  nextNonce: number | null;
+};
 const policyColumns = tableColumns(walletPolicies, ["policy"], "p");
 const lockedPolicySql = `SELECT ${policyColumns.list}, w.status AS wallet_status
   FROM wallet_policies p JOIN wallets w ON w.id = p.wallet_id
   WHERE p.wallet_id = $1 FOR NO KEY UPDATE OF p, w`;
-const lockedFields = [...policyColumns.fields, [["walletStatus"], wallets.status]] as const;
-const lockStatement = namedStatement<LockedPolicy>("lock_spending_policy", lockedPolicySql, lockedFields);
+// Evaluated on the rows the materialized CTE gives, each given once locked.
+const admissionSeqSql = "nextval('transactions_admission_seq')";
+const lockedFields = [
+  ...policyColumns.fields,
+  [["walletStatus"], wallets.status],
+  [["admissionSeq"], transactions.admissionSeq],
+] as const;
+const lockStatement = namedStatement<LockedPolicy>(
+  "lock_spending_policy",
+  `WITH locked AS MATERIALIZED (${lockedPolicySql}) SELECT locked.*, ${admissionSeqSql} FROM locked`,
+  lockedFields,
+);
 const lockWithNonceStatement = namedStatement<LockedPolicy>(
   "lock_spending_policy_with_nonce",
   `WITH locked AS MATERIALIZED (${lockedPolicySql}),
     allocated AS (${allocateNonceSql("locked WHERE locked.wallet_status = 'active'", 2)})
-  SELECT locked.*, (SELECT next_nonce FROM allocated) FROM locked`,
+  SELECT locked.*, ${admissionSeqSql}, (SELECT next_nonce FROM allocated) FROM locked`,
   [...lockedFields, [["nextNonce"], evmNonces.nextNonce]],
 );
 

@@ -24,8 +24,8 @@ export interface PlannedFunds {
   native: TokenInfo;
   /** EVM: the sender's x402 payments still pending when planned, by transaction id ({@link PaymentsRead}). */
   payments?: PaymentsRead;
-  /** EVM: the newest of the wallet's x402 payments when they were read ({@link PendingPayments.newest}). */
-  paymentsNewest?: RecordedAt | null | undefined;
+  /** EVM: the wallet's last spend admitted when its payments were read ({@link PendingPayments.lastAdmitted}). */
+  lastAdmitted?: AdmissionSeq | null | undefined;
   /** Solana: what was read of the sender's spends pending when planned ({@link SolanaSpendsRead}). */
   spends?: SolanaSpendsRead;
   /** Solana: the rents a transfer's fee and what it leaves depend on ({@link SolanaRents}). */
@@ -66,15 +66,15 @@ export interface SolanaFundsRead extends BalancesRead {
 
 /**
  * Of an address's Solana spends (sends and x402 payments) recorded pending before its balances were read, and
- * of its sends confirmed then among the wallet's latest ({@link RECENT_TRANSACTIONS_READ}): whether each had
+ * of its sends confirmed then among the wallet's latest ({@link RECENT_SPENDS_READ}): whether each had
  * landed by the slot they were read at (`landed`, by transaction id: in them already; not landed, not in them
  * even if it lands, or had landed where the node reading them had not yet seen it; an x402 payment,
- * whose transaction its facilitator signs first and names, is never read landed), and the newest of the
- * wallet's spends then (those recorded after it were not read).
+ * whose transaction its facilitator signs first and names, is never read landed), and the wallet's last
+ * spend admitted then ({@link AdmissionSeq}: those admitted after it were not read).
  */
 export interface SolanaSpendsRead {
   landed: ReadonlyMap<string, boolean>;
-  newest: RecordedAt | null;
+  lastAdmitted: AdmissionSeq | null;
 }
 
 /** What a Solana transfer pays beside its fee, and what it must leave. */
@@ -90,8 +90,8 @@ export interface EvmFundsRead extends BalancesRead {
   /** The nonce at the block the balances were read at: the sends from it on are not in them. */
   minedNonce: number;
   payments: PaymentsRead;
-  /** The newest of the wallet's x402 payments when they were read ({@link PendingPayments.newest}). */
-  paymentsNewest?: RecordedAt | null | undefined;
+  /** The wallet's last spend admitted when its payments were read ({@link PendingPayments.lastAdmitted}). */
+  lastAdmitted?: AdmissionSeq | null | undefined;
 }
 
 /** What the spends the chain had not taken from the funds read take from them. */
@@ -165,11 +165,13 @@ function describeSpends(sends: number, payments: number): string | undefined {
   return parts.length === 0 ? undefined : parts.join(" and ");
 }
 
-/** Where a transaction stands in its wallet's history: when it was recorded, and its id. */
-export interface RecordedAt {
-  createdAt: Date;
-  id: string;
-}
+/**
+ * Where a spend stands in the order its wallet's spends were admitted (`admissionSeq`, handed out under the
+ * wallet's spend lock): one admitted after a read of the wallet's spends has a higher one than every spend
+ * that read saw, whichever instance admitted it. Dates would not tell: one admitted by an instance whose
+ * clock was behind the reader's was dated before spends the read saw, and was missed.
+ */
+export type AdmissionSeq = bigint;
 
 /**
  * x402 payments pending before the balances were read: their transaction ids, and the authorizations whose
@@ -180,10 +182,10 @@ export interface PendingPayments {
   ids: readonly string[];
   authorizations: readonly EvmAuthorization[];
   /**
-   * The newest of the wallet's x402 payments in the token (any state) just before: those recorded after it
-   * were not read (null: there was none yet). Undefined where nothing was read (not an EVM token).
+   * The wallet's last spend on the chain admitted just before ({@link AdmissionSeq}): those admitted after it
+   * were not read (null: none yet). Undefined where nothing was read (not an EVM token).
    */
-  newest?: RecordedAt | null | undefined;
+  lastAdmitted?: AdmissionSeq | null | undefined;
 }
 
 const NO_PENDING_PAYMENTS: PendingPayments = { ids: [], authorizations: [] };
@@ -191,10 +193,11 @@ const NO_PENDING_PAYMENTS: PendingPayments = { ids: [], authorizations: [] };
 /**
  * The x402 payments of `from` (the wallet `walletId`'s address) on an EVM chain still pending now, in
  * `token`, by transaction id, the oldest of them (at most {@link MAX_PAYMENT_STATE_READS}) with the states to
- * read with the balances, and the newest of its payments before them: read before the balances, outside any
- * transaction. None on other chains. The ones beyond the reads count as not settled when read: one of them
- * settled and confirmed before the check under the lock is counted then (it was older than the newest, and
- * no longer pending: counted by nothing else, it let a send of 3 from 20 through beside 20 promised).
+ * read with the balances, and the wallet's last spend there admitted before them: read before the balances,
+ * outside any transaction. None on other chains. The ones beyond the reads count as not settled when read:
+ * one of them settled and confirmed before the check under the lock is counted then (it was admitted before
+ * the last, and no longer pending: counted by nothing else, it let a send of 3 from 20 through beside 20
+ * promised).
  */
 export async function pendingPayments(
   db: Db,
@@ -205,11 +208,6 @@ export async function pendingPayments(
   if (chain.kind !== "evm" || token.address === null) return NO_PENDING_PAYMENTS;
   const { walletId, from } = sender;
   const found = await pendingPaymentsStatement(db, [chain.name, from, token.symbol, walletId]);
-  const newestRow = found[0];
-  const newest: RecordedAt | null =
-    newestRow?.newestAt && newestRow.newestId
-      ? { createdAt: newestRow.newestAt, id: newestRow.newestId }
-      : null;
   const rows = found.flatMap(({ id, payment }) => (id === null ? [] : [{ id, payment }]));
   const readable = rows.flatMap(({ id, payment }) => {
     const onChain = (payment as { onChain?: Record<string, unknown> } | null)?.onChain;
@@ -223,50 +221,50 @@ export async function pendingPayments(
   return {
     ids: [...read, ...rows.map((row) => row.id).filter((id) => !read.has(id))],
     authorizations: stateRead.map((row) => row.authorization),
-    newest: newest ?? null,
+    lastAdmitted: found[0]?.lastAdmitted ?? null,
   };
 }
 
 /**
  * An address's x402 payments pending in a token, oldest first (their ids and recorded payments), each beside
- * the newest x402 payment of the wallet ($4) on the chain in the token, whatever its state: one statement, one
- * snapshot of both. With none pending, one row of the newest alone (id null); none at all, nulls.
+ * the last spend admitted of the wallet ($4) on the chain: one statement, one snapshot of both. With none
+ * pending, one row of the last admitted alone (id null; null, none admitted).
  */
 const pendingPaymentsStatement = namedStatement<{
-  newestAt: Date | null;
-  newestId: string | null;
+  lastAdmitted: AdmissionSeq | null;
   id: string | null;
   payment: unknown;
 }>(
   "pending_x402_payments",
-  `SELECT newest.created_at, newest.id, pending.id, pending.x402_payment FROM (SELECT 1) one
-    LEFT JOIN LATERAL (
-      SELECT created_at, id FROM transactions WHERE wallet_id = $4 AND type = 'x402' AND chain = $1 AND token = $3
-       ORDER BY created_at DESC, id DESC LIMIT 1) newest ON true
+  `SELECT ${lastAdmittedSql("$4", "$1")}, pending.id, pending.x402_payment FROM (SELECT 1) one
     LEFT JOIN LATERAL (
       SELECT id, x402_payment, created_at FROM transactions
        WHERE chain = $1 AND from_address = $2 AND type = 'x402' AND status = 'pending' AND token = $3) pending ON true
     ORDER BY pending.created_at, pending.id`,
   [
-    [["newestAt"], transactions.createdAt],
-    [["newestId"], transactions.id],
+    [["lastAdmitted"], transactions.admissionSeq],
     [["id"], transactions.id],
     [["payment"], transactions.x402Payment],
   ],
 );
+
+/** The last admitted of the wallet's (`wallet`) spends on a chain (`chain`), as an expression: on its index. */
+function lastAdmittedSql(wallet: string, chain: string): string {
+  return `(SELECT max(admission_seq) FROM transactions WHERE wallet_id = ${wallet} AND chain = ${chain})`;
+}
 
 function isHex(value: unknown, bytes: number): value is `0x${string}` {
   return typeof value === "string" && new RegExp(`^0x[0-9a-fA-F]{${bytes * 2}}$`).test(value);
 }
 
 /**
- * The wallet's latest transactions on a Solana chain among which its sends confirmed lately
+ * The wallet's latest spends admitted on a Solana chain among which its sends confirmed lately
  * ({@link RECENTLY_CONFIRMED_MS}) have their statuses read with its balances, as those pending do: a node
  * behind the one the confirmer asked (behind a load balancer) may read the balances before such a send
  * landed, and counting only the sends pending admitted a second send of 3 from 5 after the first was
  * confirmed, refused by the chain. Those older than these are taken to be in the balances.
  */
-export const RECENT_TRANSACTIONS_READ = 16;
+export const RECENT_SPENDS_READ = 16;
 
 /**
  * How long after its confirmation a send may be missing from the balances a node reads: SOLANA_NODE_LAG
@@ -278,9 +276,9 @@ export const RECENTLY_CONFIRMED_MS = 120_000;
 
 /**
  * An address's Solana spends pending before its balances are read and its sends confirmed lately among the
- * wallet's latest transactions ({@link RECENT_TRANSACTIONS_READ}): their transaction ids, the signatures of the first
- * of its sends (at most the node's bound; pending first) whose statuses are read after the balances, in
- * order, and the newest of the wallet's spends on the chain just before (null: none yet).
+ * wallet's latest spends ({@link RECENT_SPENDS_READ}): their transaction ids, the signatures of the first of
+ * its sends (at most the node's bound; pending first) whose statuses are read after the balances, in order,
+ * and the wallet's last spend on the chain admitted just before ({@link AdmissionSeq}; null: none yet).
  */
 export interface PendingSolanaSpends {
   /**
@@ -289,13 +287,13 @@ export interface PendingSolanaSpends {
    */
   ids: readonly string[];
   signatures: readonly string[];
-  newest: RecordedAt | null;
+  lastAdmitted: AdmissionSeq | null;
 }
 
 /**
  * The sends and x402 payments of `from` (the wallet `walletId`'s address) on a Solana chain still pending now,
- * its sends confirmed lately among the wallet's latest transactions there, and the newest of those: read before the
- * balances, outside any transaction, for the check under the lock ({@link checkFundsInFlight}). Undefined on
+ * its sends confirmed lately among the wallet's latest spends there, and the last of those admitted: read
+ * before the balances, outside any transaction, for the check under the lock ({@link checkFundsInFlight}). Undefined on
  * other chains.
  */
 export async function pendingSolanaSpends(
@@ -312,11 +310,6 @@ export async function pendingSolanaSpends(
     sender.walletId,
     confirmedSince.toISOString(),
   ]);
-  const newestRow = found[0];
-  const newest =
-    newestRow?.newestAt && newestRow.newestId
-      ? { createdAt: newestRow.newestAt, id: newestRow.newestId }
-      : null;
   const rows = found.flatMap(({ id, type, txHash, status }) =>
     id === null ? [] : [{ id, type, txHash, status }],
   );
@@ -328,45 +321,41 @@ export async function pendingSolanaSpends(
   return {
     ids: [...readIds, ...unread.map((row) => row.id)],
     signatures: read.map((row) => row.txHash ?? ""),
-    newest,
+    lastAdmitted: found[0]?.lastAdmitted ?? null,
   };
 }
 
 /**
  * An address's sends and x402 payments pending on a chain, oldest first, then its sends confirmed after $4
- * among the wallet's ($3) latest transactions on the chain ({@link RECENT_TRANSACTIONS_READ}), oldest first (their ids,
- * types, signatures and states), each beside the newest transaction of the wallet on the chain, whatever its
- * type and state: one statement, one snapshot of all. With none, one row of the newest alone (id null); no
- * transaction at all, nulls.
+ * among the wallet's ($3) latest spends admitted on the chain ({@link RECENT_SPENDS_READ}), oldest first
+ * (their ids, types, signatures and states), each beside the last spend of the wallet admitted on the chain:
+ * one statement, one snapshot of all. With none, one row of the last admitted alone (id null; null, none
+ * admitted).
  */
 const pendingSolanaSpendsStatement = namedStatement<{
-  newestAt: Date | null;
-  newestId: string | null;
+  lastAdmitted: AdmissionSeq | null;
   id: string | null;
   type: string | null;
   txHash: string | null;
   status: string | null;
 }>(
   "pending_solana_spends",
-  // Each part on an index: the sender's pending rows, and the wallet's by chain and time (its latest rows).
-  `SELECT newest.created_at, newest.id, spend.id, spend.type, spend.tx_hash, spend.status FROM (SELECT 1) one
-    LEFT JOIN LATERAL (
-      SELECT created_at, id FROM transactions WHERE wallet_id = $3 AND chain = $1
-       ORDER BY created_at DESC, id DESC LIMIT 1) newest ON true
+  // Each part on an index: the sender's pending rows, and the wallet's spends by chain in the order admitted
+  // (its last, and its latest).
+  `SELECT ${lastAdmittedSql("$3", "$1")}, spend.id, spend.type, spend.tx_hash, spend.status FROM (SELECT 1) one
     LEFT JOIN LATERAL (
       SELECT id, type, tx_hash, status, created_at FROM transactions
        WHERE chain = $1 AND from_address = $2 AND type IN ('send', 'x402') AND status = 'pending'
       UNION ALL
       SELECT id, type, tx_hash, status, created_at FROM (
         SELECT id, type, tx_hash, status, created_at, from_address, confirmed_at FROM transactions
-         WHERE wallet_id = $3 AND chain = $1
-         ORDER BY created_at DESC, id DESC LIMIT ${RECENT_TRANSACTIONS_READ}) latest
+         WHERE wallet_id = $3 AND chain = $1 AND admission_seq IS NOT NULL
+         ORDER BY admission_seq DESC LIMIT ${RECENT_SPENDS_READ}) latest
        WHERE type = 'send' AND status = 'confirmed' AND from_address = $2 AND confirmed_at > $4::timestamptz
     ) spend ON true
     ORDER BY spend.status = 'pending' DESC, spend.created_at, spend.id`,
   [
-    [["newestAt"], transactions.createdAt],
-    [["newestId"], transactions.id],
+    [["lastAdmitted"], transactions.admissionSeq],
     [["id"], transactions.id],
     [["type"], transactions.type],
     [["txHash"], transactions.txHash],
@@ -392,7 +381,7 @@ export function solanaSpendsRead(
 ): SolanaSpendsRead {
   return {
     landed: new Map(pending.ids.map((id, i) => [id, landed?.[i] ?? false])),
-    newest: pending.newest,
+    lastAdmitted: pending.lastAdmitted,
   };
 }
 
@@ -427,7 +416,7 @@ export async function readPaymentFunds(
     balance: read.balance,
     minedNonce: read.minedNonce,
     payments: paymentsRead(pending.ids, read.authorizationsUsed),
-    paymentsNewest: pending.newest,
+    lastAdmitted: pending.lastAdmitted,
   };
 }
 
@@ -447,7 +436,7 @@ export function fundsReadOf(plan: FundedPlan): FundsRead | undefined {
     gas: { fee: plan.fee, nativeBalance: plan.funds.nativeBalance, native: plan.funds.native },
     minedNonce: plan.evm.minedNonce ?? plan.evm.pendingNonce,
     payments: plan.funds.payments ?? new Map(),
-    paymentsNewest: plan.funds.paymentsNewest,
+    lastAdmitted: plan.funds.lastAdmitted,
   };
 }
 
@@ -470,12 +459,12 @@ export function fundsReadOf(plan: FundedPlan): FundsRead | undefined {
  * already settled may still be pending. Their states were read with the balances, before them in the same
  * request ({@link PaymentsRead}): a payment used then is in the balances and does not count; one not used
  * then, or pending then beyond the reads' bound (its state not read), counts while pending and also once
- * confirmed since (it settled after the read, or may have). A payment recorded after that read counts while
- * pending, and also once confirmed when recorded after the newest one there was then (it was made while this
- * spend waited: settled and confirmed by the time it takes the lock, it was in neither): it may have settled
- * before the balances were read, and is then counted twice, refusing briefly what a later read would admit.
- * "After" is by the recording instance's clock: one whose clock is behind the reader's by more than the
- * moment between them escapes it. One failed or expired does not count: it can no longer settle.
+ * confirmed since (it settled after the read, or may have). A payment admitted after that read counts while
+ * pending, and also once confirmed when admitted after the wallet's last spend admitted then
+ * ({@link AdmissionSeq}; it was made while this spend waited: settled and confirmed by the time it takes the
+ * lock, it was in neither): it may have settled before the balances were read, and is then counted twice,
+ * refusing briefly what a later read would admit. One failed or expired does not count: it can no longer
+ * settle.
  *
  * Without this, simultaneous spends each checked against the whole balance were all admitted: an EVM send
  * past it reverted on chain, paying its gas, and an x402 payment past it was never settled, the resource
@@ -489,7 +478,7 @@ export async function checkFundsInFlight(
 ): Promise<void> {
   if ("spends" in read) return checkSolanaSpendsInFlight(tx, spend, read);
   const readUnused = [...read.payments].filter(([, used]) => !used).map(([id]) => id);
-  const newest = read.paymentsNewest;
+  const { lastAdmitted } = read;
   const rows = await inFlightStatement(tx, [
     spend.chain,
     spend.from,
@@ -498,9 +487,8 @@ export async function checkFundsInFlight(
     spend.token.symbol,
     JSON.stringify(readUnused),
     spend.walletId,
-    newest !== undefined,
-    newest?.createdAt.toISOString() ?? null,
-    newest?.id ?? null,
+    lastAdmitted !== undefined,
+    lastAdmitted?.toString() ?? null,
     JSON.stringify([...read.payments.keys()]),
   ]);
   const sends = rows.filter((row) => row.type === "send");
@@ -526,15 +514,6 @@ export async function checkFundsInFlight(
   checkFunds(spend, read, inFlight);
 }
 
-/**
- * An address's spends in flight on a chain, in one statement: its sends pending or confirmed with a nonce
- * from $3 (the one at the block the balances were read at) up to $4 (the one handed out; for an x402 payment,
- * none: up to the address's next nonce, so the rows of a local chain restarted, whose nonces were forgotten,
- * are not), the latest row of each nonce when it is live, and its x402 payments in the token spent ($5)
- * pending, or confirmed since the read among those read unused ($6, a JSON array of ids), or (when $8)
- * confirmed and recorded in the wallet ($7) after the newest there was at the read ($9, $10; none then: every
- * one), other than those read ($11).
- */
 /** A spend in flight as both funds checks' statements read it. */
 interface InFlightRow {
   type: string;
@@ -551,12 +530,21 @@ const inFlightFields = [
   [["raw"], transactions.rawTx],
 ] as const;
 
+/**
+ * An address's spends in flight on a chain, in one statement: its sends pending or confirmed with a nonce
+ * from $3 (the one at the block the balances were read at) up to $4 (the one handed out; for an x402 payment,
+ * none: up to the address's next nonce, so the rows of a local chain restarted, whose nonces were forgotten,
+ * are not), the latest row of each nonce when it is live, and its x402 payments in the token spent ($5)
+ * pending, or confirmed since the read among those read unused ($6, a JSON array of ids), or (when $8)
+ * confirmed and admitted in the wallet ($7) after its last spend admitted at the read ($9; none then: every
+ * one), other than those read ($10).
+ */
 const inFlightStatement = namedStatement<InFlightRow>(
   "spends_in_flight",
   // Four branches, each on an index (the sender's nonces, the sender's pending rows, the primary key, the
-  // wallet's by type and time): one OR of them read every row. The last one's bound is one row comparison
-  // (none then: from -infinity), which the index seeks to; "IS NULL OR" beside it read every payment of the
-  // wallet.
+  // wallet's spends by chain in the order admitted): one OR of them read every row. The last one's bound is
+  // one comparison (none then: from 0), which the index seeks to; "IS NULL OR" beside it read every spend of
+  // the wallet.
   `SELECT type, id, token, amount_atomic, raw_tx FROM (
      SELECT DISTINCT ON (nonce) type, id, token, amount_atomic, raw_tx, status FROM transactions
       WHERE chain = $1 AND from_address = $2 AND nonce >= $3::int
@@ -573,10 +561,9 @@ const inFlightStatement = namedStatement<InFlightRow>(
       AND type = 'x402' AND chain = $1 AND from_address = $2 AND token = $5
    UNION ALL
    SELECT type, id, token, amount_atomic, raw_tx FROM transactions
-    WHERE $8::boolean AND wallet_id = $7 AND type = 'x402' AND status = 'confirmed' AND chain = $1
-      AND from_address = $2 AND token = $5
-      AND (created_at, id) > (coalesce($9::timestamptz, '-infinity'), coalesce($10::text, ''))
-      AND NOT id = ANY (ARRAY(SELECT jsonb_array_elements_text($11::jsonb)))`,
+    WHERE $8::boolean AND wallet_id = $7 AND chain = $1 AND admission_seq > coalesce($9::bigint, 0)
+      AND type = 'x402' AND status = 'confirmed' AND from_address = $2 AND token = $5
+      AND NOT id = ANY (ARRAY(SELECT jsonb_array_elements_text($10::jsonb)))`,
   inFlightFields,
 );
 
@@ -585,17 +572,17 @@ const inFlightStatement = namedStatement<InFlightRow>(
  * what the address's other spends the chain had not taken from them when read take as well.
  *
  * A Solana transfer has no nonce that tells which sends the balances hold: the slot they were read at does.
- * The sends pending before the read, and those confirmed among the wallet's latest transactions, had their
+ * The sends pending before the read, and those confirmed among the wallet's latest spends, had their
  * statuses read after it ({@link SolanaSpendsRead}): one landed by that slot is in the balances and does not
  * count, though still pending; one not landed then counts while pending and also once confirmed (since, or
- * before the read by a node ahead of the one that read the balances). x402 payments (transactions their facilitator signs first and
- * names, whose state a read of the balances cannot tell) count the same way as sends not landed: pending, or
- * pending then and confirmed since; one settled before the read is counted twice while its row is pending,
- * briefly (the paid request that settled it confirms it). A spend recorded after the read counts while
- * pending, and also once confirmed when recorded after the newest transaction of the wallet there was then
- * (it was admitted while this spend waited its turn at the lock: landed and confirmed meanwhile, it was in
- * neither the balances nor the spends read; one that landed before the balances were read is then counted
- * twice, refusing briefly what a later read admits). A send takes its amount and what it takes from the native
+ * before the read by a node ahead of the one that read the balances). x402 payments (transactions their
+ * facilitator signs first and names, whose state a read of the balances cannot tell) count the same way as
+ * sends not landed: pending, or pending then and confirmed since; one settled before the read is counted
+ * twice while its row is pending, briefly (the paid request that settled it confirms it). A spend admitted
+ * after the read counts while pending, and also once confirmed when admitted after the wallet's last spend
+ * admitted then ({@link AdmissionSeq}; it was admitted while this spend waited its turn at the lock: landed
+ * and confirmed meanwhile, it was in neither the balances nor the spends read; one that landed before the
+ * balances were read is then counted twice, refusing briefly what a later read admits). A send takes its amount and what it takes from the native
  * coin beyond it: the fee of its signatures and the rent of a token account it opens ({@link solanaFeeCap},
  * from its signed transaction); an x402 payment its amount in the token spent (its facilitator pays the fee).
  * A failed one does not count: it no longer lands, or it landed and its fee was taken before the read or is
@@ -613,15 +600,14 @@ const inFlightStatement = namedStatement<InFlightRow>(
  * either, was admitted, and the payment could no longer be settled.
  */
 async function checkSolanaSpendsInFlight(tx: Tx, spend: SpendFacts, read: SolanaFundsRead): Promise<void> {
-  const { landed, newest } = read.spends;
+  const { landed, lastAdmitted } = read.spends;
   const readUnlanded = [...landed].filter(([, inBalances]) => !inBalances).map(([id]) => id);
   const rows = await solanaInFlightStatement(tx, [
     spend.chain,
     spend.from,
     JSON.stringify(readUnlanded),
     spend.walletId,
-    newest?.createdAt.toISOString() ?? null,
-    newest?.id ?? null,
+    lastAdmitted?.toString() ?? null,
     JSON.stringify([...landed.keys()]),
   ]);
   const inFlight = { ...NOTHING_IN_FLIGHT };
@@ -679,14 +665,14 @@ function checkSenderRentInFlight(spend: SpendFacts, read: SolanaFundsRead, inFli
 
 /**
  * An address's Solana sends and x402 payments in flight on a chain, in one statement: those pending, those
- * confirmed among those read not landed ($3, a JSON array of ids), and those confirmed and
- * recorded in the wallet ($4) after the newest there was at the read ($5, $6; none then: every one), other
- * than those read ($7).
+ * confirmed among those read not landed ($3, a JSON array of ids), and those confirmed and admitted in the
+ * wallet ($4) after its last spend admitted at the read ($5; none then: every one), other than those read
+ * ($6).
  */
 const solanaInFlightStatement = namedStatement<InFlightRow>(
   "solana_spends_in_flight",
-  // Three branches, each on an index (the sender's pending rows, the primary key, the wallet's by chain and
-  // time), as the EVM statement's.
+  // Three branches, each on an index (the sender's pending rows, the primary key, the wallet's spends by
+  // chain in the order admitted), as the EVM statement's.
   `SELECT type, id, token, amount_atomic, raw_tx FROM transactions
     WHERE status = 'pending' AND chain = $1 AND from_address = $2 AND type IN ('send', 'x402')
    UNION ALL
@@ -695,10 +681,9 @@ const solanaInFlightStatement = namedStatement<InFlightRow>(
       AND type IN ('send', 'x402') AND chain = $1 AND from_address = $2
    UNION ALL
    SELECT type, id, token, amount_atomic, raw_tx FROM transactions
-    WHERE wallet_id = $4 AND chain = $1
-      AND (created_at, id) > (coalesce($5::timestamptz, '-infinity'), coalesce($6::text, ''))
+    WHERE wallet_id = $4 AND chain = $1 AND admission_seq > coalesce($5::bigint, 0)
       AND type IN ('send', 'x402') AND status = 'confirmed' AND from_address = $2
-      AND NOT id = ANY (ARRAY(SELECT jsonb_array_elements_text($7::jsonb)))`,
+      AND NOT id = ANY (ARRAY(SELECT jsonb_array_elements_text($6::jsonb)))`,
   inFlightFields,
 );
 

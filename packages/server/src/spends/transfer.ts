@@ -145,7 +145,7 @@ export async function planFundedTransfer(
     nativeBalance: planned.nativeBalance,
     native: client.config.nativeToken,
     payments: paymentsRead(pending.ids, planned.authorizationsUsed),
-    paymentsNewest: pending.newest,
+    lastAdmitted: pending.lastAdmitted,
     ...(solanaSpends ? { spends: solanaSpendsRead(solanaSpends, planned.signaturesLanded) } : {}),
     ...(planned.tokenAccountRent !== undefined && planned.rentExemption
       ? { rents: { tokenAccountRent: planned.tokenAccountRent, rentMinimum: planned.rentExemption.minimum } }

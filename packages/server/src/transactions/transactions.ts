@@ -184,6 +184,7 @@ const UNSET_COLUMNS = {
   feeAtomic: null,
   feeToken: null,
   feeDecimals: null,
+  admissionSeq: null,
 } satisfies Omit<TransactionRow, keyof typeof transactions.$inferInsert & RequiredKeys>;
 type RequiredKeys =
   | "walletId"

@@ -139,6 +139,11 @@ export const transactions = pgTable("transactions", {
   feeAtomic: numeric("fee_atomic", { mode: "bigint" }),
   feeToken: text("fee_token"),
   feeDecimals: integer("fee_decimals"),
+  /**
+   * Where the spend stands in the order its wallet's spends were admitted (handed out under the wallet's
+   * spend lock: `lockSpendingPolicy`; migration 0021); NULL for receives and held spends not approved.
+   */
+  admissionSeq: bigint("admission_seq", { mode: "bigint" }),
 });
 
 export const historyCounts = pgTable(
