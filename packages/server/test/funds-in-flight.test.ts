@@ -18,12 +18,14 @@ import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChainConfig, TokenInfo } from "../src/chains/types.ts";
 import { openStore, type Store, selectRows, type Tx } from "../src/internal/db/store.ts";
+import { lockSpendingPolicy } from "../src/spends/admission.ts";
 import {
   checkFundsInFlight,
   type FundsRead,
   pendingSolanaSpends,
   RECENTLY_CONFIRMED_MS,
 } from "../src/spends/funds.ts";
+import { eventually } from "./support/eventually.ts";
 import { initializedPglite } from "./support/pglite-setup.ts";
 import { createFreshDatabase, STORE_KIND } from "./support/test-server.ts";
 
@@ -112,6 +114,77 @@ describe("sends counted under the lock after a local chain's restart", () => {
       store.db.transaction((tx) => checkFundsInFlight(tx, usdcSend(10_000_000n), read, 2)),
     ).rejects.toThrow("Insufficient USDC: balance 10, of which 1 is taken by 1 send not yet on chain");
   });
+});
+
+/**
+ * The funds check tells the spends admitted after a read by their admission numbers: a spend of the wallet
+ * committed after another must have the higher one. The number is handed out by the statement that locks the
+ * wallet's policy row, evaluated on the row it gives once locked; taken before the lock (in the locked query's
+ * own columns, below its locking), a spend that waited at the lock would hold a number lower than the one
+ * admitted before it, and a read between their commits would miss it. PostgreSQL only: PGlite runs one
+ * transaction at a time, so nothing waits at a lock there.
+ */
+describe.skipIf(STORE_KIND !== "postgres")("the admission number handed out under the spend lock", () => {
+  const NONCE_ADDRESS = "0x00000000000000000000000000000000000000dd";
+  beforeAll(async () => {
+    await store.db.execute(sql`INSERT INTO wallet_policies (wallet_id) VALUES (${WALLET})`);
+  });
+
+  /** Backends of this database waiting at a lock in the spend lock's statement. */
+  async function waitingAtSpendLock(): Promise<number> {
+    const [row] = await selectRows<{ waiting: number }>(
+      store.db,
+      sql`SELECT count(*)::int AS waiting FROM pg_stat_activity
+           WHERE datname = current_database() AND wait_event_type = 'Lock'
+             AND query LIKE '%FROM wallet_policies p JOIN wallets w%'`,
+    );
+    return row?.waiting ?? 0;
+  }
+
+  const cases = [undefined, { chain: "base", address: NONCE_ADDRESS, chainPendingNonce: 0 }].flatMap(
+    (nonceFor) => [false, true].map((writes) => ({ nonceFor, writes })),
+  );
+  for (const { nonceFor, writes } of cases) {
+    it(`is taken once the lock is held by a spend that waited for it${writes ? " while its rows were written" : ""} (${nonceFor ? "with" : "without"} an EVM nonce)`, async () => {
+      let release = () => {};
+      const released = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      let lockedFirst = () => {};
+      const firstLocked = new Promise<void>((resolve) => {
+        lockedFirst = resolve;
+      });
+      // The first spend holds the lock; in the second case it writes the rows it locked (as a policy change
+      // or an archive does) before it commits, and the waiting statement reads them again (EvalPlanQual).
+      const first = store.db.transaction(async (tx) => {
+        const { admissionSeq } = await lockSpendingPolicy(tx, WALLET, nonceFor);
+        lockedFirst();
+        await released;
+        if (writes) {
+          await tx.execute(sql`UPDATE wallet_policies SET updated_at = now() WHERE wallet_id = ${WALLET}`);
+          await tx.execute(sql`UPDATE wallets SET name = name WHERE id = ${WALLET}`);
+        }
+        return admissionSeq;
+      });
+      await firstLocked;
+      const second = store.db.transaction(
+        async (tx) => (await lockSpendingPolicy(tx, WALLET, nonceFor)).admissionSeq,
+      );
+      await eventually(async () => (await waitingAtSpendLock()) === 1, {
+        describe: "the second spend to wait at the lock",
+      });
+      // A number taken while the second waits: the second's must come after it.
+      const [meanwhile] = await selectRows<{ seq: string }>(
+        store.db,
+        sql`SELECT nextval('transactions_admission_seq')::text AS seq`,
+      );
+      release();
+      const [firstSeq, secondSeq] = await Promise.all([first, second]);
+      const between = BigInt(meanwhile?.seq ?? "0");
+      expect(firstSeq).toBeLessThan(between);
+      expect(secondSeq).toBeGreaterThan(between);
+    });
+  }
 });
 
 describe.skipIf(STORE_KIND !== "postgres")("the funds check's statement over a long history", () => {
