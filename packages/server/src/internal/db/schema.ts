@@ -141,7 +141,8 @@ export const transactions = pgTable("transactions", {
   feeDecimals: integer("fee_decimals"),
   /**
    * Where the spend stands in the order its wallet's spends were admitted (handed out under the wallet's
-   * spend lock: `lockSpendingPolicy`; migration 0021); NULL for receives and held spends not approved.
+   * spend lock: `lockSpendingPolicy`; migration 0021); NULL for receives, held spends not approved, and the
+   * transfers filling an EVM nonce gap.
    */
   admissionSeq: bigint("admission_seq", { mode: "bigint" }),
 });

@@ -2,9 +2,10 @@
 -- once the lock is held (sends and x402 payments as they are recorded signed, held spends as they are
 -- approved), so a spend admitted after another has the higher one, whichever instance admitted them. The
 -- funds check under the lock counts the spends admitted after its balances were read by it: by their
--- dates it missed one admitted by an instance whose clock was behind. NULL for receives and for held spends
--- never approved.
-CREATE SEQUENCE transactions_admission_seq AS bigint;
+-- dates it missed one admitted by an instance whose clock was behind. NULL for receives, for held spends
+-- never approved, and for the transfers filling an EVM nonce gap (sends are counted by their nonces there).
+-- One number at a time (CACHE 1, the default): a per-session cache would hand a later spend a lower number.
+CREATE SEQUENCE transactions_admission_seq AS bigint CACHE 1;
 ALTER TABLE transactions ADD COLUMN admission_seq bigint;
 -- The spends recorded before this column, in the order of their dates: one recorded before the upgrade and
 -- confirmed since is then counted as a spend admitted before those of the new version.
