@@ -344,7 +344,7 @@ describe.skipIf(STORE_KIND !== "postgres")("the Solana funds check's statement o
       expect(visited).toBeLessThan(HISTORY / 10);
     });
 
-    it(`reads the sender's pending spends and the wallet's latest spends before the plan, not the history (${planCacheMode})`, async () => {
+    it(`reads the sender's pending spends and the wallet's latest sends before the plan, not the history (${planCacheMode})`, async () => {
       const solana: ChainConfig = {
         name: "solana",
         kind: "solana",
@@ -366,7 +366,7 @@ describe.skipIf(STORE_KIND !== "postgres")("the Solana funds check's statement o
           '${new Date(Date.now() - RECENTLY_CONFIRMED_MS).toISOString()}')`,
       );
       // The sender's pending rows by their index (none among the service's), the wallet's latest
-      // RECENT_SPENDS_READ and its last admitted by the index of its spends by chain in the order admitted.
+      // RECENT_SENDS_READ and its last admitted by the index of its spends by chain in the order admitted.
       expect(visited).toBeLessThan(HISTORY / 10);
     });
   }

@@ -11,6 +11,7 @@ import { fundSolana } from "@svc/devnet";
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChainClient } from "../src/chains/types.ts";
+import { RECENT_SENDS_READ } from "../src/spends/funds.ts";
 import { findToken } from "../src/spends/transfer.ts";
 import { devnetClients, solanaKey } from "./support/chains.ts";
 import { eventually } from "./support/eventually.ts";
@@ -322,8 +323,13 @@ describe("Solana funds under concurrency", () => {
     }
   });
 
-  it("counts a send confirmed before another's balances were read when the node that read them had not seen it yet (a node lagging behind a load balancer): the second of two sends of 3 from 5 USDC is refused", async () => {
-    const { wallet, to } = await walletAndRecipient("lagging", { sol: SOL / 10n, usdc: 5n * USDC });
+  /**
+   * Two sends of 3 from 5 USDC, the second's balances read by a node that has not yet seen the first,
+   * confirmed meanwhile (a node lagging behind a load balancer): `afterFirst` runs once the first is
+   * confirmed. The second must be refused, and the wallet's history hold one send, confirmed.
+   */
+  async function secondReadByLaggingNode(name: string, afterFirst: (walletId: string) => Promise<void>) {
+    const { wallet, to } = await walletAndRecipient(name, { sol: SOL / 10n, usdc: 5n * USDC });
     const sendThree = () =>
       server.api.post(`/v1/wallets/${wallet.id}/send`, { to, amount: "3", chain: "solana" }, apiKey);
     const isBalanceRead = ({ methods, body }: { methods: string[]; body: string }) =>
@@ -340,6 +346,7 @@ describe("Solana funds under concurrency", () => {
       const sent = await first;
       expect(sent.status, sent.text).toBe(201);
       expect((await waitForSettled(server.api, apiKey, sent.body.id)).status).toBe("confirmed");
+      await afterFirst(wallet.id);
       // The second send's balance read is answered as that lagging node does: 5, at a slot before the first
       // landed (its answer's context says which).
       const second = sendThree();
@@ -362,6 +369,24 @@ describe("Solana funds under concurrency", () => {
     } finally {
       gate.openUp();
     }
+  }
+
+  it("counts a send confirmed before another's balances were read when the node that read them had not seen it yet (a node lagging behind a load balancer): the second of two sends of 3 from 5 USDC is refused", async () => {
+    await secondReadByLaggingNode("lagging", async () => {});
+  });
+
+  it(`counts it also when more than ${RECENT_SENDS_READ} x402 payments were admitted since (a burst of micropayments)`, async () => {
+    await secondReadByLaggingNode("lagging after payments", async (walletId) => {
+      // As many payments and one more, admitted after the send and failed since: they count for nothing.
+      const db = server.service.store.db;
+      for (let i = 0; i <= RECENT_SENDS_READ; i++)
+        await db.execute(sql`
+          INSERT INTO transactions (id, wallet_id, type, chain, token, amount_atomic, decimals, from_address,
+            to_address, status, created_at, admission_seq)
+          SELECT ${`tx_micropayment${i}`} || ${walletId}, ${walletId}, 'x402', 'solana', 'USDC', 1, 6,
+            solana_address, solana_address, 'failed', now(), nextval('transactions_admission_seq')
+          FROM wallets WHERE id = ${walletId}`);
+    });
   });
 
   it("counts no send of a previous chain: confirmed sends an hour old that the chain never saw (a local chain started anew) do not refuse a send of what the wallet holds", async () => {

@@ -66,7 +66,7 @@ export interface SolanaFundsRead extends BalancesRead {
 
 /**
  * Of an address's Solana spends (sends and x402 payments) recorded pending before its balances were read, and
- * of its sends confirmed then among the wallet's latest ({@link RECENT_SPENDS_READ}): whether each had
+ * of its sends confirmed then among the wallet's latest ({@link RECENT_SENDS_READ}): whether each had
  * landed by the slot they were read at (`landed`, by transaction id: in them already; not landed, not in them
  * even if it lands, or had landed where the node reading them had not yet seen it; an x402 payment,
  * whose transaction its facilitator signs first and names, is never read landed), and the wallet's last
@@ -248,9 +248,14 @@ const pendingPaymentsStatement = namedStatement<{
   ],
 );
 
-/** The last admitted of the wallet's (`wallet`) spends on a chain (`chain`), as an expression: on its index. */
+/**
+ * The last admitted of the wallet's (`wallet`) spends on a chain (`chain`), as an expression: the later of
+ * its last send and its last x402 payment, each on its index.
+ */
 function lastAdmittedSql(wallet: string, chain: string): string {
-  return `(SELECT max(admission_seq) FROM transactions WHERE wallet_id = ${wallet} AND chain = ${chain})`;
+  const last = (type: string) =>
+    `(SELECT max(admission_seq) FROM transactions WHERE wallet_id = ${wallet} AND chain = ${chain} AND type = '${type}')`;
+  return `greatest(${last("send")}, ${last("x402")})`;
 }
 
 function isHex(value: unknown, bytes: number): value is `0x${string}` {
@@ -258,13 +263,13 @@ function isHex(value: unknown, bytes: number): value is `0x${string}` {
 }
 
 /**
- * The wallet's latest spends admitted on a Solana chain among which its sends confirmed lately
+ * The wallet's latest sends admitted on a Solana chain, among which those confirmed lately
  * ({@link RECENTLY_CONFIRMED_MS}) have their statuses read with its balances, as those pending do: a node
  * behind the one the confirmer asked (behind a load balancer) may read the balances before such a send
  * landed, and counting only the sends pending admitted a second send of 3 from 5 after the first was
  * confirmed, refused by the chain. Those older than these are taken to be in the balances.
  */
-export const RECENT_SPENDS_READ = 16;
+export const RECENT_SENDS_READ = 16;
 
 /**
  * How long after its confirmation a send may be missing from the balances a node reads: SOLANA_NODE_LAG
@@ -276,7 +281,7 @@ export const RECENTLY_CONFIRMED_MS = 120_000;
 
 /**
  * An address's Solana spends pending before its balances are read and its sends confirmed lately among the
- * wallet's latest spends ({@link RECENT_SPENDS_READ}): their transaction ids, the signatures of the first of
+ * wallet's latest sends ({@link RECENT_SENDS_READ}): their transaction ids, the signatures of the first of
  * its sends (at most the node's bound; pending first) whose statuses are read after the balances, in order,
  * and the wallet's last spend on the chain admitted just before ({@link AdmissionSeq}; null: none yet).
  */
@@ -292,7 +297,7 @@ export interface PendingSolanaSpends {
 
 /**
  * The sends and x402 payments of `from` (the wallet `walletId`'s address) on a Solana chain still pending now,
- * its sends confirmed lately among the wallet's latest spends there, and the last of those admitted: read
+ * its sends confirmed lately among the wallet's latest sends there, and its last spend admitted there: read
  * before the balances, outside any transaction, for the check under the lock ({@link checkFundsInFlight}). Undefined on
  * other chains.
  */
@@ -327,7 +332,7 @@ export async function pendingSolanaSpends(
 
 /**
  * An address's sends and x402 payments pending on a chain, oldest first, then its sends confirmed after $4
- * among the wallet's ($3) latest spends admitted on the chain ({@link RECENT_SPENDS_READ}), oldest first
+ * among the wallet's ($3) latest sends admitted on the chain ({@link RECENT_SENDS_READ}), oldest first
  * (their ids, types, signatures and states), each beside the last spend of the wallet admitted on the chain:
  * one statement, one snapshot of all. With none, one row of the last admitted alone (id null; null, none
  * admitted).
@@ -341,7 +346,7 @@ const pendingSolanaSpendsStatement = namedStatement<{
 }>(
   "pending_solana_spends",
   // Each part on an index: the sender's pending rows, and the wallet's spends by chain in the order admitted
-  // (its last, and its latest).
+  // (its last of each type, and its latest sends).
   `SELECT ${lastAdmittedSql("$3", "$1")}, spend.id, spend.type, spend.tx_hash, spend.status FROM (SELECT 1) one
     LEFT JOIN LATERAL (
       SELECT id, type, tx_hash, status, created_at FROM transactions
@@ -349,9 +354,9 @@ const pendingSolanaSpendsStatement = namedStatement<{
       UNION ALL
       SELECT id, type, tx_hash, status, created_at FROM (
         SELECT id, type, tx_hash, status, created_at, from_address, confirmed_at FROM transactions
-         WHERE wallet_id = $3 AND chain = $1 AND admission_seq IS NOT NULL
-         ORDER BY admission_seq DESC LIMIT ${RECENT_SPENDS_READ}) latest
-       WHERE type = 'send' AND status = 'confirmed' AND from_address = $2 AND confirmed_at > $4::timestamptz
+         WHERE wallet_id = $3 AND chain = $1 AND type = 'send' AND admission_seq IS NOT NULL
+         ORDER BY admission_seq DESC LIMIT ${RECENT_SENDS_READ}) latest
+       WHERE status = 'confirmed' AND from_address = $2 AND confirmed_at > $4::timestamptz
     ) spend ON true
     ORDER BY spend.status = 'pending' DESC, spend.created_at, spend.id`,
   [
@@ -572,7 +577,7 @@ const inFlightStatement = namedStatement<InFlightRow>(
  * what the address's other spends the chain had not taken from them when read take as well.
  *
  * A Solana transfer has no nonce that tells which sends the balances hold: the slot they were read at does.
- * The sends pending before the read, and those confirmed among the wallet's latest spends, had their
+ * The sends pending before the read, and those confirmed among the wallet's latest sends, had their
  * statuses read after it ({@link SolanaSpendsRead}): one landed by that slot is in the balances and does not
  * count, though still pending; one not landed then counts while pending and also once confirmed (since, or
  * before the read by a node ahead of the one that read the balances). x402 payments (transactions their

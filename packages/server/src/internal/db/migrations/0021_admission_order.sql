@@ -14,6 +14,7 @@ UPDATE transactions SET admission_seq = ordered.seq
          WHERE type IN ('send', 'x402') AND status IN ('pending', 'confirmed', 'failed')) ordered
  WHERE transactions.id = ordered.id;
 SELECT setval('transactions_admission_seq', coalesce(max(admission_seq), 0) + 1, false) FROM transactions;
--- A wallet's spends on a chain in the order admitted: its newest, and those after a given one.
-CREATE INDEX transactions_wallet_admission_idx ON transactions (wallet_id, chain, admission_seq)
+-- A wallet's spends of a type on a chain in the order admitted: its last, its latest sends (x402 payments
+-- admitted after them do not take their places), and those after a given one.
+CREATE INDEX transactions_wallet_admission_idx ON transactions (wallet_id, chain, type, admission_seq)
   WHERE admission_seq IS NOT NULL;
