@@ -12,6 +12,7 @@ import { requestFingerprint } from "../src/idempotency/idempotency.ts";
 import { hashApiKey } from "../src/internal/crypto.ts";
 import { type StoreLocation, selectRows } from "../src/internal/db/store.ts";
 import { Keyring } from "../src/wallets/keyring.ts";
+import { initializedPglite } from "./support/pglite-setup.ts";
 import {
   createFreshDatabase,
   createTestServer,
@@ -60,7 +61,8 @@ ${applied.join("\n")}`;
   }
   const dir = mkdtempSync(join(tmpdir(), "svc-migrate-"));
   cleanup = async () => rmSync(dir, { recursive: true, force: true });
-  const client = await PGlite.create(dir);
+  // A data directory PGlite initialized (initdb), before any migration.
+  const client = await PGlite.create({ dataDir: dir, loadDataDir: initializedPglite() });
   await client.exec(script);
   return {
     location: { pgliteDir: dir },
