@@ -8,6 +8,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { MAX_BATCH_SIZE } from "@modelcontextprotocol/sdk/server/requestBody.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import {
+  isInitializeRequest,
   isJSONRPCErrorResponse,
   isJSONRPCRequest,
   isJSONRPCResultResponse,
@@ -476,6 +477,18 @@ export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
       return;
     }
 
+    // Only an initialize request opens a session: anything else without one is refused before room is made
+    // for it (which closed the key's oldest session for a session never opened).
+    const messages = Array.isArray(parsedBody) ? parsedBody : [parsedBody];
+    if (request.method !== "POST" || !messages.some((message) => isInitializeRequest(message))) {
+      answerError(response, 400, requestId, {
+        code: "ValidationError",
+        message:
+          "No MCP session named: POST an initialize request first, then send the Mcp-Session-Id header its answer gives with every request",
+        reason: "session_required",
+      });
+      return;
+    }
     const keyDigest = digest(apiKey);
     await makeRoom(keyDigest, accountId);
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({

@@ -315,6 +315,7 @@ describe("open sessions, bounded", () => {
   async function withBoundedHandler(
     bounds: { maxSessions: number; maxSessionsPerKey: number },
     use: (tools: {
+      url: string;
       connect: (key: string) => Promise<Client>;
       alive: (client: Client) => Promise<boolean>;
     }) => Promise<void>,
@@ -325,6 +326,7 @@ describe("open sessions, bounded", () => {
     const url = `http://127.0.0.1:${(endpoint.address() as AddressInfo).port}/mcp`;
     try {
       await use({
+        url,
         connect: (key) => open(httpClient(world, key, undefined, url)),
         alive: (client) =>
           call(client, "list_wallets").then(
@@ -354,6 +356,32 @@ describe("open sessions, bounded", () => {
       expect(await alive(admin)).toBe(true);
       expect((await Promise.all(read.map(alive))).filter(Boolean)).toHaveLength(1);
       expect(await alive(read.at(-1) as Client)).toBe(true);
+    });
+  });
+
+  it("a request that opens no session (a GET, a call before initialize) is 400 session_required and closes none", async () => {
+    await withBoundedHandler({ maxSessions: 3, maxSessionsPerKey: 2 }, async ({ url, connect, alive }) => {
+      const sessions = [await connect(world.readKey), await connect(world.readKey)];
+      const headers = {
+        authorization: `Bearer ${world.readKey}`,
+        accept: "application/json, text/event-stream",
+        "content-type": "application/json",
+      };
+      const toolsList = { jsonrpc: "2.0", id: 7, method: "tools/list" };
+      const answers = [
+        await fetch(url, { method: "GET", headers }),
+        await fetch(url, { method: "DELETE", headers }),
+        await fetch(url, { method: "POST", headers, body: JSON.stringify(toolsList) }),
+        await fetch(url, { method: "POST", headers, body: JSON.stringify([toolsList]) }),
+      ];
+      for (const answer of answers) {
+        expect(answer.status).toBe(400);
+        const body = (await answer.json()) as ServiceErrorBody;
+        expect(body.error).toMatchObject({ code: "ValidationError", reason: "session_required" });
+        expect(body.error.message).toContain("Mcp-Session-Id");
+      }
+      // Before, each made room for a session it never opened: the key's oldest was closed.
+      expect(await Promise.all(sessions.map(alive))).toEqual([true, true]);
     });
   });
 
