@@ -275,6 +275,34 @@ describe("an agent key", () => {
     expect(resumed.body.status).toBe("active");
   });
 
+  it("racing the owner's tightening, never ends the policy looser than the owner left it", async () => {
+    // Serialized either way, the owner's change (50 → 10, [A, B, C] → [A]) is the last word: after it, the
+    // agent's (→ 30, → [A, B]) raises a bound and adds an entry, and is refused. An agent's change checked
+    // against the policy as it was before the owner's committed, and written after, would leave it looser.
+    const THIRD = "0x3333333333333333333333333333333333333333";
+    for (let round = 0; round < 12; round++) {
+      const wallet = await createWallet({ maxPerTx: "50", whitelist: [RECIPIENT, OTHER, THIRD] });
+      const agent = await createKey({ walletIds: [wallet.id] });
+      const path = `/v1/wallets/${wallet.id}/policy`;
+      const [ownerAnswer, agentAnswer] = await Promise.all([
+        server.api.request("PATCH", path, {
+          token: owner.apiKey,
+          body: { maxPerTx: "10", whitelist: [RECIPIENT] },
+        }),
+        server.api.request("PATCH", path, {
+          token: agent.key,
+          body: { maxPerTx: "30", whitelist: [RECIPIENT, OTHER] },
+        }),
+      ]);
+      expect(ownerAnswer.status).toBe(200);
+      expect([200, 403]).toContain(agentAnswer.status);
+      expect(await policyOf(wallet.id), `round ${round}`).toMatchObject({
+        maxPerTx: "10",
+        whitelist: [RECIPIENT],
+      });
+    }
+  });
+
   it("reads its wallets, sends within the policy, uses the faucet and archives", async () => {
     const devnet = await sharedDevnet();
     const wallet = await createWallet({ maxPerTx: "5" });
