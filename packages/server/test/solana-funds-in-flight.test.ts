@@ -215,37 +215,59 @@ describe("Solana funds under concurrency", () => {
     expect(await solana.getBalance(to, findToken(solana, "USDC"))).toBe(3n * USDC + 1n);
   });
 
+  /**
+   * A send of `amount` USDC from the wallet to `to`, its USDC balance read from the node and the answer held
+   * back while `meanwhile` runs: what it does falls between the read and the check under the wallet's lock.
+   * Returns the send's answer.
+   */
+  async function sendWithBalanceReadHeld(
+    walletId: string,
+    to: string,
+    amount: string,
+    meanwhile: () => Promise<void>,
+  ) {
+    gate.decide = ({ methods, body }) =>
+      methods.includes("getAccountInfo") && body.includes("jsonParsed") ? "hold" : "forward";
+    const sending = server.api.post(`/v1/wallets/${walletId}/send`, { to, amount, chain: "solana" }, apiKey);
+    await eventually(() => gate.held.length === 1, { describe: "the send's balance read" });
+    const read = gate.held.splice(0)[0];
+    const answer = (await read?.askNode()) ?? "";
+    gate.decide = () => "forward";
+    await meanwhile();
+    read?.answer(answer);
+    return sending;
+  }
+
+  /** A send refused for the 3 USDC another send not yet in the balances it read takes. */
+  function expectRefusedForOneSendOfThree(refused: Awaited<ReturnType<typeof sendWithBalanceReadHeld>>) {
+    expect(refused.status, refused.text).toBe(422);
+    expect(expectErrorShape(refused)).toMatchObject({
+      reason: "insufficient_token",
+      message: expect.stringMatching(/3 is taken by 1 send not yet on chain/),
+    });
+  }
+
   it("counts a send landed and confirmed after another's balances were read: the second of two sends of 3 from 5 USDC is refused", async () => {
     const { wallet, to } = await walletAndRecipient("read early", { sol: SOL / 10n, usdc: 5n * USDC });
-    const sendThree = () =>
-      server.api.post(`/v1/wallets/${wallet.id}/send`, { to, amount: "3", chain: "solana" }, apiKey);
     try {
       // The first send is recorded pending; its broadcast waits at the gate.
       gate.decide = ({ methods }) => (methods.includes("sendTransaction") ? "hold" : "forward");
-      const first = sendThree();
+      const first = server.api.post(
+        `/v1/wallets/${wallet.id}/send`,
+        { to, amount: "3", chain: "solana" },
+        apiKey,
+      );
       await eventually(() => gate.held.length === 1, { describe: "the first send's broadcast" });
       const broadcast = gate.held.splice(0)[0];
-      // The second reads its USDC balance (5, the first not yet on chain); the answer waits here.
-      gate.decide = ({ methods, body }) =>
-        methods.includes("getAccountInfo") && body.includes("jsonParsed") ? "hold" : "forward";
-      const second = sendThree();
-      await eventually(() => gate.held.length === 1, { describe: "the second send's balance read" });
-      const read = gate.held.splice(0)[0];
-      const answer = (await read?.askNode()) ?? "";
-      gate.decide = () => "forward";
-      // Then the first lands, and the confirmer records it confirmed.
-      broadcast?.release();
-      const sent = await first;
-      expect(sent.status, sent.text).toBe(201);
-      expect((await waitForSettled(server.api, apiKey, sent.body.id)).status).toBe("confirmed");
-      // Now the second goes on with what it read.
-      read?.answer(answer);
-      const refused = await second;
-      expect(refused.status, refused.text).toBe(422);
-      expect(expectErrorShape(refused)).toMatchObject({
-        reason: "insufficient_token",
-        message: expect.stringMatching(/3 is taken by 1 send not yet on chain/),
+      // The second reads its USDC balance (5, the first not yet on chain); meanwhile the first lands, and the
+      // confirmer records it confirmed.
+      const refused = await sendWithBalanceReadHeld(wallet.id, to, "3", async () => {
+        broadcast?.release();
+        const sent = await first;
+        expect(sent.status, sent.text).toBe(201);
+        expect((await waitForSettled(server.api, apiKey, sent.body.id)).status).toBe("confirmed");
       });
+      expectRefusedForOneSendOfThree(refused);
       expect(await solana.getBalance(to, findToken(solana, "USDC"))).toBe(3n * USDC + 1n);
     } finally {
       gate.openUp();
@@ -261,28 +283,16 @@ describe("Solana funds under concurrency", () => {
       const first = await send("1");
       expect(first.status, first.text).toBe(201);
       expect((await waitForSettled(server.api, apiKey, first.body.id)).status).toBe("confirmed");
-      gate.decide = ({ methods, body }) =>
-        methods.includes("getAccountInfo") && body.includes("jsonParsed") ? "hold" : "forward";
-      const second = send("3");
-      await eventually(() => gate.held.length === 1, { describe: "the second send's balance read" });
-      const read = gate.held.splice(0)[0];
-      const answer = (await read?.askNode()) ?? "";
-      gate.decide = () => "forward";
-      // Meanwhile a send of 3 is admitted by an instance whose clock is two minutes behind (this one's, set
-      // back): dated before the first, and confirmed.
-      server.clock.advance(-120_000);
-      const third = await send("3");
-      server.clock.reset();
-      expect(third.status, third.text).toBe(201);
-      expect((await waitForSettled(server.api, apiKey, third.body.id)).status).toBe("confirmed");
-      // The second goes on with the 5 it read: the third is not in them.
-      read?.answer(answer);
-      const refused = await second;
-      expect(refused.status, refused.text).toBe(422);
-      expect(expectErrorShape(refused)).toMatchObject({
-        reason: "insufficient_token",
-        message: expect.stringMatching(/3 is taken by 1 send not yet on chain/),
+      const refused = await sendWithBalanceReadHeld(wallet.id, to, "3", async () => {
+        // Meanwhile a send of 3 is admitted by an instance whose clock is two minutes behind (this one's, set
+        // back): dated before the first, and confirmed.
+        server.clock.advance(-120_000);
+        const third = await send("3");
+        server.clock.reset();
+        expect(third.status, third.text).toBe(201);
+        expect((await waitForSettled(server.api, apiKey, third.body.id)).status).toBe("confirmed");
       });
+      expectRefusedForOneSendOfThree(refused);
     } finally {
       server.clock.reset();
       gate.openUp();
@@ -295,29 +305,20 @@ describe("Solana funds under concurrency", () => {
       { sol: SOL / 10n, usdc: 5n * USDC },
       { policy: { approvalAbove: "2.5" } },
     );
-    const send = (amount: string) =>
-      server.api.post(`/v1/wallets/${wallet.id}/send`, { to, amount, chain: "solana" }, apiKey);
     try {
-      const held = await send("3");
+      const held = await server.api.post(
+        `/v1/wallets/${wallet.id}/send`,
+        { to, amount: "3", chain: "solana" },
+        apiKey,
+      );
       expect(held.body.status, held.text).toBe("pending_approval");
-      gate.decide = ({ methods, body }) =>
-        methods.includes("getAccountInfo") && body.includes("jsonParsed") ? "hold" : "forward";
-      const second = send("2.5");
-      await eventually(() => gate.held.length === 1, { describe: "the second send's balance read" });
-      const read = gate.held.splice(0)[0];
-      const answer = (await read?.askNode()) ?? "";
-      gate.decide = () => "forward";
-      // Meanwhile the held send is approved, and confirmed.
-      const approved = await server.api.post(`/v1/approvals/${held.body.id}/approve`, undefined, apiKey);
-      expect(approved.status, approved.text).toBe(200);
-      expect((await waitForSettled(server.api, apiKey, held.body.id)).status).toBe("confirmed");
-      read?.answer(answer);
-      const refused = await second;
-      expect(refused.status, refused.text).toBe(422);
-      expect(expectErrorShape(refused)).toMatchObject({
-        reason: "insufficient_token",
-        message: expect.stringMatching(/3 is taken by 1 send not yet on chain/),
+      const refused = await sendWithBalanceReadHeld(wallet.id, to, "2.5", async () => {
+        // Meanwhile the held send is approved, and confirmed.
+        const approved = await server.api.post(`/v1/approvals/${held.body.id}/approve`, undefined, apiKey);
+        expect(approved.status, approved.text).toBe(200);
+        expect((await waitForSettled(server.api, apiKey, held.body.id)).status).toBe("confirmed");
       });
+      expectRefusedForOneSendOfThree(refused);
     } finally {
       gate.openUp();
     }
@@ -355,12 +356,7 @@ describe("Solana funds under concurrency", () => {
       const id = JSON.stringify((JSON.parse(secondRead?.body ?? "{}") as { id?: unknown }).id);
       gate.decide = () => "forward";
       secondRead?.answer(before.replace(/"id":("[^"]*"|\d+)/, `"id":${id}`));
-      const refused = await second;
-      expect(refused.status, refused.text).toBe(422);
-      expect(expectErrorShape(refused)).toMatchObject({
-        reason: "insufficient_token",
-        message: expect.stringMatching(/3 is taken by 1 send not yet on chain/),
-      });
+      expectRefusedForOneSendOfThree(await second);
       const history = (await server.api.get(`/v1/wallets/${wallet.id}/transactions`, apiKey)).body.data as {
         type: string;
         status: string;
