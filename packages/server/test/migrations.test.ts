@@ -71,6 +71,25 @@ ${applied.join("\n")}`;
   };
 }
 
+/**
+ * A store as the release before migration `prefix` (e.g. "0017_") left it, holding one account and its wallet
+ * `walletId` on `chains` (EVM address 0x3333…3333).
+ */
+async function storeBeforeWithWallet(prefix: string, walletId: string, chains: readonly string[]) {
+  const at = migrationFiles.findIndex((file) => file.startsWith(prefix));
+  expect(at).toBeGreaterThan(0);
+  const old = await storeAtMigration(at);
+  await old.exec(
+    "INSERT INTO accounts (id, email, password_hash) VALUES ('usr_old', 'old@example.com', 'x')",
+  );
+  await old.exec(
+    `INSERT INTO wallets (id, account_id, name, chains, evm_address, wrapped_data_key)
+     VALUES ($1, 'usr_old', 'old', $2, '0x3333333333333333333333333333333333333333', '\\x00')`,
+    [walletId, JSON.stringify(chains)],
+  );
+  return old;
+}
+
 describe("a database created by the first migration", () => {
   it(`is upgraded to the last one by a normal start, its rows intact and new columns at their defaults (${STORE_KIND})`, async () => {
     expect(migrationFiles.length).toBeGreaterThan(1);
@@ -285,18 +304,8 @@ describe("0010: Idempotency-Keys stored before their namespaces could not be for
 
 describe("0017: faucet grants that recorded one transaction between them", () => {
   it(`are reduced to the earliest, and no later grant can record it again (${STORE_KIND})`, async () => {
-    const at = migrationFiles.findIndex((file) => file.startsWith("0017_"));
-    expect(at).toBeGreaterThan(0);
-    const old = await storeAtMigration(at);
     const walletId = "wal_faucetgrants0000000001";
-    await old.exec(
-      "INSERT INTO accounts (id, email, password_hash) VALUES ('usr_faucet', 'f@example.com', 'x')",
-    );
-    await old.exec(
-      `INSERT INTO wallets (id, account_id, name, chains, evm_address, wrapped_data_key)
-       VALUES ($1, 'usr_faucet', 'faucet', '["base","solana"]', '0x3333333333333333333333333333333333333333', '\\x00')`,
-      [walletId],
-    );
+    const old = await storeBeforeWithWallet("0017_", walletId, ["base", "solana"]);
     const [shared, own] = [`0x${"a".repeat(64)}`, `0x${"b".repeat(64)}`];
     // Two requests answered with one payment (the second recorded later), a payment of its own, the same hash
     // on another chain, and two grants whose payment was not yet signed.
@@ -334,18 +343,8 @@ describe("0017: faucet grants that recorded one transaction between them", () =>
 
 describe("0021: spends recorded before their admission order", () => {
   it(`are numbered in the order of their dates, and the spends admitted after them higher (${STORE_KIND})`, async () => {
-    const at = migrationFiles.findIndex((file) => file.startsWith("0021_"));
-    expect(at).toBeGreaterThan(0);
-    const old = await storeAtMigration(at);
     const walletId = "wal_admissionorder00000001";
-    await old.exec(
-      "INSERT INTO accounts (id, email, password_hash) VALUES ('usr_order', 'o@example.com', 'x')",
-    );
-    await old.exec(
-      `INSERT INTO wallets (id, account_id, name, chains, evm_address, wrapped_data_key)
-       VALUES ($1, 'usr_order', 'order', '["base"]', '0x4444444444444444444444444444444444444444', '\\x00')`,
-      [walletId],
-    );
+    const old = await storeBeforeWithWallet("0021_", walletId, ["base"]);
     // Recorded out of the order of their dates; a receive, a spend held for approval and one refused then.
     const rows: [string, string, string, number][] = [
       ["tx_x402pending", "x402", "pending", 2],
