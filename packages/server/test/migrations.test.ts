@@ -358,7 +358,7 @@ describe("0021: spends recorded before their admission order", () => {
       await old.exec(
         `INSERT INTO transactions (id, wallet_id, type, chain, token, amount_atomic, decimals, from_address,
            to_address, status, created_at)
-         VALUES ($1, $2, $3, 'base', 'USDC', 1, 6, '0x4444444444444444444444444444444444444444',
+         VALUES ($1, $2, $3, 'base', 'USDC', 1, 6, '0x3333333333333333333333333333333333333333',
            '0x5555555555555555555555555555555555555555', $4, now() - $5 * interval '1 minute')`,
         [id, walletId, type, status, minutesAgo],
       );
