@@ -329,7 +329,17 @@ describe("Solana funds under concurrency", () => {
    * confirmed meanwhile (a node lagging behind a load balancer): `afterFirst` runs once the first is
    * confirmed. The second must be refused, and the wallet's history hold one send, confirmed.
    */
-  async function secondReadByLaggingNode(name: string, afterFirst: (walletId: string) => Promise<void>) {
+  async function secondReadByLaggingNode(
+    name: string,
+    options: {
+      afterFirst?: (walletId: string) => Promise<void>;
+      /**
+       * The node read the balances on a fork without the first send (its answer labelled at a slot after
+       * the first's), and sees the first's block only as processed: its status says so.
+       */
+      onFork?: boolean;
+    } = {},
+  ) {
     const { wallet, to } = await walletAndRecipient(name, { sol: SOL / 10n, usdc: 5n * USDC });
     const sendThree = () =>
       server.api.post(`/v1/wallets/${wallet.id}/send`, { to, amount: "3", chain: "solana" }, apiKey);
@@ -347,15 +357,25 @@ describe("Solana funds under concurrency", () => {
       const sent = await first;
       expect(sent.status, sent.text).toBe(201);
       expect((await waitForSettled(server.api, apiKey, sent.body.id)).status).toBe("confirmed");
-      await afterFirst(wallet.id);
+      await options.afterFirst?.(wallet.id);
       // The second send's balance read is answered as that lagging node does: 5, at a slot before the first
       // landed (its answer's context says which).
       const second = sendThree();
       await eventually(() => gate.held.length === 1, { describe: "the second send's balance read" });
       const secondRead = gate.held.splice(0)[0];
       const id = JSON.stringify((JSON.parse(secondRead?.body ?? "{}") as { id?: unknown }).id);
-      gate.decide = () => "forward";
-      secondRead?.answer(before.replace(/"id":("[^"]*"|\d+)/, `"id":${id}`));
+      gate.decide = ({ methods }) =>
+        options.onFork && methods.includes("getSignatureStatuses") ? "hold" : "forward";
+      const staleRead = before.replace(/"id":("[^"]*"|\d+)/, `"id":${id}`);
+      secondRead?.answer(options.onFork ? staleRead.replace(/"slot":\d+/, `"slot":${2 ** 40}`) : staleRead);
+      if (options.onFork) {
+        await eventually(() => gate.held.length === 1, { describe: "the second send's status read" });
+        const statuses = gate.held.splice(0)[0];
+        gate.decide = () => "forward";
+        const answer = (await statuses?.askNode()) ?? "";
+        expect(answer).toMatch(/"confirmationStatus":"(confirmed|finalized)"/);
+        statuses?.answer(answer.replace(/"confirmationStatus":"\w+"/g, `"confirmationStatus":"processed"`));
+      }
       expectRefusedForOneSendOfThree(await second);
       const history = (await server.api.get(`/v1/wallets/${wallet.id}/transactions`, apiKey)).body.data as {
         type: string;
@@ -368,20 +388,26 @@ describe("Solana funds under concurrency", () => {
   }
 
   it("counts a send confirmed before another's balances were read when the node that read them had not seen it yet (a node lagging behind a load balancer): the second of two sends of 3 from 5 USDC is refused", async () => {
-    await secondReadByLaggingNode("lagging", async () => {});
+    await secondReadByLaggingNode("lagging");
+  });
+
+  it("counts a send confirmed before another's balances were read when the node that read them holds it only as processed, on another fork: the second of two sends of 3 from 5 USDC is refused", async () => {
+    await secondReadByLaggingNode("on a fork", { onFork: true });
   });
 
   it(`counts it also when more than ${RECENT_SENDS_READ} x402 payments were admitted since (a burst of micropayments)`, async () => {
-    await secondReadByLaggingNode("lagging after payments", async (walletId) => {
-      // As many payments and one more, admitted after the send and failed since: they count for nothing.
-      const db = server.service.store.db;
-      for (let i = 0; i <= RECENT_SENDS_READ; i++)
-        await db.execute(sql`
+    await secondReadByLaggingNode("lagging after payments", {
+      afterFirst: async (walletId) => {
+        // As many payments and one more, admitted after the send and failed since: they count for nothing.
+        const db = server.service.store.db;
+        for (let i = 0; i <= RECENT_SENDS_READ; i++)
+          await db.execute(sql`
           INSERT INTO transactions (id, wallet_id, type, chain, token, amount_atomic, decimals, from_address,
             to_address, status, created_at, admission_seq)
           SELECT ${`tx_micropayment${i}`} || ${walletId}, ${walletId}, 'x402', 'solana', 'USDC', 1, 6,
             solana_address, solana_address, 'failed', now(), nextval('transactions_admission_seq')
           FROM wallets WHERE id = ${walletId}`);
+      },
     });
   });
 

@@ -224,8 +224,10 @@ export class SolanaChain implements ChainClient {
 
   /**
    * Of each signature, in order, whether its transaction had landed (succeeded or failed: either way it paid
-   * its fee) in `slot` or before. A status of a later slot, or none, is a transfer not in what was read at
-   * `slot`. One request (the node answers at most {@link MAX_SIGNATURE_STATUSES} at once).
+   * its fee) in `slot` or before, in a block confirmed: what was read at `slot`, confirmed, holds. A status of
+   * a later slot, or none, is a transfer not in what was read at `slot`; so is one only processed, whose
+   * block at a slot before is not an ancestor of the one read (another fork: it may land yet, elsewhere).
+   * One request (the node answers at most {@link MAX_SIGNATURE_STATUSES} at once).
    */
   async #landedBy(signatures: readonly string[], slot: bigint): Promise<boolean[]> {
     if (signatures.length === 0) return [];
@@ -236,7 +238,12 @@ export class SolanaChain implements ChainClient {
       .send();
     return signatures.map((_, i) => {
       const status = value[i];
-      return status !== null && status !== undefined && status.slot <= slot;
+      return (
+        status !== null &&
+        status !== undefined &&
+        status.slot <= slot &&
+        (status.confirmationStatus === "confirmed" || status.confirmationStatus === "finalized")
+      );
     });
   }
 
