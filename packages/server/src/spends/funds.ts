@@ -227,8 +227,8 @@ export async function pendingPayments(
 
 /**
  * An address's x402 payments pending in a token, oldest first (their ids and recorded payments), each beside
- * the last spend admitted of the wallet ($4) on the chain: one statement, one snapshot of both. With none
- * pending, one row of the last admitted alone (id null; null, none admitted).
+ * the wallet's ($4) last spend admitted on the chain (null: none yet): one statement, one snapshot of both.
+ * With none pending, one row of the last admitted alone (id null).
  */
 const pendingPaymentsStatement = namedStatement<{
   lastAdmitted: AdmissionSeq | null;
@@ -333,9 +333,8 @@ export async function pendingSolanaSpends(
 /**
  * An address's sends and x402 payments pending on a chain, oldest first, then its sends confirmed after $4
  * among the wallet's ($3) latest sends admitted on the chain ({@link RECENT_SENDS_READ}), oldest first
- * (their ids, types, signatures and states), each beside the last spend of the wallet admitted on the chain:
- * one statement, one snapshot of all. With none, one row of the last admitted alone (id null; null, none
- * admitted).
+ * (their ids, types, signatures and states), each beside the wallet's last spend admitted on the chain (null:
+ * none yet): one statement, one snapshot of all. With none, one row of the last admitted alone (id null).
  */
 const pendingSolanaSpendsStatement = namedStatement<{
   lastAdmitted: AdmissionSeq | null;
