@@ -577,8 +577,8 @@ const inFlightStatement = namedStatement<InFlightRow>(
  *
  * A Solana transfer has no nonce that tells which sends the balances hold: the slot they were read at does.
  * The sends pending before the read, and those confirmed among the wallet's latest sends, had their
- * statuses read after it ({@link SolanaSpendsRead}): one landed by that slot is in the balances and does not
- * count, though still pending; one not landed then counts while pending and also once confirmed (since, or
+ * statuses read after it ({@link SolanaSpendsRead}): one landed by that slot, in a confirmed block, is in the
+ * balances and does not count, though still pending; one not landed then counts while pending and also once confirmed (since, or
  * before the read by a node ahead of the one that read the balances). x402 payments (transactions their
  * facilitator signs first and names, whose state a read of the balances cannot tell) count the same way as
  * sends not landed: pending, or pending then and confirmed since; one settled before the read is counted
@@ -586,9 +586,10 @@ const inFlightStatement = namedStatement<InFlightRow>(
  * after the read counts while pending, and also once confirmed when admitted after the wallet's last spend
  * admitted then ({@link AdmissionSeq}; it was admitted while this spend waited its turn at the lock: landed
  * and confirmed meanwhile, it was in neither the balances nor the spends read; one that landed before the
- * balances were read is then counted twice, refusing briefly what a later read admits). A send takes its amount and what it takes from the native
- * coin beyond it: the fee of its signatures and the rent of a token account it opens ({@link solanaFeeCap},
- * from its signed transaction); an x402 payment its amount in the token spent (its facilitator pays the fee).
+ * balances were read is then counted twice, refusing briefly what a later read admits). A send takes its
+ * amount and what it takes from the native coin beyond it: the fee of its signatures and the rent of a token
+ * account it opens ({@link solanaFeeCap}, from its signed transaction); an x402 payment its amount in the
+ * token spent (its facilitator pays the fee).
  * A failed one does not count: it no longer lands, or it landed and its fee was taken before the read or is
  * at most what the check missed of one spend. A transfer must also leave the wallet its rent exemption, or
  * nothing ({@link checkSenderRentInFlight}).
