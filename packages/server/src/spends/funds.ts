@@ -298,8 +298,8 @@ export interface PendingSolanaSpends {
 /**
  * The sends and x402 payments of `from` (the wallet `walletId`'s address) on a Solana chain still pending now,
  * its sends confirmed lately among the wallet's latest sends there, and its last spend admitted there: read
- * before the balances, outside any transaction, for the check under the lock ({@link checkFundsInFlight}). Undefined on
- * other chains.
+ * before the balances, outside any transaction, for the check under the lock ({@link checkFundsInFlight}).
+ * Undefined on other chains.
  */
 export async function pendingSolanaSpends(
   db: Db,
@@ -578,8 +578,8 @@ const inFlightStatement = namedStatement<InFlightRow>(
  * A Solana transfer has no nonce that tells which sends the balances hold: the slot they were read at does.
  * The sends pending before the read, and those confirmed among the wallet's latest sends, had their
  * statuses read after it ({@link SolanaSpendsRead}): one landed by that slot, in a confirmed block, is in the
- * balances and does not count, though still pending; one not landed then counts while pending and also once confirmed (since, or
- * before the read by a node ahead of the one that read the balances). x402 payments (transactions their
+ * balances and does not count, though still pending; one not landed then counts while pending and also once
+ * confirmed (since, or before the read by a node ahead of the one that read the balances). x402 payments (transactions their
  * facilitator signs first and names, whose state a read of the balances cannot tell) count the same way as
  * sends not landed: pending, or pending then and confirmed since; one settled before the read is counted
  * twice while its row is pending, briefly (the paid request that settled it confirms it). A spend admitted
