@@ -287,14 +287,17 @@ describe("Solana funds under concurrency", () => {
         // Meanwhile a send of 3 is admitted by an instance whose clock is two minutes behind (this one's, set
         // back): dated before the first, and confirmed.
         server.clock.advance(-120_000);
-        const third = await send("3");
-        server.clock.reset();
+        let third: Awaited<ReturnType<typeof send>>;
+        try {
+          third = await send("3");
+        } finally {
+          server.clock.reset();
+        }
         expect(third.status, third.text).toBe(201);
         expect((await waitForSettled(server.api, apiKey, third.body.id)).status).toBe("confirmed");
       });
       expectRefusedForOneSendOfThree(refused);
     } finally {
-      server.clock.reset();
       gate.openUp();
     }
   });

@@ -240,13 +240,7 @@ describe("a payment not yet settled when the balances were read", () => {
     gate.decide = () => "forward";
     gate.held.splice(0);
     if (!held) throw new Error("no plan held");
-    const answer = await (
-      await fetch(devnet.evm.rpcUrl, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: held.body,
-      })
-    ).text();
+    const answer = await held.askNode();
     await meanwhile();
     held.answer(answer);
     return sending;
@@ -302,13 +296,13 @@ describe("a payment not yet settled when the balances were read", () => {
     // set back): dated before the first. It settles and is confirmed.
     const refused = await sendWithPlanHeld(wallet.id, "3", async () => {
       gated.server.clock.advance(-120_000);
+      let paymentId: string;
       try {
-        const paymentId = await keptPayment(wallet.id, 4n, gated);
-        gated.server.clock.reset();
-        await settleAndConfirm(paymentId);
+        paymentId = await keptPayment(wallet.id, 4n, gated);
       } finally {
         gated.server.clock.reset();
       }
+      await settleAndConfirm(paymentId);
     });
     expect(refused.status, refused.text).toBe(422);
     expect(expectErrorShape(refused)).toMatchObject({
