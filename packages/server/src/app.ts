@@ -1,4 +1,5 @@
-import { createServer, type RequestListener, type Server } from "node:http";
+import { createServer, type RequestListener, type Server, type ServerResponse } from "node:http";
+import type { Socket } from "node:net";
 import fastJson from "fast-json-stringify";
 import Fastify, { type FastifyBaseLogger, LogController } from "fastify";
 import { validatorCompiler, type ZodTypeProvider } from "fastify-type-provider-zod";
@@ -67,6 +68,7 @@ export async function createApp(
     if (route.config?.auth === "public") route.schema = { ...route.schema, security: [] };
   });
   installErrorHandling(app);
+  installAnswerDrain(app);
   installHostCheck(app, services.config.allowedHosts);
   const ownRequests = new OwnRequests();
   installGuards(app, services, ownRequests);
@@ -78,6 +80,38 @@ export async function createApp(
   await registerDocsRoutes(app);
   await registerConsole(app);
   return app;
+}
+
+/**
+ * How long a stopping service goes on writing the answers its handlers have given, to clients that have not
+ * read them all: then their connections are cut.
+ */
+const STOPPING_ANSWER_DRAIN_MS = 5_000;
+
+/**
+ * Closing waits for every connection to end, and a client that stops reading its answer would hold the
+ * service's stop (SIGTERM) for as long as it kept its socket. Once the app is closing, the connections of
+ * answers still being written get {@link STOPPING_ANSWER_DRAIN_MS}, then are cut. (Node may have handed the
+ * whole answer to the kernel, the response done, while the client reads none of it: the connection is what
+ * is cut.) Handlers still at work are not cut: the stop waits for them, as the store must outlive them; an
+ * answer they give later gets the same time.
+ */
+function installAnswerDrain(app: App): void {
+  const answering = new Map<ServerResponse, Socket>();
+  let closing = false;
+  const cutLater = (socket: Socket) => setTimeout(() => socket.destroy(), STOPPING_ANSWER_DRAIN_MS).unref();
+  app.addHook("onSend", async (_request, reply) => {
+    const response = reply.raw;
+    const socket = response.socket;
+    if (!socket || answering.has(response)) return;
+    answering.set(response, socket);
+    response.once("close", () => answering.delete(response));
+    if (closing) cutLater(socket);
+  });
+  app.addHook("preClose", async () => {
+    closing = true;
+    for (const socket of answering.values()) cutLater(socket);
+  });
 }
 
 /**

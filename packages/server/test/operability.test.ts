@@ -1,5 +1,5 @@
 import { connect } from "node:net";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { requestAsSent } from "./support/api-client.ts";
 import { createTestServer, seedAccount, type TestServer } from "./support/test-server.ts";
 
@@ -313,6 +313,34 @@ describe("a request that never finishes", () => {
     } finally {
       await strict.close();
     }
+  });
+});
+
+describe("stopping while a client does not read its answer", () => {
+  it("cuts the answer after a short drain, so the service stops: the client cannot hold its stop (it waited for as long as the client kept its socket)", async () => {
+    const stopping = await createTestServer();
+    const { hostname, port } = new URL(stopping.url);
+    // Asks for the docs' bundle (over a megabyte, more than the sockets' buffers hold), reads the first
+    // chunk of the answer, then reads nothing more and never closes.
+    const socket = connect(Number(port), hostname);
+    onTestFinished(() => {
+      socket.destroy();
+    });
+    socket.write(`GET /docs/static/swagger-ui-bundle.js HTTP/1.1\r\nHost: ${hostname}:${port}\r\n\r\n`);
+    const head = await new Promise<string>((resolve) =>
+      socket.once("data", (chunk) => resolve(String(chunk))),
+    );
+    socket.pause();
+    expect(head).toMatch(/^HTTP\/1\.1 200 /);
+    const cut = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+    // Far above the drain, where nothing but the client would have ended the wait.
+    const gaveUp = new Promise<"still stopping">((resolve) =>
+      setTimeout(() => resolve("still stopping"), 60_000).unref(),
+    );
+    expect(await Promise.race([stopping.close().then(() => "stopped" as const), gaveUp])).toBe("stopped");
+    // The service ended the connection: read on, the client comes to its end.
+    socket.resume();
+    await cut;
   });
 });
 
