@@ -32,6 +32,8 @@ describe("the console at /", () => {
       const response = await fetch(`${server.url}${asset}`);
       expect(response.status, asset).toBe(200);
       expect(response.headers.get("content-security-policy"), asset).toBe(CONSOLE_CSP);
+      // Read to the end, as a browser does: an answer left unread holds its connection.
+      await response.arrayBuffer();
     }
     // Nothing in the page reaches another origin.
     expect(html).not.toMatch(/(?:src|href)="(?:https?:)?\/\//);
@@ -70,6 +72,7 @@ describe("the console at /", () => {
     const asset = await fetch(`${server.url}${script}`);
     expect(asset.headers.get("cache-control")).toBe("public, max-age=31536000, immutable");
     expect(asset.headers.get("content-type")).toMatch(/javascript/);
+    await asset.arrayBuffer();
     for (const missing of [
       "/assets/nope.js",
       "/assets/%2e%2e/index.html",
