@@ -16,3 +16,11 @@ export function ciReport(packageName: string): { reporters?: string[]; outputFil
 export const serviceTestSetup = fileURLToPath(
   new URL("./packages/server/test/support/pglite-setup.ts", import.meta.url),
 );
+
+/**
+ * The setup file of those packages, run before each test file: after the file's tests, it stops the local
+ * chains and kills the service processes the file started.
+ */
+export const serviceTestPerFile = fileURLToPath(
+  new URL("./packages/server/test/support/per-file.ts", import.meta.url),
+);

@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
-import { afterAll, onTestFinished } from "vitest";
+import { onTestFinished } from "vitest";
 import { ApiClient } from "./api-client.ts";
 
 const MAIN = fileURLToPath(new URL("../../src/main.ts", import.meta.url));
@@ -10,11 +10,14 @@ const EXIT_WITH_PARENT = fileURLToPath(new URL("./exit-with-parent.ts", import.m
 /** Service processes of the current test file still running. */
 const running = new Set<ChildProcess>();
 
-// A test that fails or times out still ends here: nothing it started outlives its file. (A worker that
-// dies outright takes its processes along through the preloaded exit-with-parent.)
-afterAll(async () => {
+/**
+ * Kills the current file's service processes still running, after its tests (from per-file.ts): a test that
+ * fails or times out still ends here, so nothing it started outlives its file. (A worker that dies outright
+ * takes its processes along through the preloaded exit-with-parent.)
+ */
+export async function killFileServiceProcesses(): Promise<void> {
   await Promise.all([...running].map((child) => stopProcess(child, "SIGKILL")));
-});
+}
 
 /** A free TCP port on 127.0.0.1. */
 export async function freePort(): Promise<number> {

@@ -1,6 +1,5 @@
 import { randomBytes } from "node:crypto";
 import { type DevnetInfo, startDevnet } from "@svc/devnet";
-import { afterAll } from "vitest";
 import { type Config, loadConfig } from "../../src/internal/config.ts";
 import type { StoreLocation } from "../../src/internal/db/store.ts";
 import { type RunningService, startService } from "../../src/service.ts";
@@ -19,18 +18,19 @@ let fileDevnet: ReturnType<typeof startDevnet> | undefined;
 
 /**
  * The local chains of the current test file: started on first use, shared by every test server of the
- * file, stopped after the file's tests (vitest evaluates this module once per file).
+ * file, stopped after the file's tests ({@link stopFileDevnet}, from per-file.ts).
  */
 export function sharedDevnet(): ReturnType<typeof startDevnet> {
   fileDevnet ??= startDevnet();
   return fileDevnet;
 }
 
-afterAll(async () => {
+/** Stops the current file's local chains, if it started them; the next file starts its own. */
+export async function stopFileDevnet(): Promise<void> {
   const running = fileDevnet;
   fileDevnet = undefined;
   await (await running)?.stop();
-});
+}
 
 /**
  * The environment of a test server on the shared local chains that reaches its EVM chain through `gate`
