@@ -18,9 +18,13 @@ export const serviceTestSetup = fileURLToPath(
 );
 
 /**
- * The setup file of those packages, run before each test file: after the file's tests, it stops the local
- * chains and kills the service processes the file started.
+ * How those packages run their test files. A worker runs file after file in one module graph (`isolate:
+ * false`): the service's modules load once per worker, not once per file (measured: 2.6 s of CPU to load
+ * them, and a process's first PGlite store costs 3.5 s more than the next). Each file still gets its own
+ * local chains and stores; the setup file, run before each file, stops the file's local chains and kills
+ * the service processes it started, after its tests.
  */
-export const serviceTestPerFile = fileURLToPath(
-  new URL("./packages/server/test/support/per-file.ts", import.meta.url),
-);
+export const serviceTestFiles = {
+  setupFiles: [fileURLToPath(new URL("./packages/server/test/support/per-file.ts", import.meta.url))],
+  isolate: false,
+};

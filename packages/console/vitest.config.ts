@@ -1,6 +1,6 @@
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
-import { ciReport, serviceTestPerFile, serviceTestSetup } from "../../vitest.shared.ts";
+import { ciReport, serviceTestFiles, serviceTestSetup } from "../../vitest.shared.ts";
 
 export default defineConfig({
   // As in vite.config.ts: the SDK's sources.
@@ -9,9 +9,7 @@ export default defineConfig({
     ...ciReport("console"),
     include: ["src/**/*.test.ts", "test/**/*.test.ts"],
     globalSetup: ["test/build-console.ts", serviceTestSetup],
-    setupFiles: [serviceTestPerFile],
-    // As the server's tests: one module graph per worker (see packages/server/vitest.config.ts).
-    isolate: false,
+    ...serviceTestFiles,
     // Each file starts a service, local chains and a headless Chromium; room on 2 cores.
     testTimeout: 180_000,
     hookTimeout: 300_000,

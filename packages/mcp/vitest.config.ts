@@ -1,6 +1,6 @@
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
-import { ciReport, serviceTestPerFile, serviceTestSetup } from "../../vitest.shared.ts";
+import { ciReport, serviceTestFiles, serviceTestSetup } from "../../vitest.shared.ts";
 
 export default defineConfig({
   // As in tsconfig.json: the SDK's sources, so no build is needed (its package entry is its dist).
@@ -9,9 +9,7 @@ export default defineConfig({
     ...ciReport("mcp"),
     include: ["src/**/*.test.ts", "test/**/*.test.ts"],
     globalSetup: [serviceTestSetup],
-    setupFiles: [serviceTestPerFile],
-    // As the server's tests: one module graph per worker (see packages/server/vitest.config.ts).
-    isolate: false,
+    ...serviceTestFiles,
     // Each file starts a real service and local chains (and spawns the stdio server); room on 2 cores.
     testTimeout: 300_000,
     hookTimeout: 300_000,
